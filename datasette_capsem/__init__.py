@@ -1,0 +1,65 @@
+"""datasette-capsem: a Datasette plugin for Capsem's session telemetry.
+
+This module only connects Datasette's hooks to the modules that do the work.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from datasette import hookimpl
+
+from datasette_capsem.mount.mounter import refresh_schemas
+from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.state import get_state
+from datasette_capsem.views import all_routes, lazy_mount, render
+
+
+@hookimpl
+def startup(datasette):
+    state = get_state(datasette)
+    # Re-check only databases whose files changed, instead of every one on every request.
+    datasette._refresh_schemas = functools.partial(
+        refresh_schemas, datasette, state.mounter.schema_cache
+    )
+    state.mounter.ensure_main()
+
+
+@hookimpl
+def asgi_wrapper(datasette):
+    return functools.partial(lazy_mount.wrap, datasette=datasette)
+
+
+@hookimpl
+def register_routes(datasette):
+    return all_routes()
+
+
+@hookimpl
+def register_commands(cli):
+    from datasette_capsem.cli import register
+
+    register(cli)
+
+
+@hookimpl
+def extra_template_vars(datasette):
+    return {"capsem_demo": get_state(datasette).settings.demo}
+
+
+@hookimpl
+def handle_exception(datasette, request, exception):
+    if not isinstance(exception, LedgerUnavailable):
+        return None
+
+    async def inner():
+        return await render.error(
+            datasette,
+            request,
+            422,
+            f"Unreadable ledger ({exception.kind})",
+            exception.detail,
+            path=str(exception.path),
+        )
+
+    return inner

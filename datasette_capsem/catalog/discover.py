@@ -1,0 +1,150 @@
+"""Find session directories in every layout Capsem has used (spec §1, §1.5, §1.6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+LEGACY_ID_RE = re.compile(r"^(\d{8})-(\d{6})-[0-9a-f]{4}$")
+PROFILE_RUN_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z][A-Za-z0-9_]*)*-\d+$")
+FAILED_MARK = "-failed-"
+
+
+@dataclass(frozen=True)
+class SessionDir:
+    """A directory that holds (or held) one session's ledger."""
+
+    id: str
+    kind: str
+    path: Path
+    ledger_path: Path | None
+    wal_present: bool
+    failed_at: str | None = None
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    name: str
+    id: str
+    session_dir: Path | None
+    raw: dict[str, Any]
+
+
+def legacy_id_time(value: str) -> str | None:
+    """`YYYYMMDD-HHMMSS-xxxx` ids encode their UTC creation time."""
+    match = LEGACY_ID_RE.match(value)
+    if not match:
+        return None
+    try:
+        moment = datetime.strptime(match.group(1) + match.group(2), "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _ledger_in(directory: Path) -> tuple[Path | None, bool]:
+    for name in ("session.db", "session.db.gz"):
+        candidate = directory / name
+        if candidate.is_file() or (candidate.exists() and not candidate.is_dir()):
+            return candidate, os.path.exists(directory / "session.db-wal")
+    return None, False
+
+
+def _subdirs(parent: Path) -> list[Path]:
+    try:
+        with os.scandir(parent) as entries:
+            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []
+
+
+def _run_session_dir(path: Path) -> SessionDir:
+    ledger, wal = _ledger_in(path)
+    name = path.name
+    if FAILED_MARK in name:
+        original, stamp = name.split(FAILED_MARK, 1)
+        return SessionDir(original, "failed", path, ledger, wal, legacy_id_time(stamp))
+    kind = (
+        "ephemeral" if UUID_RE.match(name) else "run" if PROFILE_RUN_RE.match(name) else "ephemeral"
+    )
+    return SessionDir(name, kind, path, ledger, wal)
+
+
+def scan_run_sessions(run_dir: Path) -> list[SessionDir]:
+    return [_run_session_dir(path) for path in _subdirs(run_dir / "sessions")]
+
+
+def scan_persistent(run_dir: Path) -> list[SessionDir]:
+    found = []
+    for path in _subdirs(run_dir / "persistent"):
+        ledger, wal = _ledger_in(path)
+        found.append(SessionDir(path.name, "persistent", path, ledger, wal))
+    return found
+
+
+def scan_legacy(capsem_home: Path) -> list[SessionDir]:
+    """0.x dirs under `<home>/sessions/`; only those that still hold a ledger count."""
+    found = []
+    for path in _subdirs(capsem_home / "sessions"):
+        ledger, wal = _ledger_in(path)
+        if ledger is None:
+            continue
+        kind = "legacy_gz" if ledger.suffix == ".gz" else "legacy"
+        found.append(SessionDir(path.name, kind, path, ledger, wal))
+    return found
+
+
+def _entry_id(name: str, entry: dict[str, Any]) -> str:
+    """Spec §2.2 `persistent_entry_vm_id`: id, else the dir's basename, else the name."""
+    if isinstance(entry.get("id"), str) and entry["id"]:
+        return entry["id"]
+    session_dir = entry.get("session_dir")
+    if isinstance(session_dir, str) and session_dir.strip("/"):
+        return Path(session_dir).name
+    return name
+
+
+def _contained_dir(value: Any, run_dir: Path) -> Path | None:
+    """A registry `session_dir`, accepted only inside run_dir/persistent (never elsewhere)."""
+    if not isinstance(value, str) or not value:
+        return None
+    persistent = (run_dir / "persistent").resolve()
+    candidate = Path(value).resolve()
+    if candidate.parent == persistent:
+        return candidate
+    # A home that moved keeps absolute paths of its old place; match by basename.
+    fallback = persistent / Path(value).name
+    return fallback if fallback.is_dir() else None
+
+
+def read_registry(run_dir: Path) -> tuple[list[RegistryEntry], str | None]:
+    """Parse persistent_registry.json leniently; returns entries and a problem, if any."""
+    path = run_dir / "persistent_registry.json"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return [], None
+    except (OSError, ValueError) as error:
+        return [], f"{path} cannot be read: {error}"
+    vms = document.get("vms") if isinstance(document, dict) else None
+    if not isinstance(vms, dict):
+        return [], f"{path} has no 'vms' object"
+    entries = []
+    for name, entry in sorted(vms.items()):
+        if not isinstance(entry, dict):
+            continue
+        entries.append(
+            RegistryEntry(
+                name=str(entry.get("name") or name),
+                id=_entry_id(name, entry),
+                session_dir=_contained_dir(entry.get("session_dir"), run_dir),
+                raw=entry,
+            )
+        )
+    return entries, None

@@ -1,0 +1,58 @@
+"""What the catalog knows about one session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Where a session's directory sits (spec §1).
+KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
+
+
+@dataclass
+class Session:
+    """One session: the union of its main.db row, its directory and its registry entry."""
+
+    id: str
+    kind: str
+    name: str | None = None
+    status: str | None = None
+    created_at: str | None = None
+    stopped_at: str | None = None
+    ledger_path: Path | None = None  # session.db or session.db.gz
+    dir_path: Path | None = None
+    main_row: dict[str, Any] | None = None
+    registry_entry: dict[str, Any] | None = None
+    wal_present: bool = False
+    same_vm_as: str | None = None  # the other id of a persistent VM known under two ids
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def has_ledger(self) -> bool:
+        return self.ledger_path is not None
+
+    @property
+    def live(self) -> bool:
+        return self.wal_present or self.status == "running"
+
+    @property
+    def display_name(self) -> str | None:
+        """A name only when it says more than the id does."""
+        return self.name if self.name and self.name != self.id else None
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON shape every page and command uses for a session."""
+        return {
+            "id": self.id,
+            "name": self.display_name,
+            "kind": self.kind,
+            "status": self.status,
+            "created_at": self.created_at,
+            "stopped_at": self.stopped_at,
+            "has_ledger": self.has_ledger,
+            "live": self.live,
+            "in_main_db": self.main_row is not None,
+            "same_vm_as": self.same_vm_as,
+            "problems": list(self.problems),
+        }

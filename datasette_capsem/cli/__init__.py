@@ -1,0 +1,27 @@
+"""`datasette capsem ...`: the command-line face of the plugin.
+
+Each sub-command lives in its own module and is attached here, so this file only wires.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# Module name -> click command attribute. A module that fails to import is a bug, so no guard.
+SUBCOMMANDS = {
+    "generate": "generate",
+}
+
+
+@click.group(name="capsem")
+def capsem_group() -> None:
+    """Explore Capsem session telemetry."""
+
+
+def register(cli: click.Group) -> None:
+    for module_name, attr in SUBCOMMANDS.items():
+        module = importlib.import_module(f"datasette_capsem.cli.{module_name}")
+        capsem_group.add_command(getattr(module, attr))
+    cli.add_command(capsem_group)

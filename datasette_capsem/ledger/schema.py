@@ -1,0 +1,97 @@
+"""Schema introspection and era detection for session.db and main.db files.
+
+session.db carries no version marker (spec §4.1) and its shape drifted many times (§4.5), so
+every consumer asks a LedgerSchema what a file can answer instead of assuming a shape.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from datasette_capsem.sqlfiles import load_sql
+
+# Newest first: the first marker a file has names its era (dates from spec §4.5).
+ERA_MARKERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("1.5", "security_ask_events", ("turn_id",)),
+    ("1.4", "tool_calls", ("transport", "turn_id")),
+    ("2026-06-24", "tool_calls", ("turn_id",)),
+    ("2026-06-22", "tool_calls", ("decision",)),
+    ("2026-06-15", "event_body_blobs", ()),
+    ("2026-06-14", "model_items", ()),
+    ("1.3-dev", "security_rule_events", ()),
+    ("1.1", "dns_events", ()),
+    ("1.0", "exec_events", ()),
+    ("0.16", "snapshot_events", ()),
+    ("0.9", "mcp_calls", ()),
+    ("0.8", "model_calls", ()),
+)
+
+# Tables a current writer never creates; their presence marks a migrated or legacy file.
+LEGACY_TABLES = ("mcp_calls", "snapshot_events", "session_identity", "policy_hook_events")
+LEGACY_PREFIXES = ("ai_", "security_event", "detection_")
+
+
+@dataclass(frozen=True)
+class LedgerSchema:
+    """Tables and their columns, as found in one file."""
+
+    tables: dict[str, tuple[str, ...]]
+
+    def has(self, table: str, *columns: str) -> bool:
+        """True when `table` exists with every one of `columns`."""
+        found = self.tables.get(table)
+        return found is not None and all(column in found for column in columns)
+
+    def has_all(self, requirements: dict[str, list[str] | tuple[str, ...]]) -> bool:
+        return all(self.has(table, *columns) for table, columns in requirements.items())
+
+    def missing(self, requirements: dict[str, list[str] | tuple[str, ...]]) -> list[str]:
+        """What a query or check needs that this file lacks, as `table` or `table.column`."""
+        absent = []
+        for table, columns in requirements.items():
+            if table not in self.tables:
+                absent.append(table)
+                continue
+            absent += [f"{table}.{c}" for c in columns if c not in self.tables[table]]
+        return absent
+
+    @property
+    def era(self) -> str:
+        for era, table, columns in ERA_MARKERS:
+            if self.has(table, *columns):
+                return era
+        return "unknown"
+
+    @property
+    def legacy_tables(self) -> list[str]:
+        return sorted(
+            name
+            for name in self.tables
+            if name in LEGACY_TABLES or name.startswith(LEGACY_PREFIXES)
+        )
+
+    @property
+    def migrated(self) -> bool:
+        """A file a newer writer re-opened: current columns beside leftover tables."""
+        return self.has("tool_calls", "turn_id") and bool(self.legacy_tables)
+
+    @property
+    def is_ledger(self) -> bool:
+        return "model_calls" in self.tables or "net_events" in self.tables
+
+    def summary(self) -> dict:
+        return {
+            "era": self.era,
+            "migrated": self.migrated,
+            "legacy_tables": self.legacy_tables,
+            "tables": sorted(self.tables),
+        }
+
+
+def read_schema(conn: sqlite3.Connection) -> LedgerSchema:
+    """Introspect a connection (works as a Datasette `execute_fn` callback)."""
+    tables: dict[str, list[str]] = {}
+    for table, column in conn.execute(load_sql(__package__, "columns")):
+        tables.setdefault(table, []).append(column)
+    return LedgerSchema({name: tuple(columns) for name, columns in tables.items()})

@@ -1,0 +1,192 @@
+"""The one place that opens Capsem's SQLite files, without ever changing a byte of them.
+
+SQLite's ``mode=ro`` is not enough on its own (spec §4.7): beside a WAL-mode file with no
+``-wal``/``-shm`` it creates both. So each file gets the open mode that touches nothing:
+
+* WAL-mode file, no ``-wal`` on disk (finished session): ``immutable=1``; nothing can be
+  pending because there is no WAL to hold it.
+* ``-wal`` and ``-shm`` present (live, or unclean stop): ``mode=ro``, which reads the WAL's
+  committed frames; SQLite's reader bookkeeping in the existing ``-shm`` is the only write.
+* ``-wal`` without ``-shm``: ``mode=ro`` would create the ``-shm``, so read a snapshot copy
+  of both files from the plugin's cache instead.
+* rollback-journal file: ``mode=ro`` creates nothing.
+* legacy ``session.db.gz``: decompressed once into the cache and opened ``immutable=1``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import sqlite3
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+HEADER_SIZE = 100
+
+
+class LedgerUnavailable(Exception):
+    """A Capsem file that cannot be read; ``kind`` is one of findings.BROKEN_FILE_KINDS."""
+
+    def __init__(self, kind: str, path: Path, detail: str):
+        self.kind = kind
+        self.path = path
+        self.detail = detail
+        super().__init__(f"{path}: {detail}")
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What the filesystem says about a SQLite file and its WAL companions."""
+
+    path: Path
+    size: int
+    mtime_ns: int
+    wal_mode: bool
+    wal_size: int | None  # None when there is no -wal file
+    wal_mtime_ns: int | None
+    shm_exists: bool
+
+    @property
+    def fingerprint(self) -> tuple:
+        """Changes whenever a writer could have added rows."""
+        return (self.size, self.mtime_ns, self.wal_size, self.wal_mtime_ns)
+
+    @property
+    def mode(self) -> str:
+        if self.path.suffix == ".gz":
+            return "gz"
+        if self.wal_size is not None:
+            return "ro" if self.shm_exists else "snapshot"
+        return "immutable" if self.wal_mode else "ro"
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _check_header(path: Path, header: bytes, size: int) -> None:
+    if size == 0:
+        raise LedgerUnavailable("zero_bytes", path, "the file is empty (0 bytes)")
+    if not header.startswith(SQLITE_MAGIC):
+        raise LedgerUnavailable("not_sqlite", path, "the file is not a SQLite database")
+    if len(header) < HEADER_SIZE:
+        raise LedgerUnavailable("truncated", path, "the file is cut off inside its header")
+    page_size = struct.unpack(">H", header[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    page_count = struct.unpack(">I", header[28:32])[0]
+    change_counter, valid_for = header[24:28], header[92:96]
+    if change_counter == valid_for and page_count and size < page_count * page_size:
+        raise LedgerUnavailable(
+            "truncated", path, f"the file is truncated ({size} of {page_count * page_size} bytes)"
+        )
+
+
+def inspect_file(path: Path) -> FileState:
+    """Stat a database file and validate its header without opening it through SQLite."""
+    path = Path(path)
+    try:
+        stat = os.stat(path)
+        with open(path, "rb") as handle:
+            header = handle.read(HEADER_SIZE)
+    except FileNotFoundError as error:
+        raise LedgerUnavailable("missing", path, "the file does not exist") from error
+    except PermissionError as error:
+        raise LedgerUnavailable("unreadable", path, "permission denied") from error
+    except IsADirectoryError as error:
+        raise LedgerUnavailable("not_sqlite", path, "a directory, not a file") from error
+    if path.suffix == ".gz":
+        return FileState(path, stat.st_size, stat.st_mtime_ns, False, None, None, False)
+    _check_header(path, header, stat.st_size)
+    wal = _stat_or_none(Path(f"{path}-wal"))
+    return FileState(
+        path=path,
+        size=stat.st_size,
+        mtime_ns=stat.st_mtime_ns,
+        wal_mode=header[18] == 2 and header[19] == 2,
+        wal_size=wal.st_size if wal else None,
+        wal_mtime_ns=wal.st_mtime_ns if wal else None,
+        shm_exists=os.path.exists(f"{path}-shm"),
+    )
+
+
+def _cache_key(state: FileState) -> str:
+    raw = f"{state.path}|{state.fingerprint}".encode()
+    return hashlib.sha256(raw).hexdigest()[:24]
+
+
+def _atomic_copy(write, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".partial-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _decompressed_copy(state: FileState, cache_dir: Path) -> Path:
+    target = cache_dir / "gz" / f"{_cache_key(state)}.db"
+    if not target.exists():
+
+        def write(out):
+            try:
+                with gzip.open(state.path, "rb") as source:
+                    shutil.copyfileobj(source, out)
+            except (OSError, EOFError) as error:
+                raise LedgerUnavailable("truncated", state.path, f"gzip: {error}") from error
+
+        _atomic_copy(write, target)
+        with open(target, "rb") as handle:
+            _check_header(state.path, handle.read(HEADER_SIZE), target.stat().st_size)
+    return target
+
+
+def _snapshot_copy(state: FileState, cache_dir: Path) -> Path:
+    folder = cache_dir / "snapshots" / _cache_key(state)
+    target = folder / "session.db"
+    if not target.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(f"{state.path}-wal", "rb") as wal:
+            wal_bytes = wal.read()
+        _atomic_copy(lambda out: out.write(wal_bytes), Path(f"{target}-wal"))
+        _atomic_copy(lambda out: shutil.copyfileobj(open(state.path, "rb"), out), target)
+    return target
+
+
+def sqlite_uri(state: FileState, cache_dir: Path) -> str:
+    """The URI that reads ``state.path`` (or its cached stand-in) without touching it."""
+    mode = state.mode
+    if mode == "gz":
+        return f"file:{quote(str(_decompressed_copy(state, cache_dir)))}?immutable=1"
+    if mode == "snapshot":
+        return f"file:{quote(str(_snapshot_copy(state, cache_dir)))}?mode=ro"
+    flag = "immutable=1" if mode == "immutable" else "mode=ro"
+    return f"file:{quote(str(state.path))}?{flag}"
+
+
+def connect(state: FileState, cache_dir: Path) -> sqlite3.Connection:
+    """Open a read-only connection; a file SQLite rejects raises LedgerUnavailable."""
+    try:
+        conn = sqlite3.connect(sqlite_uri(state, cache_dir), uri=True, check_same_thread=False)
+        conn.execute("PRAGMA query_only = ON")
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        kind = "unreadable" if "unable to open" in str(error) else "truncated"
+        raise LedgerUnavailable(kind, state.path, f"SQLite cannot read it: {error}") from error
+    return conn
+
+
+def open_readonly(path: Path, cache_dir: Path) -> sqlite3.Connection:
+    """Inspect and open in one step, for code that reads a file once (CLI, indexer)."""
+    return connect(inspect_file(path), cache_dir)

@@ -1,0 +1,142 @@
+"""ASGI layer: mount a session's ledger when a request names it, and guard plugin pages.
+
+Datasette routes `/<database>/...` only to attached databases, so this wrapper looks at the
+first path segment before Datasette does: a catalog session is mounted (evicting the least
+recently used beyond the bound), an unknown one gets a 404 with near matches, and a ledger
+that cannot be read gets a page naming the file and the problem.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from importlib import resources
+
+from datasette.utils import tilde_decode
+from datasette.utils.asgi import Request
+
+from datasette_capsem.mount.mounter import MAIN_DATABASE
+from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.state import get_state
+from datasette_capsem.views import render
+
+# First path segments that are Datasette's own, never a database.
+NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
+PLUGIN_PAGE_PREFIX = "/-/capsem"
+
+
+def _inline_script_hashes() -> str:
+    """CSP hashes of the inline scripts Datasette's base template itself emits."""
+    template = resources.files("datasette").joinpath("templates", "_close_open_menus.html")
+    script = template.read_text().split("<script>", 1)[1].rsplit("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    return f"'sha256-{digest}'"
+
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; "
+    f"script-src 'self' {_inline_script_hashes()}; "
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"
+)
+
+
+def is_plugin_page(path: str) -> bool:
+    return path == "/" or path.startswith(PLUGIN_PAGE_PREFIX) or path.startswith("/.json")
+
+
+def database_segment(path: str) -> str:
+    """The database name a core Datasette path starts with ('' when none)."""
+    first = path.lstrip("/").split("/", 1)[0]
+    return tilde_decode(first.split(".", 1)[0]) if first else ""
+
+
+def session_links(sessions) -> list[dict]:
+    return [
+        {"id": s.id, "name": s.display_name, "href": f"/-/capsem/sessions/{s.id}"} for s in sessions
+    ]
+
+
+async def _problem_response(datasette, scope, receive):
+    """None when the request may go on to Datasette, else the error response to send."""
+    # Runs before Datasette's CSRF middleware, whose token the templates expect.
+    request = Request({**scope, "csrftoken": lambda: ""}, receive)
+    if "\x00" in scope["path"]:
+        return await render.error(
+            datasette, request, 400, "Bad path", "The path contains a NUL byte."
+        )
+    name = database_segment(scope["path"])
+    if name in NON_DATABASE_SEGMENTS or name == "_internal":
+        return None
+    state = get_state(datasette)
+    if name == MAIN_DATABASE:
+        if state.mounter.ensure_main() is None:
+            problem = state.catalog.snapshot().main_db_problem or "main.db cannot be read"
+            return await render.error(datasette, request, 404, "No session index", problem)
+        return None
+    if name in state.mounter.mounted:
+        state.mounter.touch(name)
+        return None
+    if name in datasette.databases:
+        return None
+    session = state.catalog.session_for_database(name)
+    if session is None:
+        near = session_links(state.catalog.near_matches(name))
+        return await render.error(
+            datasette,
+            request,
+            404,
+            "Unknown session",
+            f"No session or database is called {name!r}.",
+            suggestions=near,
+        )
+    if not session.has_ledger:
+        return await render.error(
+            datasette,
+            request,
+            404,
+            "No ledger on disk",
+            f"Session {session.id} has no session.db on disk (Capsem deletes the directory "
+            "of a stopped ephemeral session; its main.db row remains).",
+            suggestions=session_links([session]),
+        )
+    try:
+        await state.mounter.session_database(session)
+    except LedgerUnavailable as problem:
+        return await render.error(
+            datasette,
+            request,
+            422,
+            f"Unreadable ledger ({problem.kind})",
+            f"The ledger of session {session.id} cannot be read: {problem.detail}.",
+            path=str(problem.path),
+            suggestions=session_links([session]),
+        )
+    return None
+
+
+def _with_security_headers(send, path: str):
+    async def wrapped(message):
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers") or [])
+            headers.append((b"x-content-type-options", b"nosniff"))
+            if is_plugin_page(path):
+                headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+                headers.append((b"referrer-policy", b"same-origin"))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return wrapped
+
+
+def wrap(app, datasette):
+    async def capsem_asgi(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        guarded_send = _with_security_headers(send, scope["path"])
+        response = await _problem_response(datasette, scope, receive)
+        if response is not None:
+            return await response.asgi_send(guarded_send)
+        return await app(scope, receive, guarded_send)
+
+    return capsem_asgi

@@ -1,0 +1,59 @@
+"""Rendering helpers shared by every plugin page: HTML or JSON from one context, and errors."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from datasette.utils.asgi import Response
+
+TEMPLATE_DIR = "capsem"
+
+
+def wants_json(request) -> bool:
+    return request.path.endswith(".json") or request.args.get("_format") == "json"
+
+
+def json_response(data: Any, status: int = 200, headers: dict | None = None) -> Response:
+    body = json.dumps(data, default=str, ensure_ascii=False, indent=2)
+    return Response(
+        body, status=status, headers=headers or {}, content_type="application/json; charset=utf-8"
+    )
+
+
+async def page(
+    datasette,
+    request,
+    template: str,
+    context: dict[str, Any],
+    *,
+    data: Any = None,
+    status: int = 200,
+) -> Response:
+    """The JSON form (`data`, else `context`) or the HTML form of one page."""
+    if wants_json(request):
+        return json_response(context if data is None else data, status=status)
+    html = await datasette.render_template(f"{TEMPLATE_DIR}/{template}", context, request=request)
+    return Response.html(html, status=status)
+
+
+async def error(
+    datasette,
+    request,
+    status: int,
+    title: str,
+    message: str,
+    *,
+    path: str | None = None,
+    suggestions: list[dict] | None = None,
+) -> Response:
+    """A page (or JSON) that names the problem; never a traceback."""
+    data = {
+        "ok": False,
+        "status": status,
+        "error": title,
+        "message": message,
+        "path": path,
+        "suggestions": suggestions or [],
+    }
+    return await page(datasette, request, "error.html", data, status=status)

@@ -1,0 +1,52 @@
+"""Building blocks for tests: a started Datasette over a Capsem home, and file snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from datasette.app import Datasette
+
+PLUGIN = "datasette-capsem"
+
+
+async def make_datasette(
+    home: Path,
+    cache_dir: Path,
+    *,
+    metadata: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+    **plugin_config,
+) -> Datasette:
+    """A Datasette serving `home` with the plugin, started, its cache kept in `cache_dir`."""
+    metadata = dict(metadata or {})
+    plugins = dict(metadata.get("plugins") or {})
+    plugins[PLUGIN] = {
+        "capsem_home": str(home),
+        "cache_dir": str(cache_dir),
+        **plugins.get(PLUGIN, {}),
+        **plugin_config,
+    }
+    metadata["plugins"] = plugins
+    datasette = Datasette(metadata=metadata, settings=settings or {})
+    await datasette.invoke_startup()
+    return datasette
+
+
+def snapshot_tree(root: Path) -> dict[str, tuple[str, int]]:
+    """sha256 and mtime of every file below `root`, to prove nothing was written."""
+    result = {}
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for filename in filenames:
+            path = Path(dirpath, filename)
+            try:
+                data = path.read_bytes()
+            except PermissionError:
+                data = b"<unreadable>"
+            result[str(path.relative_to(root))] = (
+                hashlib.sha256(data).hexdigest(),
+                path.stat().st_mtime_ns,
+            )
+    return result
