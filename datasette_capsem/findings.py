@@ -28,7 +28,7 @@ def _kinds(*kinds: FindingKind) -> dict[str, FindingKind]:
     return {kind.id: kind for kind in kinds}
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 KINDS: dict[str, FindingKind] = _kinds(
     # 1: event ids on primary tables
@@ -36,7 +36,7 @@ KINDS: dict[str, FindingKind] = _kinds(
     FindingKind("duplicate_event_id", E, "Event id used by more than one row"),
     FindingKind("null_event_id", W, "Rows without an event id (migrated file)"),
     FindingKind(
-        "placeholder_event_id", I, "Tool calls carrying the migration placeholder event id"
+        "placeholder_event_id", INFO, "Tool calls carrying the migration placeholder event id"
     ),
     # 2-5: tool call / response links
     FindingKind("tool_call_parent_missing", E, "Tool call whose model call does not exist"),
@@ -74,7 +74,7 @@ KINDS: dict[str, FindingKind] = _kinds(
     FindingKind("bad_timestamp", W, "Timestamp SQLite cannot parse"),
     FindingKind("bad_credential_ref", W, "credential_ref that is not credential:blake3:<64 hex>"),
     FindingKind("turn_trace_mismatch", W, "turn_id differs from trace_id"),
-    FindingKind("legacy_tables", I, "Legacy or unexpected tables present"),
+    FindingKind("legacy_tables", INFO, "Legacy or unexpected tables present"),
     FindingKind("schema_not_ready", E, "File fails integrity_check or lacks required columns"),
 )
 

@@ -160,7 +160,12 @@ def _snapshot_copy(state: FileState, cache_dir: Path) -> Path:
         with open(f"{state.path}-wal", "rb") as wal:
             wal_bytes = wal.read()
         _atomic_copy(lambda out: out.write(wal_bytes), Path(f"{target}-wal"))
-        _atomic_copy(lambda out: shutil.copyfileobj(open(state.path, "rb"), out), target)
+
+        def write_db(out):
+            with open(state.path, "rb") as source:
+                shutil.copyfileobj(source, out)
+
+        _atomic_copy(write_db, target)
     return target
 
 
