@@ -9,9 +9,11 @@ import importlib
 
 import click
 
-# Module name -> click command attribute. A module that fails to import is a bug, so no guard.
-SUBCOMMANDS = {
+# Module name -> the click command attribute(s) it defines. A module that fails to import is a
+# bug, so there is no guard.
+SUBCOMMANDS: dict[str, str | tuple[str, ...]] = {
     "generate": "generate",
+    "serve": ("demo", "serve"),
 }
 
 
@@ -23,5 +25,6 @@ def capsem_group() -> None:
 def register(cli: click.Group) -> None:
     for module_name, attr in SUBCOMMANDS.items():
         module = importlib.import_module(f"datasette_capsem.cli.{module_name}")
-        capsem_group.add_command(getattr(module, attr))
+        for name in (attr,) if isinstance(attr, str) else attr:
+            capsem_group.add_command(getattr(module, name))
     cli.add_command(capsem_group)
