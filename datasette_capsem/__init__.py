@@ -9,6 +9,7 @@ import functools
 
 from datasette import hookimpl
 
+from datasette_capsem import permissions
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
@@ -63,3 +64,19 @@ def handle_exception(datasette, request, exception):
         )
 
     return inner
+
+
+@hookimpl
+def permission_allowed(datasette, actor, action, resource):
+    if action != permissions.VIEW_SECRETS:
+        return None
+    return permissions.view_secrets_from_config(datasette, actor)
+
+
+@hookimpl
+def actor_from_request(datasette, request):
+    header = get_state(datasette).settings.trusted_actor_header
+    if not header:
+        return None
+    value = request.headers.get(header.lower())
+    return {"id": value, "via": "trusted-header"} if value else None

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from datasette.utils import actor_matches_allow
+
+from datasette_capsem.config import PLUGIN_NAME
+
 VIEW_SECRETS = "capsem-view-secrets"
 
 
@@ -29,3 +33,9 @@ async def can_view_database(datasette, actor: dict | None, database: str) -> boo
 
 async def can_view_secrets(datasette, actor: dict | None) -> bool:
     return await allowed(datasette, actor, VIEW_SECRETS, default=False)
+
+
+def view_secrets_from_config(datasette, actor: dict | None) -> bool:
+    """`view_secrets` in plugin config is a Datasette allow block; absent means nobody."""
+    allow = (datasette.plugin_config(PLUGIN_NAME) or {}).get("view_secrets", False)
+    return bool(actor_matches_allow(actor, allow))

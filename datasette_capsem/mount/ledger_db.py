@@ -9,6 +9,7 @@ they are keyed by thread on the instance and all closed when the database is evi
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import sqlite3
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 from datasette.database import Database
 
+from datasette_capsem import redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.mount import readonly
 
@@ -105,13 +107,19 @@ class LedgerDatabase(Database):
         self._revalidate()
 
         def in_thread():
-            return fn(self._connection_for_thread())
+            conn = self._connection_for_thread()
+            redaction.apply_policy(conn)  # connections are shared by requests of any actor
+            return fn(conn)
 
         self._in_flight += 1
         try:
             if self.ds.executor is None:
                 return in_thread()
-            return await asyncio.get_event_loop().run_in_executor(self.ds.executor, in_thread)
+            # The request's secret policy lives in a contextvar; carry it into the thread.
+            context = contextvars.copy_context()
+            return await asyncio.get_event_loop().run_in_executor(
+                self.ds.executor, context.run, in_thread
+            )
         finally:
             self._in_flight -= 1
             if self._closed and self._in_flight == 0:

@@ -15,10 +15,11 @@ from importlib import resources
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request
 
+from datasette_capsem import redaction
 from datasette_capsem.mount.mounter import MAIN_DATABASE
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
-from datasette_capsem.views import render
+from datasette_capsem.views import render, secrets_guard
 
 # First path segments that are Datasette's own, never a database.
 NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
@@ -42,7 +43,7 @@ CONTENT_SECURITY_POLICY = (
 
 
 def is_plugin_page(path: str) -> bool:
-    return path == "/" or path.startswith(PLUGIN_PAGE_PREFIX) or path.startswith("/.json")
+    return path == "/" or path.startswith(PLUGIN_PAGE_PREFIX)
 
 
 def database_segment(path: str) -> str:
@@ -129,14 +130,39 @@ def _with_security_headers(send, path: str):
     return wrapped
 
 
+async def _handle(app, datasette, scope, receive, send) -> None:
+    path = scope["path"]
+    guarded_send = _with_security_headers(send, path)
+    if redaction.policy.get() != redaction.OPEN:
+        if secrets_guard.refuses_raw(path):
+            request = Request({**scope, "csrftoken": lambda: ""}, receive)
+            response = await render.error(
+                datasette,
+                request,
+                403,
+                "Raw download refused",
+                "Raw database and blob downloads could reveal credentials; they need the "
+                "capsem-view-secrets permission.",
+            )
+            return await response.asgi_send(guarded_send)
+        guarded_send = secrets_guard.masking_send(guarded_send, path)
+    response = await _problem_response(datasette, scope, receive)
+    if response is not None:
+        return await response.asgi_send(guarded_send)
+    return await app(scope, receive, guarded_send)
+
+
 def wrap(app, datasette):
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
-        guarded_send = _with_security_headers(send, scope["path"])
-        response = await _problem_response(datasette, scope, receive)
-        if response is not None:
-            return await response.asgi_send(guarded_send)
-        return await app(scope, receive, guarded_send)
+        policy = await secrets_guard.request_policy(
+            datasette, scope, receive, is_plugin_page(scope["path"])
+        )
+        token = redaction.policy.set(policy)  # read by the database layer's worker threads
+        try:
+            return await _handle(app, datasette, scope, receive, send)
+        finally:
+            redaction.policy.reset(token)
 
     return capsem_asgi

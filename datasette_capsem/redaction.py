@@ -1,0 +1,117 @@
+"""What counts as a secret in a Capsem ledger, and how it is kept from actors who may not see it.
+
+Two layers, both applied only to actors without the `capsem-view-secrets` permission:
+
+* Masking: every text response (HTML, JSON, CSV) has credential-shaped strings replaced by
+  ``[redacted]`` markers before it leaves the server, whatever route produced it.
+* Hiding: on Datasette's own routes, where the actor controls the SQL (custom SQL, `_where`,
+  column filters, sorting), the columns that carry headers, bodies and arguments read as NULL
+  through a SQLite authorizer. Otherwise a query could transform a secret past the masker or
+  test it character by character in a WHERE clause.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import sqlite3
+
+# Policy for the current request, read by the database layer in its worker thread.
+OPEN, MASK, HIDE = "open", "mask", "hide"
+policy: contextvars.ContextVar[str] = contextvars.ContextVar("capsem_secret_policy", default=OPEN)
+
+# Columns whose content is expected to carry credentials (spec §4.2-§4.4): read as NULL under
+# the HIDE policy. Keyed by column name because the same names recur across tables and eras.
+SECRET_COLUMNS = frozenset(
+    {
+        "request_headers",
+        "response_headers",
+        "request_body_preview",
+        "response_body_preview",
+        "system_prompt_preview",
+        "query",
+        "body",
+        "arguments",
+        "content",
+        "command",
+        "argv",
+        "stdout_preview",
+        "stderr_preview",
+        "context_json",
+        "event_json",
+        "rule_json",
+        "text_content",
+        "thinking_content",
+        "response_preview",
+        "content_preview",
+        "env",
+    }
+)
+
+_HEADER_NAMES = (
+    r"authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|cookie|set-cookie|"
+    r"x-auth-token|anthropic-api-key|openai-api-key"
+)
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # "authorization: Bearer abc" header lines, in raw, JSON-escaped or HTML-escaped text.
+    (
+        "header",
+        re.compile(
+            rf"(?i)\b({_HEADER_NAMES})(\s*(?::|&#34;:|\"\s*:|=)\s*(?:&#34;|\")?)"
+            r"[^\r\n\"&<,}]{4,}"
+        ),
+    ),
+    ("bearer", re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")),
+    (
+        "api-key",
+        re.compile(
+            r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}"
+            r"|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
+            r"|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{16,})"
+        ),
+    ),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    (
+        "private-key",
+        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    ),
+    (
+        "secret-field",
+        re.compile(
+            r"(?i)([\"']?(?:api[_-]?key|secret|password|access[_-]?token|"
+            r"refresh[_-]?token|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?)"
+            r"[^\s\"'&<,}]{6,}"
+        ),
+    ),
+)
+
+
+def _replacement(kind: str):
+    def replace(match: re.Match[str]) -> str:
+        prefix = match.group(1) + match.group(2) if kind == "header" else ""
+        if kind in ("bearer",):
+            prefix = match.group(1) + " "
+        if kind == "secret-field":
+            prefix = match.group(1)
+        return f"{prefix}[redacted:{kind}]"
+
+    return replace
+
+
+def mask_text(text: str) -> str:
+    """Replace every credential-shaped substring of `text` with a `[redacted:kind]` marker."""
+    for kind, pattern in SECRET_PATTERNS:
+        text = pattern.sub(_replacement(kind), text)
+    return text
+
+
+def hide_secret_columns(action: int, arg1, arg2, _db, _trigger) -> int:
+    """SQLite authorizer: secret-bearing columns read as NULL, everything else as usual."""
+    if action == sqlite3.SQLITE_READ and arg2 in SECRET_COLUMNS:
+        return sqlite3.SQLITE_IGNORE
+    return sqlite3.SQLITE_OK
+
+
+def apply_policy(conn: sqlite3.Connection) -> None:
+    """Install (or remove) the authorizer for the current request's policy on `conn`."""
+    conn.set_authorizer(hide_secret_columns if policy.get() == HIDE else None)

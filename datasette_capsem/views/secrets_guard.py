@@ -1,0 +1,78 @@
+"""Per-request secret policy: who may see credentials, and masking of what goes out.
+
+Runs in the ASGI layer, outside Datasette's router, so it covers every route (core pages,
+JSON, CSV, canned queries and plugin pages) in one place.
+"""
+
+from __future__ import annotations
+
+from datasette.plugins import pm
+from datasette.utils import await_me_maybe
+from datasette.utils.asgi import Request
+
+from datasette_capsem import permissions, redaction
+
+TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
+UNMASKED_PREFIXES = ("/-/static/", "/-/static-plugins/")
+# Raw bytes cannot be masked; these routes are refused to actors who may not see secrets.
+RAW_SUFFIXES = (".db", ".blob")
+
+
+async def request_actor(datasette, scope, receive) -> dict | None:
+    """The actor Datasette will see for this request (same hooks, same order)."""
+    request = Request(scope, receive)
+    for candidate in pm.hook.actor_from_request(datasette=datasette, request=request):
+        actor = await await_me_maybe(candidate)
+        if actor:
+            return actor
+    return None
+
+
+async def request_policy(datasette, scope, receive, plugin_page: bool) -> str:
+    actor = await request_actor(datasette, scope, receive)
+    if await permissions.can_view_secrets(datasette, actor):
+        return redaction.OPEN
+    # Plugin pages run only their own SQL; Datasette's routes run the actor's.
+    return redaction.MASK if plugin_page else redaction.HIDE
+
+
+def refuses_raw(path: str) -> bool:
+    return path.split("?", 1)[0].endswith(RAW_SUFFIXES)
+
+
+def _is_text(headers: list[tuple[bytes, bytes]]) -> bool:
+    for name, value in headers:
+        if name.lower() == b"content-type":
+            return value.lower().startswith(TEXT_TYPES)
+    return False
+
+
+def masking_send(send, path: str):
+    """Buffer a text response, mask secrets in it, and send it with a corrected length."""
+    if path.startswith(UNMASKED_PREFIXES):
+        return send
+    start: dict | None = None
+    chunks: list[bytes] = []
+
+    async def wrapped(message):
+        nonlocal start
+        if message["type"] == "http.response.start":
+            if not _is_text(list(message.get("headers") or [])):
+                start = None
+                await send(message)
+                return
+            start = message
+            return
+        if message["type"] != "http.response.body" or start is None:
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        body = redaction.mask_text(b"".join(chunks).decode("utf-8", "replace")).encode("utf-8")
+        headers = [(k, v) for k, v in start.get("headers") or [] if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return wrapped
