@@ -1,0 +1,202 @@
+"""Serving a Capsem home: discovery of every layout, lazy mounting, read-only, broken inputs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.state import get_state
+from tests.helpers import make_datasette, snapshot_tree
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def readable_sessions(manifest: dict) -> list[dict]:
+    return [s for s in manifest["sessions"] if s.get("ledger") and not s.get("broken")]
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("capsem-cache")
+
+
+async def test_catalog_lists_every_session_of_the_manifest(capsem_home, manifest, cache_dir):
+    datasette = await make_datasette(capsem_home, cache_dir)
+    response = await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")
+    assert response.status_code == 200
+    listed = {s["id"] for s in response.json()["sessions"]}
+    expected = {s["id"] for s in manifest["sessions"] if s.get("ledger") or s.get("main_db_row")}
+    assert expected <= listed
+
+
+async def test_every_kind_and_era_is_served_as_a_datasette_database(
+    capsem_home, manifest, cache_dir
+):
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=4)
+    seen_kinds, seen_eras = set(), set()
+    for session in readable_sessions(manifest):
+        for table, count in sorted(session.get("counts", {}).items())[:3]:
+            response = await datasette.client.get(
+                f"/{session['id']}/{table}.json?_shape=array&_size=max&_col=id"
+            )
+            assert response.status_code == 200, (session["id"], table, response.text[:300])
+            assert len(response.json()) == min(count, 1000), (session["id"], table)
+        seen_kinds.add(session["kind"])
+        seen_eras.add(session["era"])
+    assert {"ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz"} <= seen_kinds
+    assert len(seen_eras) >= 4
+
+
+async def test_sessions_are_mounted_lazily_and_evicted_beyond_the_bound(
+    capsem_home, manifest, cache_dir
+):
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=3)
+    state = get_state(datasette)
+    assert not state.mounter.mounted  # nothing attached until asked for
+    sessions = readable_sessions(manifest)
+    assert len(sessions) > 6
+    for session in sessions:
+        response = await datasette.client.get(f"/{session['id']}.json")
+        assert response.status_code == 200
+        assert len(state.mounter.mounted) <= 3
+        ledgers = [name for name in datasette.databases if name not in ("_internal", "main")]
+        assert len(ledgers) <= 3
+    assert state.mounter.evict_count >= len(sessions) - 3
+
+
+async def test_mount_cycles_do_not_leak_file_descriptors(capsem_home, manifest, cache_dir):
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=2)
+    sessions = readable_sessions(manifest)[:6]
+
+    async def visit_all():
+        for session in sessions:
+            response = await datasette.client.get(f"/{session['id']}/model_calls.json")
+            assert response.status_code in (200, 404)
+
+    await visit_all()
+    baseline = open_fds()
+    for _ in range(10):
+        await visit_all()
+    assert open_fds() <= baseline + 4
+
+
+async def test_evicted_database_closes_all_its_connections(capsem_home, manifest, cache_dir):
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=1)
+    state = get_state(datasette)
+    first, second = readable_sessions(manifest)[:2]
+    await datasette.client.get(f"/{first['id']}.json")
+    database = state.mounter.mounted[first["id"]]
+    assert database.open_connection_count >= 1
+    await datasette.client.get(f"/{second['id']}.json")
+    assert first["id"] not in datasette.databases
+    assert database.open_connection_count == 0
+
+
+async def test_unknown_session_is_a_404_with_near_matches(capsem_home, manifest, cache_dir):
+    datasette = await make_datasette(capsem_home, cache_dir)
+    known = readable_sessions(manifest)[0]["id"]
+    response = await datasette.client.get(f"/{known[:-2]}zz.json")
+    assert response.status_code == 404
+    body = response.json()
+    assert body["error"] == "Unknown session"
+    assert known in [s["id"] for s in body["suggestions"]]
+    html = await datasette.client.get(f"/{known[:-2]}zz")
+    assert html.status_code == 404 and known in html.text
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/..%2F..%2Fetc%2Fpasswd", "/%2e%2e/%2e%2e/etc/passwd", "/~2E~2E~2Fetc", "/a%00b", "/" + "x" * 5000],
+)
+async def test_hostile_paths_get_a_4xx_and_open_nothing(capsem_home, cache_dir, path):
+    datasette = await make_datasette(capsem_home, cache_dir)
+    response = await datasette.client.get(path)
+    assert 400 <= response.status_code < 500
+    assert not get_state(datasette).mounter.mounted
+
+
+async def test_session_without_ledger_says_so(capsem_home, manifest, cache_dir):
+    datasette = await make_datasette(capsem_home, cache_dir)
+    index_only = next(s for s in manifest["sessions"] if s.get("main_db_row") and not s.get("ledger"))
+    response = await datasette.client.get(f"/{index_only['id']}.json")
+    assert response.status_code == 404
+    assert "no session.db on disk" in response.json()["message"]
+
+
+async def test_broken_files_each_get_a_clear_page_and_others_keep_working(
+    capsem_home, manifest, cache_dir
+):
+    datasette = await make_datasette(capsem_home, cache_dir)
+    broken = [b for b in manifest["broken_files"] if b.get("session") and b["path"].endswith(".db")]
+    assert broken, "the generator plants broken ledgers"
+    healthy = readable_sessions(manifest)[0]["id"]
+    for problem in broken:
+        response = await datasette.client.get(f"/{problem['session']}.json")
+        assert response.status_code in (404, 422), problem
+        body = response.json()
+        if problem["kind"] != "unreadable" or os.geteuid() != 0:
+            assert response.status_code == 422, (problem, body)
+            assert problem["path"].split("/")[-1] in (body["path"] or ""), body
+        assert (await datasette.client.get(f"/{healthy}.json")).status_code == 200
+
+
+async def test_crawl_changes_no_byte_of_the_capsem_home(capsem_home, manifest, cache_dir):
+    """Every file is byte-identical afterwards; only an existing -shm may change (spec §4.7)."""
+    before = snapshot_tree(capsem_home)
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=4)
+    paths = ["/", "/-/capsem", "/main", "/main/sessions.json"]
+    for session in manifest["sessions"]:
+        paths += [f"/{session['id']}", f"/{session['id']}.json"]
+        for table in sorted(session.get("counts", {})):
+            paths.append(f"/{session['id']}/{table}?_size=5")
+    for path in paths:
+        response = await datasette.client.get(path)
+        assert response.status_code < 500, (path, response.text[:500])
+    after = snapshot_tree(capsem_home)
+    assert sorted(after) == sorted(before), "no file created or removed"
+    changed = [name for name in before if before[name] != after[name]]
+    assert all(name.endswith("-shm") for name in changed), changed
+
+
+async def test_a_missing_home_serves_a_page_that_says_so(tmp_path):
+    datasette = await make_datasette(tmp_path / "nowhere", tmp_path / "cache")
+    response = await datasette.client.get("/")
+    assert response.status_code == 200
+    assert "No Capsem home" in response.text
+    assert (await datasette.client.get("/main.json")).status_code == 404
+
+
+async def test_a_new_writer_is_noticed_and_its_rows_are_read(manifest, capsem_home, tmp_path):
+    """A finished ledger is read without creating files; when a writer reappears (a resumed
+    persistent VM), the reader switches to WAL-aware reads and sees the new rows."""
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    session = next(
+        s for s in readable_sessions(manifest)
+        if s["kind"] == "ephemeral" and not s.get("live") and s.get("counts", {}).get("fs_events")
+    )
+    ledger = home / session["ledger"]
+    datasette = await make_datasette(home, tmp_path / "cache")
+    url = f"/{session['id']}/fs_events.json?_shape=array&_size=max&_col=id"
+    assert len((await datasette.client.get(url)).json()) == session["counts"]["fs_events"]
+    assert not Path(f"{ledger}-wal").exists()
+
+    writer = sqlite3.connect(ledger)  # plays Capsem resuming the VM
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("INSERT INTO fs_events (timestamp, action, path) VALUES "
+                   "('2026-08-01T00:00:00.000000Z', 'created', 'new.txt')")
+    writer.commit()
+    try:
+        rows = (await datasette.client.get(url)).json()
+        assert len(rows) == session["counts"]["fs_events"] + 1
+    finally:
+        writer.close()
