@@ -1,0 +1,39 @@
+"""Start one Datasette server for a benchmark: the plugin over a home, or plain Datasette.
+
+    python benchmarks/_server.py --home HOME --port P [--cache DIR]
+    python benchmarks/_server.py --plain FILE.db --port P      (plugin unregistered)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+from datasette.app import Datasette
+from datasette.plugins import pm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--home")
+    parser.add_argument("--cache")
+    parser.add_argument("--plain")
+    parser.add_argument("--max-mounted", type=int, default=32)
+    args = parser.parse_args()
+    if args.plain:
+        plugin = pm.get_plugin("capsem")
+        if plugin is not None:
+            pm.unregister(plugin)
+        datasette = Datasette([args.plain])
+    else:
+        config = {"capsem_home": args.home, "max_mounted_sessions": args.max_mounted,
+                  "view_secrets": True}
+        if args.cache:
+            config["cache_dir"] = args.cache
+        datasette = Datasette(metadata={"plugins": {"datasette-capsem": config}})
+    uvicorn.run(datasette.app(), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

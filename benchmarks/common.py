@@ -1,0 +1,101 @@
+"""Shared benchmark plumbing: generated homes, servers on loopback, timing, tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+
+
+def generated_home(sessions: int, seed: int = 11, **options) -> Path:
+    """A generated Capsem home under benchmarks/out/, reused across runs."""
+    from datasette_capsem.generate import GenerateOptions, generate_home
+
+    suffix = "-".join(f"{k}{v}" for k, v in sorted(options.items()))
+    home = OUT / f"home-{sessions}-{seed}{'-' + suffix if suffix else ''}"
+    if not (home / "manifest.json").exists():
+        started = time.perf_counter()
+        print(f"generating {sessions} sessions into {home} ...", file=sys.stderr)
+        generate_home(home, GenerateOptions(seed=seed, sessions=sessions, force=True, **options))
+        print(f"  done in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    return home
+
+
+def manifest(home: Path) -> dict:
+    return json.loads((home / "manifest.json").read_text())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def server(*args: str):
+    """A benchmark server process on loopback; yields (base_url, pid, start_seconds)."""
+    port = free_port()
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "_server.py"), "--port", str(port), *args],
+        stdout=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                if httpx.get(base + "/-/versions.json", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline or process.poll() is not None:
+                raise RuntimeError(f"server {args} did not start")
+            time.sleep(0.02)
+        yield base, process.pid, time.perf_counter() - started
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def median_ms(client: httpx.Client, urls: list[str], repeat: int = 1) -> float:
+    timings = []
+    for _ in range(repeat):
+        for url in urls:
+            started = time.perf_counter()
+            response = client.get(url)
+            timings.append((time.perf_counter() - started) * 1000)
+            if response.status_code >= 500:
+                raise RuntimeError(f"{url}: {response.status_code}")
+    return statistics.median(timings)
+
+
+def print_table(title: str, header: list[str], rows: list[list]) -> None:
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    print(f"\n{title}")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        print("| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |")
