@@ -1,7 +1,7 @@
 """Start one Datasette server for a benchmark: the plugin over a home, or plain Datasette.
 
-    python benchmarks/_server.py --home HOME --port P [--cache DIR]
-    python benchmarks/_server.py --plain FILE.db --port P      (plugin unregistered)
+python benchmarks/_server.py --home HOME --port P [--cache DIR]
+python benchmarks/_server.py --plain FILE.db --port P      (plugin unregistered)
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def main() -> None:
             pm.unregister(plugin)
         datasette = Datasette([args.plain])
     else:
-        config = {"capsem_home": args.home, "max_mounted_sessions": args.max_mounted,
-                  "view_secrets": True}
+        config = {
+            "capsem_home": args.home,
+            "max_mounted_sessions": args.max_mounted,
+            "view_secrets": True,
+        }
         if args.cache:
             config["cache_dir"] = args.cache
         datasette = Datasette(metadata={"plugins": {"datasette-capsem": config}})

@@ -114,7 +114,13 @@ async def test_unknown_session_is_a_404_with_near_matches(capsem_home, manifest,
 
 @pytest.mark.parametrize(
     "path",
-    ["/..%2F..%2Fetc%2Fpasswd", "/%2e%2e/%2e%2e/etc/passwd", "/~2E~2E~2Fetc", "/a%00b", "/" + "x" * 5000],
+    [
+        "/..%2F..%2Fetc%2Fpasswd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/~2E~2E~2Fetc",
+        "/a%00b",
+        "/" + "x" * 5000,
+    ],
 )
 async def test_hostile_paths_get_a_4xx_and_open_nothing(capsem_home, cache_dir, path):
     datasette = await make_datasette(capsem_home, cache_dir)
@@ -125,7 +131,9 @@ async def test_hostile_paths_get_a_4xx_and_open_nothing(capsem_home, cache_dir, 
 
 async def test_session_without_ledger_says_so(capsem_home, manifest, cache_dir):
     datasette = await make_datasette(capsem_home, cache_dir)
-    index_only = next(s for s in manifest["sessions"] if s.get("main_db_row") and not s.get("ledger"))
+    index_only = next(
+        s for s in manifest["sessions"] if s.get("main_db_row") and not s.get("ledger")
+    )
     response = await datasette.client.get(f"/{index_only['id']}.json")
     assert response.status_code == 404
     assert "no session.db on disk" in response.json()["message"]
@@ -180,7 +188,8 @@ async def test_a_new_writer_is_noticed_and_its_rows_are_read(manifest, capsem_ho
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
     session = next(
-        s for s in readable_sessions(manifest)
+        s
+        for s in readable_sessions(manifest)
         if s["kind"] == "ephemeral" and not s.get("live") and s.get("counts", {}).get("fs_events")
     )
     ledger = home / session["ledger"]
@@ -192,8 +201,10 @@ async def test_a_new_writer_is_noticed_and_its_rows_are_read(manifest, capsem_ho
     writer = sqlite3.connect(ledger)  # plays Capsem resuming the VM
     writer.execute("PRAGMA journal_mode=WAL")
     writer.execute("PRAGMA wal_autocheckpoint=0")
-    writer.execute("INSERT INTO fs_events (timestamp, action, path) VALUES "
-                   "('2026-08-01T00:00:00.000000Z', 'created', 'new.txt')")
+    writer.execute(
+        "INSERT INTO fs_events (timestamp, action, path) VALUES "
+        "('2026-08-01T00:00:00.000000Z', 'created', 'new.txt')"
+    )
     writer.commit()
     try:
         rows = (await datasette.client.get(url)).json()

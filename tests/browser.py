@@ -1,0 +1,107 @@
+"""Headless Chromium harness: a real server on loopback and Playwright driving Debian's Chromium.
+
+Use from a test module:
+
+    from tests.browser import browser, live_server, open_page  # noqa: F401  (fixtures)
+
+Browser tests skip with a stated reason when Chromium is absent, except in CI (env CI set),
+where its absence is a failure: `.ci/run` installs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_asyncio
+import uvicorn
+from datasette.app import Datasette
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def require_chromium() -> None:
+    if Path(CHROMIUM).exists():
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM} is missing in CI; .ci/run should have installed it")
+    pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def live_server(home: Path, cache_dir: Path, **plugin_config):
+    """Serve `home` with the plugin on a loopback port in a background thread; yields base URL."""
+    config = {"capsem_home": str(home), "cache_dir": str(cache_dir), **plugin_config}
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            Datasette(metadata={"plugins": {"datasette-capsem": config}}).app(),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+        )
+    )
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            httpx.get(base + "/-/versions.json", timeout=1)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    try:
+        yield base
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def browser():
+    require_chromium()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        instance = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        await instance.close()
+
+
+async def open_page(browser, url: str):
+    """Open `url`; returns (page, problems) where problems collects console errors,
+    page errors and failed requests as they happen."""
+    page = await browser.new_page()
+    problems: list[str] = []
+    page.on(
+        "console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None
+    )
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"requestfailed: {r.url}"))
+    await page.goto(url, wait_until="networkidle")
+    return page, problems
