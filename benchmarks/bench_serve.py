@@ -27,53 +27,57 @@ def ledger_sessions(home) -> list[dict]:
 def measure_plugin(home, sessions: list[dict]) -> dict:
     rng = random.Random(5)
     sample = rng.sample(sessions, min(SAMPLES, len(sessions)))
-    with server("--home", str(home), "--cache", str(home.parent / "cache-serve")) as (
-        base,
-        pid,
-        start,
+    with (
+        server("--home", str(home), "--cache", str(home.parent / "cache-serve")) as (
+            base,
+            pid,
+            start,
+        ),
+        httpx.Client(base_url=base, timeout=30) as client,
     ):
-        with httpx.Client(base_url=base, timeout=30) as client:
-            client.get("/")
-            rss_idle = rss_mb(pid)
-            visited = sessions[:VISITS]
-            for session in visited:
-                client.get(f"/{session['id']}/model_calls.json?_size=5")
-            fds, rss = open_fds(pid), rss_mb(pid)
-            # Latency with the mount table full (the steady state of a busy instance).
-            hot = sample[:20]
-            for session in hot:
-                client.get(f"/{session['id']}.json")
-            return {
-                "start": start,
-                "rss_idle": rss_idle,
-                "rss": rss,
-                "fds": fds,
-                "visited": len(visited),
-                "/": median_ms(client, ["/"] * 20),
-                "/<id>": median_ms(client, [f"/{s['id']}" for s in hot], repeat=3),
-                "/<id>/model_calls.json": median_ms(
-                    client, [f"/{s['id']}/model_calls.json" for s in hot], repeat=3
-                ),
-                "cold /<id>/model_calls.json": median_ms(
-                    client, [f"/{s['id']}/model_calls.json" for s in sample[20:]]
-                ),
-            }
+        client.get("/")
+        rss_idle = rss_mb(pid)
+        visited = sessions[:VISITS]
+        for session in visited:
+            client.get(f"/{session['id']}/model_calls.json?_size=5")
+        fds, rss = open_fds(pid), rss_mb(pid)
+        # Latency with the mount table full (the steady state of a busy instance).
+        hot = sample[:20]
+        for session in hot:
+            client.get(f"/{session['id']}.json")
+        return {
+            "start": start,
+            "rss_idle": rss_idle,
+            "rss": rss,
+            "fds": fds,
+            "visited": len(visited),
+            "/": median_ms(client, ["/"] * 20),
+            "/<id>": median_ms(client, [f"/{s['id']}" for s in hot], repeat=3),
+            "/<id>/model_calls.json": median_ms(
+                client, [f"/{s['id']}/model_calls.json" for s in hot], repeat=3
+            ),
+            "cold /<id>/model_calls.json": median_ms(
+                client, [f"/{s['id']}/model_calls.json" for s in sample[20:]]
+            ),
+        }
 
 
 def measure_plain(home, session: dict) -> dict:
     path = home / session["ledger"]
     name = path.stem
-    with server("--plain", str(path)) as (base, pid, start):
-        with httpx.Client(base_url=base, timeout=30) as client:
-            client.get("/")
-            return {
-                "start": start,
-                "rss": rss_mb(pid),
-                "fds": open_fds(pid),
-                "/": median_ms(client, ["/"] * 20),
-                "/<id>": median_ms(client, [f"/{name}"] * 20),
-                "/<id>/model_calls.json": median_ms(client, [f"/{name}/model_calls.json"] * 20),
-            }
+    with (
+        server("--plain", str(path)) as (base, pid, start),
+        httpx.Client(base_url=base, timeout=30) as client,
+    ):
+        client.get("/")
+        return {
+            "start": start,
+            "rss": rss_mb(pid),
+            "fds": open_fds(pid),
+            "/": median_ms(client, ["/"] * 20),
+            "/<id>": median_ms(client, [f"/{name}"] * 20),
+            "/<id>/model_calls.json": median_ms(client, [f"/{name}/model_calls.json"] * 20),
+        }
 
 
 def main() -> None:

@@ -93,9 +93,9 @@ def median_ms(client: httpx.Client, urls: list[str], repeat: int = 1) -> float:
 
 
 def print_table(title: str, header: list[str], rows: list[list]) -> None:
-    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows, strict=False)]
     print(f"\n{title}")
-    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)) + " |")
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
-        print("| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths)) + " |")
+        print("| " + " | ".join(str(x).ljust(w) for x, w in zip(row, widths, strict=False)) + " |")
