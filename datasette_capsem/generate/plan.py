@@ -1,0 +1,345 @@
+"""Which sessions a home holds: ids, names, layouts, eras and the defects each one carries.
+
+The plan is pure data drawn from the seed, so the writer (possibly in several processes) can
+build any session independently and still produce the same bytes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from datasette_capsem.generate.content import SessionShape, hex_id, new_uuid
+from datasette_capsem.generate.defects import ROW_INJECTORS
+from datasette_capsem.generate.options import GenerateOptions
+
+CURRENT_START = datetime(2026, 8, 1, 8, 0, tzinfo=timezone.utc)
+V1_1_START = datetime(2026, 5, 14, 10, 0, tzinfo=timezone.utc)
+LEGACY_START = datetime(2026, 4, 1, 9, 30, tzinfo=timezone.utc)
+MIGRATED_START = datetime(2026, 5, 27, 15, 0, tzinfo=timezone.utc)
+BROKEN_KINDS = ("zero_bytes", "truncated", "not_sqlite", "unreadable", "wal_without_shm")
+
+
+@dataclass
+class SessionSpec:
+    """One session of the home. ``status`` None means no main.db row; ``ledger`` None means no
+    file on disk (relative to the home)."""
+
+    id: str
+    kind: str
+    era: str | None
+    start: datetime
+    ledger: str | None = None
+    status: str | None = None
+    mode: str = "ephemeral"
+    name: str | None = None
+    shape: SessionShape = field(default_factory=SessionShape)
+    defects: tuple[
+        str, ...
+    ] = ()  # ROW_INJECTORS keys plus schema_not_ready/unclean_wal/rollup_mismatch/stale_running
+    hostile: bool = False
+    broken: str | None = None
+    live: bool = False
+    alias_of: str | None = None
+    registry: dict | None = None  # registry entry fields beyond id/name/session_dir
+    forked_from: str | None = None
+    command: str | None = None
+    bulk_totals: bool = False  # main.db-only row: draw plausible counters
+
+
+def session_stamp(rng: random.Random, when: datetime) -> str:
+    """``YYYYMMDD-HHMMSS-xxxx``, Capsem's generate_session_id() (0.x ids, -failed- suffixes)."""
+    return when.strftime("%Y%m%d-%H%M%S-") + hex_id(rng, 4)
+
+
+def _dir(kind: str, sid: str) -> str:
+    base = "run/persistent" if kind == "persistent" else "run/sessions"
+    return f"{base}/{sid}/session.db"
+
+
+class Planner:
+    """Accumulates specs with start times spread an hour apart."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(f"{seed}:plan")
+        self.specs: list[SessionSpec] = []
+        self.clock = CURRENT_START
+
+    def next_start(self) -> datetime:
+        self.clock += timedelta(minutes=self.rng.randint(20, 140))
+        return self.clock
+
+    def add(
+        self,
+        kind: str,
+        *,
+        sid: str | None = None,
+        era: str | None = "current",
+        on_disk: bool = True,
+        **fields,
+    ) -> SessionSpec:
+        sid = sid or new_uuid(self.rng)
+        start = fields.pop("start", None) or self.next_start()
+        ledger = fields.pop("ledger", None) or (_dir(kind, sid) if on_disk else None)
+        spec = SessionSpec(
+            id=sid, kind=kind, era=era if on_disk else None, start=start, ledger=ledger, **fields
+        )
+        self.specs.append(spec)
+        return spec
+
+
+def curated(planner: Planner, options: GenerateOptions) -> None:
+    """The small home: every layout, era, defect kind, hostile and broken case."""
+    shape = SessionShape(traces=options.traces_per_session, calls=options.calls_per_trace)
+    p = planner
+    p.add("ephemeral", status="stopped", shape=_with(shape, providers=("anthropic",)))
+    p.add(
+        "ephemeral", status="stopped", shape=_with(shape, providers=("openai", "google", "ollama"))
+    )
+    cowork = p.add(
+        "persistent",
+        mode="persistent",
+        status="stopped",
+        name="co-work-1",
+        shape=_with(shape, providers=("anthropic", "openai")),
+        registry={"profile_id": "co-work"},
+    )
+    p.add(
+        "run",
+        sid="code-3",
+        mode="run",
+        status="stopped",
+        shape=_with(shape, providers=("anthropic",)),
+    )
+    p.add(
+        "run",
+        sid="co-work-2",
+        mode="run",
+        status="stopped",
+        shape=_with(shape, providers=("google",)),
+    )
+    # A persistent VM whose display name is another session's id (code-3 above).
+    p.add(
+        "persistent",
+        mode="persistent",
+        status="stopped",
+        name="code-3",
+        shape=_with(shape, providers=("google",)),
+        registry={"profile_id": "code", "suspended": True, "checkpoint_path": "checkpoint.vzsave"},
+    )
+    p.add(
+        "persistent",
+        mode="persistent",
+        status="stopped",
+        name="co-work-1-fork",
+        forked_from=cowork.name,
+        shape=_with(shape, providers=("ollama",)),
+        registry={
+            "profile_id": "co-work",
+            "forked_from": cowork.name,
+            "description": "fork of co-work-1 for the parser refactor",
+        },
+    )
+    failed_id = new_uuid(p.rng)
+    failed_start = p.next_start()
+    failed_dir = f"run/sessions/{failed_id}-failed-{session_stamp(p.rng, failed_start + timedelta(minutes=40))}/session.db"
+    p.add(
+        "failed",
+        sid=failed_id,
+        start=failed_start,
+        ledger=failed_dir,
+        status="crashed",
+        shape=_with(shape, providers=("anthropic",), interrupted=options.defects),
+    )
+    p.add(
+        "ephemeral",
+        status="running",
+        live=True,
+        shape=_with(shape, providers=("anthropic", "openai")),
+    )
+    # 1.1-era temporary VM: its dir survives, and 1.1 wrote no main.db row for it.
+    p.add(
+        "ephemeral",
+        sid="bright-otter-tmp",
+        era="v1_1",
+        start=V1_1_START,
+        shape=_with(shape, providers=("google",)),
+    )
+    legacy_id = session_stamp(p.rng, LEGACY_START)
+    p.add(
+        "legacy",
+        sid=legacy_id,
+        era="march2026",
+        start=LEGACY_START,
+        ledger=f"sessions/{legacy_id}/session.db",
+        mode="gui",
+        status="stopped",
+        shape=_with(shape, providers=("anthropic",)),
+    )
+    gz_start = LEGACY_START + timedelta(days=1, hours=6)
+    gz_id = session_stamp(p.rng, gz_start)
+    p.add(
+        "legacy_gz",
+        sid=gz_id,
+        era="march2026",
+        start=gz_start,
+        ledger=f"sessions/{gz_id}/session.db.gz",
+        mode="cli",
+        command="claude -p 'fix the flaky test'",
+        status="vacuumed",
+        shape=_with(shape, providers=("google",)),
+    )
+    # Created by 1.2 under its name, given a UUID by the registry backfill: two ids, one dir.
+    vm_id = new_uuid(p.rng)
+    p.add(
+        "persistent",
+        sid=vm_id,
+        era="migrated",
+        start=MIGRATED_START,
+        ledger="run/persistent/code-vm1/session.db",
+        mode="persistent",
+        status="stopped",
+        name="code-vm1",
+        shape=_with(shape, providers=("anthropic",)),
+        registry={"profile_id": "code"},
+        defects=("bad_event_id", "bad_credential_ref") if options.defects else (),
+    )
+    p.add(
+        "persistent",
+        sid="code-vm1",
+        era="migrated",
+        start=MIGRATED_START,
+        ledger="run/persistent/code-vm1/session.db",
+        mode="persistent",
+        status="stopped",
+        alias_of=vm_id,
+    )
+    p.add(
+        "registry_only",
+        on_disk=False,
+        name="scratch-vm",
+        registry={
+            "profile_id": "code",
+            "defunct": True,
+            "last_error": "capsem-process exited with status 1: rootfs pin mismatch",
+        },
+    )
+    main_only(p)
+    if options.defects:
+        defect_sessions(p)
+    if options.hostile:
+        p.add(
+            "ephemeral",
+            status="stopped",
+            hostile=True,
+            shape=SessionShape(traces=2, calls=3, providers=("anthropic",)),
+        )
+    if options.broken:
+        for kind in BROKEN_KINDS:
+            p.add("ephemeral", broken=kind, shape=SessionShape(traces=1, calls=2))
+
+
+def main_only(p: Planner) -> None:
+    """main.db rows whose dirs Capsem deleted (stopped ephemerals) or never had."""
+    for _ in range(6):
+        p.add("ephemeral", on_disk=False, status="stopped", bulk_totals=True)
+    p.add("ephemeral", on_disk=False, status="crashed", bulk_totals=True)
+    p.add(
+        "run",
+        sid=f"vm-{1775300000 + p.rng.randint(0, 99999)}",
+        on_disk=False,
+        mode="run",
+        status="stopped",
+        bulk_totals=True,
+        start=datetime(2026, 4, 8, 11, 0, tzinfo=timezone.utc),
+    )
+    when = datetime(2026, 3, 10, 10, 10, tzinfo=timezone.utc)
+    p.add(
+        "legacy",
+        sid=session_stamp(p.rng, when),
+        on_disk=False,
+        mode="cli",
+        status="terminated",
+        command="gemini -p 'list TODOs'",
+        bulk_totals=True,
+        start=when,
+    )
+
+
+def defect_sessions(p: Planner) -> None:
+    """One current-era session per injected defect kind, so each finding has one home."""
+    for kind in ROW_INJECTORS:
+        traces = 0 if kind == "ai_traffic_unparsed" else 2
+        providers = ("anthropic", "openai") if kind == "model_call_quality" else ("anthropic",)
+        p.add(
+            "ephemeral",
+            status="stopped",
+            defects=(kind,),
+            shape=SessionShape(traces=traces, calls=3, providers=providers),
+        )
+    for kind in ("schema_not_ready", "unclean_wal", "rollup_mismatch"):
+        p.add(
+            "ephemeral",
+            status="stopped",
+            defects=(kind,),
+            shape=SessionShape(traces=2, calls=2, providers=("openai",)),
+        )
+    p.add("ephemeral", on_disk=False, status="running", defects=("stale_running",))
+
+
+def bulk(p: Planner, options: GenerateOptions) -> None:
+    """``options.sessions`` extra sessions: 3 in 10 with a ledger, the rest main.db rows."""
+    shape = SessionShape(
+        traces=options.traces_per_session, calls=options.calls_per_trace, ask=False
+    )
+    providers = (("anthropic",), ("openai",), ("google",), ("anthropic", "ollama"))
+    for index in range(options.sessions or 0):
+        slot = index % 10
+        s = _with(shape, providers=providers[index % len(providers)])
+        if slot == 0:
+            p.add("ephemeral", status="stopped", shape=s)
+        elif slot == 1:
+            p.add(
+                "persistent",
+                mode="persistent",
+                status="stopped",
+                name=f"bulk-vm{index}",
+                shape=s,
+                registry={"profile_id": "code"},
+            )
+        elif slot == 2:
+            p.add("run", sid=f"code-{100 + index}", mode="run", status="stopped", shape=s)
+        else:
+            p.add("ephemeral", on_disk=False, status="stopped", bulk_totals=True)
+
+
+def big(p: Planner, options: GenerateOptions) -> None:
+    """One long persistent session of about ``big_session_rows`` rows."""
+    if options.big_session_rows <= 0:
+        return
+    calls = 10
+    rows_per_trace = 28 * calls  # measured average across tables for this shape
+    traces = max(1, options.big_session_rows // rows_per_trace)
+    p.add(
+        "persistent",
+        mode="persistent",
+        status="stopped",
+        name="big-vm1",
+        shape=SessionShape(traces=traces, calls=calls, providers=("anthropic", "openai", "google")),
+        registry={"profile_id": "code"},
+    )
+
+
+def _with(shape: SessionShape, **changes) -> SessionShape:
+    from dataclasses import replace
+
+    return replace(shape, **changes)
+
+
+def make_plan(options: GenerateOptions) -> list[SessionSpec]:
+    planner = Planner(options.seed)
+    curated(planner, options)
+    big(planner, options)
+    bulk(planner, options)
+    return planner.specs
