@@ -42,6 +42,10 @@ class Ledger:
         """Rows of ``table`` whose fields equal every value in ``match``."""
         return [r for r in self.rows[table] if all(r.get(k) == v for k, v in match.items())]
 
+    def next_ids(self) -> dict[str, int]:
+        """Counters to continue from (e.g. in the next batch of a live writer)."""
+        return dict(self._next)
+
     def next_id(self, table: str) -> int:
         return self._next.get(table, 1)
 
