@@ -10,6 +10,8 @@ import functools
 from datasette import hookimpl
 
 from datasette_capsem import permissions
+from datasette_capsem.index import INDEX_DATABASE, index_queries
+from datasette_capsem.index import plugin as index_plugin
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
@@ -24,6 +26,8 @@ def startup(datasette):
         refresh_schemas, datasette, state.mounter.schema_cache
     )
     state.mounter.ensure_main()
+    # The cross-session index: mounted as `index`, refreshed in a background thread.
+    index_plugin.start(datasette)
 
 
 @hookimpl
@@ -80,3 +84,10 @@ def actor_from_request(datasette, request):
         return None
     value = request.headers.get(header.lower())
     return {"id": value, "via": "trusted-header"} if value else None
+
+
+@hookimpl
+def canned_queries(datasette, database):
+    if database == INDEX_DATABASE:
+        return index_queries()
+    return None

@@ -14,6 +14,8 @@ import click
 SUBCOMMANDS: dict[str, str | tuple[str, ...]] = {
     "generate": "generate",
     "serve": ("demo", "serve"),
+    "index": "index",
+    "resolve": "resolve",
 }
 
 

@@ -1,54 +1,148 @@
-"""The Capsem-aware home page: recent sessions, newest first, paginated."""
+"""The session list (`/`, `/-/capsem`, `/-/capsem/sessions.json`) and its chart data.
+
+Page, JSON and charts take the same parameters (see index/filters.py) and read only in-memory
+state: the catalog snapshot and the index snapshot, joined once per change by SessionTable.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+from urllib.parse import urlencode
+
+from datasette_capsem import permissions
+from datasette_capsem.index import charts, filters
+from datasette_capsem.index.listing import FIGURES, SORTABLE
+from datasette_capsem.index.plugin import index_service, session_table
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
 
-DEFAULT_PAGE_SIZE = 50
-MAX_PAGE_SIZE = 1000
+# (column, heading) of the page's table; figures carry their source.
+COLUMNS = (
+    ("id", "Session"), ("name", "Name"), ("kind", "Kind"), ("status", "Status"),
+    ("created", "Created"), ("duration", "Dur"), ("cost", "Cost"), ("requests", "Net"),
+    ("tokens", "Tokens"), ("tool_calls", "Tools"), ("mcp_calls", "MCP"),
+    ("file_events", "Files"), ("has_ledger", "Ledger"),
+)  # fmt: skip
 
 
-def page_bounds(request, total: int) -> tuple[int, int] | str:
-    """(offset, size) from Datasette-style `_size` and `_next`, or an error message."""
-    raw_size = request.args.get("_size") or str(DEFAULT_PAGE_SIZE)
-    size = MAX_PAGE_SIZE if raw_size == "max" else raw_size
+PAGING = ("_next", "_size", "_sort", "_sort_desc")
+
+
+def url_with(request, **changes: Any) -> str:
+    """This page's query string with some parameters replaced (None removes one)."""
+    pairs = [(k, v) for k, v in _pairs(request) if k not in changes]
+    pairs += [(k, v) for k, v in changes.items() if v is not None]
+    return "?" + urlencode(pairs) if pairs else request.path
+
+
+def _pairs(request) -> list[tuple[str, str]]:
+    return [(key, value) for key in request.args for value in request.args.getlist(key)]
+
+
+async def _forbidden(datasette, request):
+    if await permissions.can_view_instance(datasette, request.actor):
+        return None
+    return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+
+
+async def _filtered(datasette, request):
+    """(state, query, filtered rows, index snapshot) or an error response."""
+    denied = await _forbidden(datasette, request)
+    if denied is not None:
+        return denied
+    state = get_state(datasette)
     try:
-        size = int(size)
-        offset = int(request.args.get("_next") or 0)
-    except ValueError:
-        return "_size must be a positive integer or 'max', _next a non-negative integer"
-    if size < 1 or offset < 0:
-        return "_size must be a positive integer or 'max', _next a non-negative integer"
-    return offset, min(size, MAX_PAGE_SIZE)
+        query = filters.parse_query(
+            request.args,
+            default_size=datasette.setting("default_page_size"),
+            max_size=datasette.setting("max_returned_rows"),
+        )
+    except filters.BadParameter as problem:
+        return await render.error(datasette, request, 400, "Bad parameter", str(problem))
+    index = index_service(state).snapshot()
+    table = session_table(state)
+    built = table.rows(state.catalog.snapshot(), index)
+    rows = filters.apply(table.ordered(built, query.sort, query.descending), query)
+    return state, query, rows, index
+
+
+def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
+    links = {}
+    for column in SORTABLE:
+        descending = not (query.sort == column and query.descending)
+        key, other = ("_sort_desc", "_sort") if descending else ("_sort", "_sort_desc")
+        links[column] = url_with(request, **{key: column, other: None, "_next": None})
+    return links
 
 
 async def home(datasette, request):
-    state = get_state(datasette)
-    sessions = state.catalog.sessions()
-    bounds = page_bounds(request, len(sessions))
-    if isinstance(bounds, str):
-        return await render.error(datasette, request, 400, "Bad pagination", bounds)
-    offset, size = bounds
-    shown = sessions[offset : offset + size]
-    next_offset = offset + size if offset + size < len(sessions) else None
+    result = await _filtered(datasette, request)
+    if not isinstance(result, tuple):
+        return result
+    state, query, rows, _index = result
+    shown = rows[query.offset : query.offset + query.size]
+    next_offset = query.offset + query.size
+    next_token = str(next_offset) if next_offset < len(rows) else None
     snapshot = state.catalog.snapshot()
     context = {
-        "sessions": [s.summary() for s in shown],
-        "total": len(sessions),
-        "offset": offset,
-        "next": next_offset,
-        "size": size,
+        "sessions": shown,
+        "total": len(snapshot.sessions),
+        "filtered": len(rows),
+        "offset": query.offset,
+        "size": query.size,
+        "next": next_token,
+        "next_url": url_with(request, _next=next_token) if next_token else None,
+        "sort": query.sort,
+        "sort_desc": query.descending,
+        "filters": query.applied(),
+        "index": index_service(state).freshness(),
         "problems": snapshot.problems,
         "capsem_home": str(state.settings.capsem_home),
         "home_exists": snapshot.home_exists,
-        "demo": state.settings.demo,
     }
-    return await render.page(datasette, request, "home.html", context)
+    if render.wants_json(request):
+        return render.json_response(context)
+    page_context = {
+        **context,
+        "columns": COLUMNS,
+        "figures": tuple(FIGURES),
+        "sort_links": _sort_links(request, query),
+        "args": dict(request.args.items()) if request.args else {},
+        "kinds": filters.KINDS,
+        "chart_query": urlencode([(k, v) for k, v in _pairs(request) if k not in PAGING]),
+    }
+    return await render.page(datasette, request, "home.html", page_context)
+
+
+async def usage_chart(datasette, request):
+    """Tokens and cost per day by provider over the filtered sessions' ledgers."""
+    result = await _filtered(datasette, request)
+    if not isinstance(result, tuple):
+        return result
+    _state, _query, rows, index = result
+    return render.json_response({"rows": charts.usage_per_day(rows, index)})
+
+
+async def sessions_chart(datasette, request):
+    """Sessions created per day and kind, over the filtered sessions."""
+    result = await _filtered(datasette, request)
+    if not isinstance(result, tuple):
+        return result
+    return render.json_response({"rows": charts.sessions_per_day(result[2])})
+
+
+async def index_freshness(datasette, request):
+    denied = await _forbidden(datasette, request)
+    if denied is not None:
+        return denied
+    return render.json_response(index_service(get_state(datasette)).freshness())
 
 
 ROUTES = [
     (r"^/$", home),
     (r"^/-/capsem/?$", home),
     (r"^/-/capsem/sessions\.json$", home),
+    (r"^/-/capsem/charts/usage\.json$", usage_chart),
+    (r"^/-/capsem/charts/sessions\.json$", sessions_chart),
+    (r"^/-/capsem/index\.json$", index_freshness),
 ]

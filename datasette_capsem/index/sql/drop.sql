@@ -1,0 +1,8 @@
+-- Tables of an index written by an older plugin version; dropped and rebuilt from the ledgers.
+DROP TABLE IF EXISTS ledgers;
+DROP TABLE IF EXISTS session_totals;
+DROP TABLE IF EXISTS model_usage;
+DROP TABLE IF EXISTS tool_calls;
+DROP TABLE IF EXISTS failing_domains;
+DROP TABLE IF EXISTS id_lookup;
+DROP TABLE IF EXISTS index_meta;

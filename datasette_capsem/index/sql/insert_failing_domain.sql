@@ -1,0 +1,3 @@
+INSERT INTO failing_domains (session_id, source, domain, requests, denied, errors, status_4xx,
+    status_5xx, last_seen)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -1,0 +1,4 @@
+INSERT INTO ledgers (session_id, session_name, kind, ledger_path, era, size, mtime_ns, wal_size,
+                     wal_mtime_ns, indexed_at, index_ms, problem)
+VALUES (:session_id, :session_name, :kind, :ledger_path, :era, :size, :mtime_ns, :wal_size,
+        :wal_mtime_ns, :indexed_at, :index_ms, :problem)

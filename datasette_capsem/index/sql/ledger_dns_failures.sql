@@ -1,0 +1,12 @@
+-- Names whose DNS queries were denied or failed.
+SELECT 'dns' AS source,
+       {qname} AS domain,
+       COUNT(*) AS requests,
+       COALESCE(SUM({decision} = 'denied'), 0) AS denied,
+       COALESCE(SUM({decision} = 'error'), 0) AS errors,
+       0 AS status_4xx,
+       0 AS status_5xx,
+       MAX({timestamp}) AS last_seen
+FROM dns_events
+GROUP BY 2
+HAVING denied + errors > 0

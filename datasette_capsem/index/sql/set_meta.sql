@@ -1,0 +1,1 @@
+INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)

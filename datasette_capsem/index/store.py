@@ -1,0 +1,126 @@
+"""The index database file: schema, writes per ledger, and reads of what it holds.
+
+It lives in the plugin's cache dir (never in the Capsem home) and is written only here, by
+one refresh at a time per process; SQLite's locking covers a CLI refresh beside a server.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from datasette_capsem.index.extract import TOTAL_FIELDS, LedgerFacts
+from datasette_capsem.sqlfiles import load_sql
+
+INDEX_FILENAME = "index.db"
+# Bump when create.sql changes shape: an older file is then dropped and rebuilt.
+SCHEMA_VERSION = 1
+Fingerprint = tuple[int, int, int | None, int | None]
+
+
+def index_path(cache_dir: Path) -> Path:
+    return Path(cache_dir) / INDEX_FILENAME
+
+
+def _statements(name: str) -> list[str]:
+    return [s.strip() for s in load_sql(__package__, name).split(";") if s.strip()]
+
+
+def connect_writer(path: Path) -> sqlite3.Connection:
+    """The one read-write connection of a refresh; creates the file and schema if needed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        conn.executescript(load_sql(__package__, "drop"))
+        conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
+    conn.executescript(load_sql(__package__, "create"))
+    return conn
+
+
+def connect_reader(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, tuple[str, Fingerprint]]:
+    """session id -> (ledger path, fingerprint) of what was indexed."""
+    rows = conn.execute(load_sql(__package__, "stored_fingerprints"))
+    return {row[0]: (row[1], tuple(row[2:6])) for row in rows}
+
+
+def forget(conn: sqlite3.Connection, session_id: str) -> None:
+    for statement in _statements("delete_session"):
+        conn.execute(statement, {"session_id": session_id})
+
+
+def _insert_many(conn, name: str, session_id: str, rows: list[tuple]) -> None:
+    if rows:
+        conn.executemany(load_sql(__package__, name), [(session_id, *row) for row in rows])
+
+
+def write_ledger(
+    conn: sqlite3.Connection,
+    ledger: dict[str, Any],
+    facts: LedgerFacts | None,
+    problem: str | None,
+) -> None:
+    """Replace one session's rows. `ledger` holds session_id, name, kind, path, era, fingerprint."""
+    session_id = ledger["session_id"]
+    forget(conn, session_id)
+    size, mtime_ns, wal_size, wal_mtime_ns = ledger["fingerprint"]
+    conn.execute(
+        load_sql(__package__, "insert_ledger"),
+        {
+            **{k: ledger[k] for k in ("session_id", "session_name", "kind", "era")},
+            "ledger_path": str(ledger["path"]),
+            "size": size,
+            "mtime_ns": mtime_ns,
+            "wal_size": wal_size,
+            "wal_mtime_ns": wal_mtime_ns,
+            "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "index_ms": ledger.get("index_ms"),
+            "problem": problem,
+        },
+    )
+    if facts is None:
+        return
+    totals = [facts.totals.get(name) for name in TOTAL_FIELDS]
+    conn.execute(load_sql(__package__, "insert_totals"), [session_id, *totals])
+    _insert_many(conn, "insert_model_usage", session_id, facts.model_usage)
+    _insert_many(conn, "insert_tool_call", session_id, facts.tool_calls)
+    _insert_many(conn, "insert_failing_domain", session_id, facts.failing_domains)
+    _insert_many(conn, "insert_id", session_id, facts.ids)
+
+
+def update_names(conn: sqlite3.Connection, names: dict[str, tuple[str | None, str]]) -> None:
+    """Keep displayed names and kinds current without re-reading ledgers (registry renames)."""
+    conn.executemany(
+        load_sql(__package__, "update_name"),
+        [(name, kind, sid) for sid, (name, kind) in names.items()],
+    )
+
+
+def set_meta(conn: sqlite3.Connection, **values: Any) -> None:
+    conn.executemany(
+        load_sql(__package__, "set_meta"), [(key, str(value)) for key, value in values.items()]
+    )
+
+
+@contextmanager
+def reading(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """A short-lived read-only connection, or None when no index was ever written."""
+    if not path.exists():
+        yield None
+        return
+    conn = connect_reader(path)
+    try:
+        yield conn
+    finally:
+        conn.close()
