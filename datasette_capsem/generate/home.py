@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,23 @@ def check_target(path: Path, force: bool) -> None:
     probe = path
     while not probe.exists():
         probe = probe.parent
-    if not os.access(probe, os.W_OK | os.X_OK):
+    if not probe.is_dir():
+        raise GenerateError(f"{probe} is not a directory")
+    if not _writable(probe):
         raise GenerateError(f"{probe} is not writable")
     if is_capsem_home(path) and not force:
         raise GenerateError(f"{path} is already a Capsem home; use --force to overwrite it")
+
+
+def _writable(directory: Path) -> bool:
+    """Really try (access() says yes to root even where writes fail, e.g. /proc)."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".capsem-probe-", dir=directory)
+    except OSError:
+        return False
+    os.close(handle)
+    os.unlink(name)
+    return True
 
 
 def clear_home(path: Path) -> None:
