@@ -6,7 +6,6 @@ JSON, CSV, canned queries and plugin pages) in one place.
 
 from __future__ import annotations
 
-from datasette.plugins import pm
 from datasette.utils import await_me_maybe
 from datasette.utils.asgi import Request
 
@@ -20,6 +19,10 @@ RAW_SUFFIXES = (".db", ".blob")
 
 async def request_actor(datasette, scope, receive) -> dict | None:
     """The actor Datasette will see for this request (same hooks, same order)."""
+    # Imported here: importing datasette.plugins loads every plugin's entry point, and doing
+    # that while datasette_capsem itself is being imported registers a half-built module.
+    from datasette.plugins import pm
+
     request = Request(scope, receive)
     for candidate in pm.hook.actor_from_request(datasette=datasette, request=request):
         actor = await await_me_maybe(candidate)
