@@ -128,16 +128,18 @@ def rollup_mismatches(session: Session, ledger: dict[str, Any] | None, stale: st
 
 
 def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None):
-    """(values, sources) per figure, preferring main.db unless it is missing or stale."""
+    """(values, sources) per figure: main.db unless it is missing or stale, else the ledger;
+    a stale main.db figure is still shown when there is no ledger to replace it."""
     main = session.main_row or {}
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
     for figure, (main_columns, ledger_fields) in FIGURES.items():
-        main_ok = main and all(c in main for c in main_columns) and not stale
-        if main_ok:
+        in_main = bool(main) and all(c in main for c in main_columns)
+        in_ledger = ledger is not None and all(ledger.get(f) is not None for f in ledger_fields)
+        if in_main and not (stale and in_ledger):
             values[figure], sources[figure] = _sum([main[c] for c in main_columns]), MAIN_DB
-        elif ledger is not None and all(ledger.get(f) is not None for f in ledger_fields):
-            values[figure] = _sum([ledger[f] for f in ledger_fields])
+        elif in_ledger:
+            values[figure] = _sum([ledger[f] for f in ledger_fields])  # type: ignore[index]
             sources[figure] = LEDGER
         else:
             values[figure], sources[figure] = None, None
