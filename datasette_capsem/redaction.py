@@ -29,7 +29,6 @@ SECRET_COLUMNS = frozenset(
         "request_body_preview",
         "response_body_preview",
         "system_prompt_preview",
-        "query",
         "body",
         "arguments",
         "content",

@@ -67,7 +67,7 @@ async def test_sessions_are_mounted_lazily_and_evicted_beyond_the_bound(
         response = await datasette.client.get(f"/{session['id']}.json")
         assert response.status_code == 200
         assert len(state.mounter.mounted) <= 3
-        ledgers = [name for name in datasette.databases if name not in ("_internal", "main")]
+        ledgers = [n for n in datasette.databases if n not in ("_internal", "_memory", "main", "index")]
         assert len(ledgers) <= 3
     assert state.mounter.evict_count >= len(sessions) - 3
 
@@ -124,7 +124,8 @@ async def test_unknown_session_is_a_404_with_near_matches(capsem_home, manifest,
 )
 async def test_hostile_paths_get_a_4xx_and_open_nothing(capsem_home, cache_dir, path):
     datasette = await make_datasette(capsem_home, cache_dir)
-    response = await datasette.client.get(path)
+    # Datasette first redirects %-encoded names to their ~-encoded form; follow it.
+    response = await datasette.client.get(path, follow_redirects=True)
     assert 400 <= response.status_code < 500
     assert not get_state(datasette).mounter.mounted
 
@@ -144,15 +145,21 @@ async def test_broken_files_each_get_a_clear_page_and_others_keep_working(
 ):
     datasette = await make_datasette(capsem_home, cache_dir)
     broken = [b for b in manifest["broken_files"] if b.get("session") and b["path"].endswith(".db")]
-    assert broken, "the generator plants broken ledgers"
+    assert {"zero_bytes", "truncated", "not_sqlite"} <= {b["kind"] for b in broken}
     healthy = readable_sessions(manifest)[0]["id"]
     for problem in broken:
         response = await datasette.client.get(f"/{problem['session']}.json")
-        assert response.status_code in (404, 422), problem
-        body = response.json()
-        if problem["kind"] != "unreadable" or os.geteuid() != 0:
-            assert response.status_code == 422, (problem, body)
-            assert problem["path"].split("/")[-1] in (body["path"] or ""), body
+        if problem["kind"] == "wal_without_shm":
+            # Readable from a snapshot copy in the cache: opening it in place would create -shm.
+            assert response.status_code == 200
+            assert get_state(datasette).mounter.mounted[problem["session"]].open_mode == "snapshot"
+        elif problem["kind"] == "unreadable" and os.geteuid() == 0:
+            assert response.status_code == 200  # chmod 000 does not stop root
+        else:
+            assert response.status_code == 422, (problem, response.text[:300])
+            body = response.json()
+            assert problem["kind"] in body["error"]
+            assert body["path"].endswith(problem["path"]), body
         assert (await datasette.client.get(f"/{healthy}.json")).status_code == 200
 
 

@@ -239,9 +239,11 @@ class Catalog:
                     session_id
                 ):
                     session.name = session_id
-                if session_id in aliases:
-                    session.same_vm_as = aliases[session_id]
+                if session_id in aliases:  # the old, name-keyed id of an upgraded VM
+                    current = sessions[aliases[session_id]]
+                    session.same_vm_as = current.id
                     session.kind = "persistent"
+                    session.ledger_path, session.dir_path = current.ledger_path, current.dir_path
                 sessions[session_id] = session
             session.main_row = row
             session.status = row.get("status")
