@@ -1,0 +1,131 @@
+"""Run every registered check against one session and collect a Report.
+
+`check_session` is synchronous on purpose: Datasette runs it in a SQL thread through
+`execute_fn`, and the CLI calls it directly on a connection from `readonly.open_readonly`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import blake3
+
+from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
+from datasette_capsem.findings import KINDS
+from datasette_capsem.ledger.schema import LedgerSchema, read_schema
+from datasette_capsem.sqlfiles import load_sql
+
+SQL_PACKAGE = "datasette_capsem.checks"
+RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "-", "static"})
+# Tables whose row counts a report shows (check_session.py's five first).
+COUNTED_TABLES = (
+    "net_events",
+    "model_calls",
+    "tool_calls",
+    "tool_responses",
+    "fs_events",
+    "model_items",
+    "event_body_blobs",
+    "exec_events",
+    "dns_events",
+    "audit_events",
+    "substitution_events",
+    "security_rule_events",
+    "security_decision_events",
+    "security_ask_events",
+    "mcp_calls",
+)
+KIND_ORDER = {kind: index for index, kind in enumerate(KINDS)}
+
+
+def all_checks() -> list[Check]:
+    """Every registered check, in the order of spec §6.2 (plugins' own kinds last)."""
+    from datasette_capsem.checks.plugins import collect
+
+    checks = collect("capsem_checks", "id")
+    return sorted(checks, key=lambda c: (KIND_ORDER.get(c.kind, len(KIND_ORDER)), c.id))
+
+
+def blake3_hex(value: Any) -> str | None:
+    """capsem_blake3(x) for SQL: hex blake3 of a BLOB, or of a TEXT's UTF-8 bytes."""
+    if value is None:
+        return None
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
+    return blake3.blake3(data).hexdigest()
+
+
+def prepare_connection(conn: sqlite3.Connection) -> None:
+    """SQL functions checks may use. Registering a function never writes to the file."""
+    conn.create_function("capsem_blake3", 1, blake3_hex, deterministic=True)
+
+
+def database_name_for(session: Any) -> str | None:
+    """The Datasette database name the catalog gives a session (for links)."""
+    if session is None:
+        return None
+    return f"session-{session.id}" if session.id in RESERVED_DATABASE_NAMES else session.id
+
+
+def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:
+    template = load_sql(SQL_PACKAGE, "row_count")
+    counts = {}
+    for table in COUNTED_TABLES:
+        if table in schema.tables:
+            try:
+                counts[table] = conn.execute(template.replace("__TABLE__", table)).fetchone()[0]
+            except sqlite3.DatabaseError:
+                continue
+    return counts
+
+
+def _run_one(check: Check, ctx: CheckContext) -> list[Finding]:
+    """A check's findings; a check that raises is reported as failed, never crashes a report."""
+    try:
+        return check.run(ctx)
+    except Exception as error:  # noqa: BLE001 - a plugin's bug must not hide other findings
+        return [check.finding(ctx, failed=f"{type(error).__name__}: {error}")]
+
+
+def check_session(
+    conn: sqlite3.Connection | None,
+    *,
+    session: Any = None,
+    main_row: dict[str, Any] | None = None,
+    live: bool = False,
+    database: str | None = None,
+    sample_limit: int = DEFAULT_SAMPLE_LIMIT,
+    checks: list[Check] | None = None,
+) -> Report:
+    """Check one session's ledger (`conn`, or None when it has none on disk).
+
+    `session` is the catalog Session (paths and WAL state for the file-level checks);
+    `main_row` its main.db row (defaults to `session.main_row`); `database` the Datasette
+    database name used in links (defaults to the catalog's name for the session).
+    """
+    started = time.perf_counter()
+    if main_row is None and session is not None:
+        main_row = getattr(session, "main_row", None)
+    schema = read_schema(conn) if conn is not None else LedgerSchema({})
+    if conn is not None:
+        prepare_connection(conn)
+    ctx = CheckContext(
+        conn=conn,
+        schema=schema,
+        session=session,
+        main_row=main_row,
+        live=live,
+        database=database or database_name_for(session),
+        sample_limit=sample_limit,
+    )
+    findings = [f for check in (checks or all_checks()) for f in _run_one(check, ctx)]
+    return Report(
+        findings=findings,
+        era=schema.era if conn is not None else "no ledger",
+        live=live,
+        session=session.summary() if session is not None else None,
+        database=ctx.database,
+        tables=table_counts(conn, schema) if conn is not None else {},
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )

@@ -1,0 +1,293 @@
+"""Checks about a whole file, its place on disk, or its main.db row (spec §6.2 #17-19, 21-22).
+
+These need more than SQL over the ledger: the catalog Session (paths, WAL), the main.db row,
+or SQLite's integrity check. They are Check subclasses like any plugin's would be.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datasette.utils import tilde_encode
+
+from datasette_capsem.checks.model import Check, CheckContext, Finding
+from datasette_capsem.sqlfiles import load_sql
+
+SQL_PACKAGE = "datasette_capsem.checks"
+
+# check_session.py's five tables, with the columns every era of them has (spec §4.5, §5.1).
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "net_events": ("id", "timestamp", "domain", "decision"),
+    "model_calls": ("id", "timestamp", "provider", "model", "input_tokens", "output_tokens"),
+    "tool_calls": ("id", "call_id", "tool_name"),
+    "tool_responses": ("id", "model_call_id", "call_id"),
+    "fs_events": ("id", "timestamp", "action", "path"),
+}
+
+# Ledger table -> the main.db rollup columns its `rollup__<table>.sql` computes (spec §3.5).
+ROLLUP_SOURCES: dict[str, tuple[str, ...]] = {
+    "net_events": ("total_requests", "allowed_requests", "denied_requests"),
+    "model_calls": ("total_input_tokens", "total_output_tokens", "total_estimated_cost"),
+    "tool_calls": ("total_tool_calls",),
+    "fs_events": ("total_file_events",),
+    "exec_events": ("exec_count",),
+    "audit_events": ("audit_event_count",),
+}
+STOPPED_STATUSES = ("stopped", "crashed")
+STALE_AFTER_SECONDS = 24 * 3600
+
+
+def _session_id(ctx: CheckContext) -> str | None:
+    if ctx.session is not None:
+        return ctx.session.id
+    return str(ctx.main_row["id"]) if ctx.main_row and "id" in ctx.main_row else None
+
+
+def _main_row_link(ctx: CheckContext) -> str | None:
+    session_id = _session_id(ctx)
+    return f"/main/sessions/{tilde_encode(session_id)}" if session_id else None
+
+
+def _session_page(ctx: CheckContext) -> str | None:
+    session_id = _session_id(ctx)
+    return f"/-/capsem/sessions/{tilde_encode(session_id)}" if session_id else None
+
+
+def _ledger_path(ctx: CheckContext) -> Path | None:
+    path = getattr(ctx.session, "ledger_path", None)
+    return Path(path) if path else None
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+@dataclass
+class SchemaReadyCheck(Check):
+    """Capsem's validate_ready_schema: integrity_check is ok and the core tables exist."""
+
+    id: str = "schema_not_ready"
+    kind: str = "schema_not_ready"
+    explanation: str = (
+        "Capsem refuses to serve a ledger unless SQLite's integrity_check passes and the core "
+        "tables (net_events, model_calls, tool_calls, tool_responses, fs_events) exist with their "
+        "columns. A file failing this is damaged or was never fully created."
+    )
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        if ctx.conn is None:
+            return [self.not_applicable(ctx, "no ledger on disk")]
+        problems = [f"missing {name}" for name in ctx.schema.missing(REQUIRED_COLUMNS)]
+        try:
+            rows = ctx.conn.execute(load_sql(SQL_PACKAGE, "integrity_check")).fetchall()
+            problems += [str(row[0]) for row in rows if row[0] != "ok"]
+        except sqlite3.DatabaseError as error:
+            problems.append(f"integrity_check failed: {error}")
+        details = {"file": "; ".join(problems)} if problems else {}
+        return [
+            self.finding(
+                ctx,
+                count=len(problems),
+                row_ids=problems[: ctx.sample_limit],
+                details=details,
+                link=_session_page(ctx) if problems else None,
+            )
+        ]
+
+
+@dataclass
+class LegacyTablesCheck(Check):
+    """Tables a current writer never creates (spec §6.2 #21)."""
+
+    id: str = "legacy_tables"
+    kind: str = "legacy_tables"
+    explanation: str = (
+        "Tables from older Capsem versions (mcp_calls, snapshot_events, session_identity, the "
+        "1.2 ai_* and journal tables). Capsem never drops most of them, so a persistent VM's "
+        "migrated file keeps them; their rows are not part of the current ledger."
+    )
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        if ctx.conn is None:
+            return [self.not_applicable(ctx, "no ledger on disk")]
+        found = ctx.schema.legacy_tables
+        link = f"/{tilde_encode(ctx.database)}" if ctx.database and found else None
+        return [self.finding(ctx, count=len(found), row_ids=found, link=link)]
+
+
+@dataclass
+class RollupCheck(Check):
+    """main.db's counters against fresh aggregates of the ledger (spec §6.2 #17)."""
+
+    id: str = "rollup_mismatch"
+    kind: str = "rollup_mismatch"
+    explanation: str = (
+        "When a session stops Capsem copies counts and sums from its ledger into its main.db row "
+        "(requests, allowed, denied, tokens, cost, tool calls, file events, execs, audit events). "
+        "Here the row disagrees with the ledger, so main.db dashboards are wrong for this session. "
+        "A persistent VM resumed since its last stop is expected to be ahead of its row."
+    )
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        reason = self._not_applicable_reason(ctx)
+        if reason:
+            return [self.not_applicable(ctx, reason, table="sessions")]
+        mismatches = self._mismatches(ctx)
+        session_id = _session_id(ctx)
+        if not mismatches:
+            return [self.finding(ctx, table="sessions")]
+        ahead = all(ledger > recorded for _, recorded, ledger in mismatches)
+        persistent = getattr(ctx.session, "kind", None) == "persistent" or bool(
+            (ctx.main_row or {}).get("persistent")
+        )
+        text = "; ".join(f"{col}: main.db {rec}, ledger {led}" for col, rec, led in mismatches)
+        values: dict[str, Any] = {
+            "table": "sessions",
+            "count": 1,
+            "row_ids": [session_id],
+            "details": {str(session_id): text},
+            "link": _main_row_link(ctx),
+        }
+        if ahead and persistent:
+            values.update(
+                severity="warning",
+                note="the ledger is ahead of main.db: a resumed "
+                "persistent VM keeps its old row until it stops again",
+            )
+        return [self.finding(ctx, **values)]
+
+    @staticmethod
+    def _not_applicable_reason(ctx: CheckContext) -> str | None:
+        if not ctx.main_row:
+            return "the session has no main.db row"
+        if ctx.main_row.get("status") not in STOPPED_STATUSES:
+            return "main.db is only rolled up when a session stops"
+        if ctx.conn is None:
+            return "no ledger on disk"
+        return None
+
+    def _mismatches(self, ctx: CheckContext) -> list[tuple[str, Any, Any]]:
+        found = []
+        for table, columns in ROLLUP_SOURCES.items():
+            wanted = [c for c in columns if c in ctx.main_row]
+            if not wanted or table not in ctx.schema.tables:
+                continue
+            cursor = ctx.conn.execute(load_sql(SQL_PACKAGE, f"rollup__{table}"))
+            fresh = dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
+            for column in wanted:
+                recorded, ledger = ctx.main_row.get(column), fresh[column]
+                if not _same(recorded, ledger):
+                    found.append((column, recorded, ledger))
+        return found
+
+
+def _same(recorded: Any, ledger: Any) -> bool:
+    if recorded is None:
+        recorded = 0
+    if isinstance(recorded, float) or isinstance(ledger, float):
+        try:
+            return math.isclose(float(recorded), float(ledger), rel_tol=1e-9, abs_tol=1e-9)
+        except (TypeError, ValueError):
+            return False
+    return recorded == ledger
+
+
+@dataclass
+class StaleRunningCheck(Check):
+    """A `running` row nothing will ever flip to crashed (spec §6.2 #18)."""
+
+    id: str = "stale_running"
+    kind: str = "stale_running"
+    explanation: str = (
+        "main.db says this session is running, but its directory is gone, or its ledger has no "
+        "write-ahead log (a running writer always has one), or the log has not changed for a day. "
+        "Nothing in Capsem ever marks such rows crashed, so they stay 'running' forever."
+    )
+    stale_after_seconds: float = STALE_AFTER_SECONDS
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        if not ctx.main_row:
+            return [self.not_applicable(ctx, "the session has no main.db row", table="sessions")]
+        if ctx.main_row.get("status") != "running":
+            return [self.finding(ctx, table="sessions")]
+        reason = self._stale_reason(ctx)
+        if reason is None:
+            return [self.finding(ctx, table="sessions")]
+        session_id = _session_id(ctx)
+        return [
+            self.finding(
+                ctx,
+                table="sessions",
+                count=1,
+                row_ids=[session_id],
+                details={str(session_id): reason},
+                link=_main_row_link(ctx),
+            )
+        ]
+
+    def _stale_reason(self, ctx: CheckContext) -> str | None:
+        ledger = _ledger_path(ctx)
+        if ledger is None or _stat(ledger) is None:
+            return "no session directory or ledger on disk"
+        if ledger.suffix == ".gz":
+            return "the ledger is a compressed 0.x archive"
+        wal = _stat(Path(f"{ledger}-wal"))
+        if wal is None:
+            return "the ledger has no write-ahead log, so no writer has it open"
+        idle = ctx.now - wal.st_mtime
+        if idle > self.stale_after_seconds:
+            return f"the write-ahead log has not changed for {idle / 3600:.0f} hours"
+        return None
+
+
+@dataclass
+class UncleanWalCheck(Check):
+    """A non-empty WAL beside a session main.db says has stopped (spec §6.2 #19)."""
+
+    id: str = "unclean_wal"
+    kind: str = "unclean_wal"
+    explanation: str = (
+        "Capsem checkpoints and empties the write-ahead log when a session stops cleanly. A "
+        "non-empty session.db-wal beside a stopped or crashed session means the writer was killed "
+        "or crashed: rows still in its memory mirror were lost."
+    )
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        ledger = _ledger_path(ctx)
+        if not ctx.main_row:
+            return [self.not_applicable(ctx, "the session has no main.db row")]
+        if ledger is None or ledger.suffix == ".gz":
+            return [self.not_applicable(ctx, "no uncompressed ledger on disk")]
+        if ctx.main_row.get("status") not in STOPPED_STATUSES:
+            return [self.not_applicable(ctx, "the session is not stopped")]
+        wal = _stat(Path(f"{ledger}-wal"))
+        if wal is None or wal.st_size == 0:
+            return [self.finding(ctx)]
+        name = f"{ledger.name}-wal"
+        return [
+            self.finding(
+                ctx,
+                count=1,
+                row_ids=[name],
+                link=_session_page(ctx),
+                details={name: f"{wal.st_size} bytes"},
+            )
+        ]
+
+
+def file_checks() -> list[Check]:
+    return [
+        SchemaReadyCheck(),
+        LegacyTablesCheck(),
+        RollupCheck(),
+        StaleRunningCheck(),
+        UncleanWalCheck(),
+    ]

@@ -1,0 +1,198 @@
+"""What a check is, what it reports, and the context it runs in.
+
+Findings use the ids of `datasette_capsem.findings`, the vocabulary the generator also writes
+into its manifest, so a report and a manifest can be compared directly.
+"""
+
+from __future__ import annotations
+
+import abc
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from datasette.utils import tilde_encode
+
+from datasette_capsem.findings import KINDS, Severity
+from datasette_capsem.ledger.schema import LedgerSchema
+
+SEVERITY_ORDER = {Severity.ERROR.value: 0, Severity.WARNING.value: 1, Severity.INFO.value: 2}
+DEFAULT_SAMPLE_LIMIT = 50
+
+
+def kind_severity(kind: str, fallback: Severity | str | None = None) -> str:
+    """The default severity of a finding kind; plugins' own kinds bring their own."""
+    if kind in KINDS:
+        return KINDS[kind].severity.value
+    if fallback is None:
+        raise ValueError(f"finding kind {kind!r} is not in findings.KINDS: give a severity")
+    return Severity(fallback).value
+
+
+def kind_title(kind: str, fallback: str | None = None) -> str:
+    if kind in KINDS:
+        return KINDS[kind].title
+    return fallback or kind.replace("_", " ").capitalize()
+
+
+@dataclass
+class Finding:
+    """The outcome of one check on one table (or on the file): how many rows break it.
+
+    `count` 0 with `applicable` True means the check ran and passed; `applicable` False means
+    the file's era cannot answer it (`note` says why). `row_ids` is a sample of the offending
+    rows, in id order; `details` holds a one-line reason per sampled row when there is one.
+    """
+
+    kind: str
+    severity: str
+    count: int
+    title: str
+    explanation: str
+    link: str | None = None
+    applicable: bool = True
+    row_ids: list[Any] = field(default_factory=list)
+    table: str | None = None
+    check: str = ""
+    note: str | None = None
+    details: dict[str, str] = field(default_factory=dict)
+    failed: str | None = None  # the check could not run (SQLite error); counts as a problem
+
+    @property
+    def problem(self) -> bool:
+        return self.applicable and (self.count > 0 or self.failed is not None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "check": self.check,
+            "severity": self.severity,
+            "table": self.table,
+            "count": self.count,
+            "applicable": self.applicable,
+            "problem": self.problem,
+            "title": self.title,
+            "explanation": self.explanation,
+            "note": self.note,
+            "link": self.link,
+            "row_ids": list(self.row_ids),
+            "details": dict(self.details),
+            "failed": self.failed,
+        }
+
+
+@dataclass
+class CheckContext:
+    """Everything a check may look at. `conn` is None for a session with no ledger on disk."""
+
+    conn: sqlite3.Connection | None
+    schema: LedgerSchema
+    session: Any = None  # catalog Session
+    main_row: dict[str, Any] | None = None
+    live: bool = False
+    database: str | None = None  # Datasette database name, for links
+    sample_limit: int = DEFAULT_SAMPLE_LIMIT
+    now: float = field(default_factory=time.time)
+
+    def table_link(self, table: str | None, row_ids: list[Any]) -> str | None:
+        """A Datasette table URL filtered to the sampled rows."""
+        if not self.database or not table:
+            return None
+        base = f"/{tilde_encode(self.database)}/{tilde_encode(table)}"
+        if not row_ids:
+            return base
+        return f"{base}?{urlencode({'id__in': ','.join(str(i) for i in row_ids)})}"
+
+    def query_link(self, name: str, params: dict[str, str] | None = None) -> str | None:
+        """The URL of a canned query on this session's database."""
+        if not self.database:
+            return None
+        url = f"/{tilde_encode(self.database)}/{quote(name)}"
+        return f"{url}?{urlencode(params)}" if params else url
+
+
+class Check(abc.ABC):
+    """A named integrity rule. Subclasses set the attributes and implement `run`.
+
+    `id` is unique among registered checks; `kind` is the finding id it reports (several checks
+    may share a kind, e.g. one per table).
+    """
+
+    # Declared, not defaulted, so dataclass subclasses may order their fields freely.
+    id: str
+    kind: str
+    explanation: str
+    severity: str | None  # None or absent: the default severity of `kind`
+    title: str | None
+
+    def finding(self, ctx: CheckContext, **values: Any) -> Finding:
+        """A Finding pre-filled with this check's identity and severity."""
+        base: dict[str, Any] = {
+            "kind": self.kind,
+            "severity": getattr(self, "severity", None) or kind_severity(self.kind),
+            "count": 0,
+            "title": getattr(self, "title", None) or kind_title(self.kind),
+            "explanation": getattr(self, "explanation", ""),
+            "check": self.id,
+        }
+        base.update(values)
+        return Finding(**base)
+
+    def not_applicable(self, ctx: CheckContext, note: str, table: str | None = None) -> Finding:
+        return self.finding(ctx, applicable=False, note=note, table=table)
+
+    @abc.abstractmethod
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        """Findings for this check; never raise for what a file lacks: report not-applicable."""
+
+
+@dataclass
+class Report:
+    """The integrity report of one session: every check's finding plus file facts."""
+
+    findings: list[Finding]
+    era: str
+    live: bool
+    session: dict[str, Any] | None = None
+    database: str | None = None
+    tables: dict[str, int] = field(default_factory=dict)
+    duration_ms: float = 0.0
+
+    @property
+    def problems(self) -> list[Finding]:
+        """Applicable findings with offending rows, most severe first."""
+        found = [f for f in self.findings if f.problem]
+        return sorted(
+            found, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.kind, f.table or "")
+        )
+
+    @property
+    def verdict(self) -> str:
+        """'error' if any error-level problem, else 'warning' if any warning, else 'ok'."""
+        severities = {f.severity for f in self.problems}
+        if Severity.ERROR.value in severities:
+            return "error"
+        if Severity.WARNING.value in severities:
+            return "warning"
+        return "ok"
+
+    def severity_counts(self) -> dict[str, int]:
+        counts = {s.value: 0 for s in Severity}
+        for finding in self.problems:
+            counts[finding.severity] = counts.get(finding.severity, 0) + 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session": self.session,
+            "database": self.database,
+            "era": self.era,
+            "live": self.live,
+            "verdict": self.verdict,
+            "problems": self.severity_counts(),
+            "tables": dict(self.tables),
+            "duration_ms": round(self.duration_ms, 1),
+            "findings": [f.to_dict() for f in self.findings],
+        }

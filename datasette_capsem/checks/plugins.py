@@ -1,0 +1,47 @@
+"""The plugin manager behind checks and canned queries.
+
+One manager per process: built-ins first, then whatever packages declare in the
+``datasette_capsem`` entry-point group. Tests and embedders may ``register`` more plugin
+objects at run time; results are never cached across calls, so they take effect at once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+import pluggy
+
+from datasette_capsem.checks import hookspecs
+
+
+@functools.cache
+def plugin_manager() -> pluggy.PluginManager:
+    """The process-wide manager, with built-ins and entry-point plugins loaded once."""
+    from datasette_capsem.checks import builtin as builtin_checks
+    from datasette_capsem.queries import builtin as builtin_queries
+
+    manager = pluggy.PluginManager(hookspecs.PROJECT)
+    manager.add_hookspecs(hookspecs)
+    manager.register(builtin_checks, name="datasette_capsem.builtin_checks")
+    manager.register(builtin_queries, name="datasette_capsem.builtin_queries")
+    manager.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
+    return manager
+
+
+def _flatten(results: Iterable[Iterable[Any] | None]) -> list[Any]:
+    return [item for result in results if result for item in result]
+
+
+def collect(hook_name: str, id_attribute: str) -> list[Any]:
+    """Every object the hook returns, one per id: a later-registered plugin overrides an earlier.
+
+    pluggy calls the most recently registered implementation first, so keeping the first
+    object seen for an id lets a third-party plugin replace a built-in of the same id.
+    """
+    hook = getattr(plugin_manager().hook, hook_name)
+    seen: dict[Any, Any] = {}
+    for item in _flatten(hook()):
+        seen.setdefault(getattr(item, id_attribute), item)
+    return list(seen.values())
