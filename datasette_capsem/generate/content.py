@@ -900,6 +900,7 @@ class SessionShape:
     interrupted: bool = False  # last trace ends with unanswered tool calls
     mcp: bool = True
     ask: bool = True
+    min_rows: int = 0  # keep adding traces until the session holds at least this many rows
 
 
 def build_session(
@@ -913,7 +914,8 @@ def build_session(
             b.substitution(provider, "captured")
     if shape.mcp and b.era.mcp_in_tool_calls:
         b.mcp_chatter("github")
-    for number in range(shape.traces):
+    number = 0
+    while number < shape.traces or b.ledger.count() < shape.min_rows:
         provider = shape.providers[number % len(shape.providers)]
         model = rng.choice(sorted(catalog.PROVIDERS[provider].models))
         interrupted = shape.interrupted and number == shape.traces - 1
@@ -929,4 +931,5 @@ def build_session(
         b.fs(rng.choice(("created", "modified", "deleted")), rng.choice(catalog.FILES))
         if number == 0:
             b.snapshot(0)
+        number += 1
     return b

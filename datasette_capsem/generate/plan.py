@@ -315,18 +315,21 @@ def bulk(p: Planner, options: GenerateOptions) -> None:
 
 
 def big(p: Planner, options: GenerateOptions) -> None:
-    """One long persistent session of about ``big_session_rows`` rows."""
+    """One long persistent session of at least ``big_session_rows`` rows."""
     if options.big_session_rows <= 0:
         return
-    calls = 10
-    rows_per_trace = 28 * calls  # measured average across tables for this shape
-    traces = max(1, options.big_session_rows // rows_per_trace)
+    shape = SessionShape(
+        traces=1,
+        calls=10,
+        providers=("anthropic", "openai", "google"),
+        min_rows=options.big_session_rows,
+    )
     p.add(
         "persistent",
         mode="persistent",
         status="stopped",
         name="big-vm1",
-        shape=SessionShape(traces=traces, calls=calls, providers=("anthropic", "openai", "google")),
+        shape=shape,
         registry={"profile_id": "code"},
     )
 
