@@ -67,7 +67,9 @@ async def test_sessions_are_mounted_lazily_and_evicted_beyond_the_bound(
         response = await datasette.client.get(f"/{session['id']}.json")
         assert response.status_code == 200
         assert len(state.mounter.mounted) <= 3
-        ledgers = [n for n in datasette.databases if n not in ("_internal", "_memory", "main", "index")]
+        ledgers = [
+            n for n in datasette.databases if n not in ("_internal", "_memory", "main", "index")
+        ]
         assert len(ledgers) <= 3
     assert state.mounter.evict_count >= len(sessions) - 3
 
