@@ -107,7 +107,7 @@ async def home(datasette, request):
         "columns": COLUMNS,
         "figures": tuple(FIGURES),
         "sort_links": _sort_links(request, query),
-        "args": dict(request.args.items()) if request.args else {},
+        "args": {key: request.args.get(key) for key in request.args},
         "kinds": filters.KINDS,
         "chart_query": urlencode([(k, v) for k, v in _pairs(request) if k not in PAGING]),
     }

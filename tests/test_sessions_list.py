@@ -1,0 +1,258 @@
+"""The session list: figures equal the files, their sources, filters, sorting, pagination."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.index.plugin import index_service
+from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.state import get_state
+from tests.helpers import make_datasette
+from tests.test_index import direct_sums, same
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+# list figure -> (main.db columns summed, ledger figures summed)
+FIGURES = {
+    "cost": (("total_estimated_cost",), ("cost_usd",)),
+    "requests": (("total_requests",), ("requests",)),
+    "tokens": (("total_input_tokens", "total_output_tokens"), ("input_tokens", "output_tokens")),
+    "tool_calls": (("total_tool_calls",), ("tool_calls",)),
+    "file_events": (("total_file_events",), ("file_events",)),
+    "mcp_calls": (("total_mcp_calls",), ("mcp_calls",)),
+}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("list-cache")
+
+
+@pytest.fixture(scope="module")
+def main_rows(capsem_home, manifest, cache_dir) -> dict[str, dict]:
+    conn = open_readonly(capsem_home / manifest["main_db"], cache_dir)
+    conn.row_factory = sqlite3.Row
+    try:
+        return {row["id"]: dict(row) for row in conn.execute("SELECT * FROM sessions")}
+    finally:
+        conn.close()
+
+
+async def indexed_datasette(home: Path, cache_dir: Path):
+    datasette = await make_datasette(home, cache_dir, index_refresh_seconds=0)
+    index_service(get_state(datasette)).refresh()
+    return datasette
+
+
+async def listed(datasette, query: str = "") -> dict:
+    response = await datasette.client.get(f"/-/capsem/sessions.json?_size=max&{query}")
+    assert response.status_code == 200, response.text[:500]
+    return response.json()
+
+
+async def test_figures_equal_the_files_and_name_their_source(
+    capsem_home, manifest, cache_dir, main_rows
+):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
+    by_id = {s["id"]: s for s in manifest["sessions"]}
+    sources_seen = set()
+    for session_id, row in rows.items():
+        session = by_id.get(session_id)
+        ledger = None
+        if session and session.get("ledger") and row["indexed"] and not row["index_problem"]:
+            ledger = direct_sums(capsem_home / session["ledger"], cache_dir)
+        for figure, (columns, fields) in FIGURES.items():
+            source = row["sources"][figure]
+            sources_seen.add(source)
+            if source == "main.db":
+                expected = sum(main_rows[session_id][c] for c in columns)
+            elif source == "ledger":
+                assert ledger is not None, (session_id, session)
+                expected = sum(ledger[f] for f in fields)
+            else:
+                assert row[figure] is None
+                continue
+            assert same(row[figure], expected), (session_id, figure, source)
+    assert {"main.db", "ledger"} <= sources_seen
+
+
+async def test_every_kind_and_era_is_listed(capsem_home, manifest, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
+    expected = [s for s in manifest["sessions"] if s.get("ledger") or s.get("main_db_row")]
+    assert {s["id"] for s in expected} <= set(rows)
+    kinds = {rows[s["id"]]["kind"] for s in expected}
+    assert {
+        "ephemeral",
+        "persistent",
+        "failed",
+        "run",
+        "legacy",
+        "legacy_gz",
+        "index_only",
+    } <= kinds
+
+
+async def test_running_and_resumed_rows_use_the_ledger(capsem_home, manifest, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
+    running = next(s for s in manifest["sessions"] if s["status"] == "running" and s.get("ledger"))
+    row = rows[running["id"]]
+    assert row["main_db_stale"].startswith("running")
+    assert set(row["sources"].values()) == {"ledger"}
+    assert row["tokens"] == running["totals"]["input_tokens"] + running["totals"]["output_tokens"]
+    stale_only = next(d["session"] for d in manifest["defects"] if d["kind"] == "stale_running")
+    assert rows[stale_only]["main_db_stale"] and rows[stale_only]["sources"]["cost"] == "main.db"
+    no_row = next(
+        s
+        for s in manifest["sessions"]
+        if s.get("ledger") and not s["main_db_row"] and not s.get("broken")
+    )
+    assert rows[no_row["id"]]["sources"]["requests"] == "ledger"
+
+
+async def test_mismatched_rollups_are_flagged(capsem_home, manifest, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
+    flagged = {d["session"] for d in manifest["defects"] if d["kind"] == "rollup_mismatch"}
+    assert flagged
+    for session_id in flagged:
+        assert rows[session_id]["rollup_mismatch"], session_id
+    clean = [
+        s
+        for s in manifest["sessions"]
+        if s.get("clean") and s["status"] == "stopped" and s.get("ledger") and s["era"] == "current"
+    ]
+    assert clean
+    for session in clean:
+        assert rows[session["id"]]["rollup_mismatch"] == {}, session["id"]
+    page = await datasette.client.get("/-/capsem?all=1&_size=max")
+    assert "≠ rollup" in page.text
+
+
+def _ok(rows, test) -> bool:
+    return bool(rows) and all(test(r) for r in rows)
+
+
+async def test_list_sessions_flags_and_filters(capsem_home, manifest, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    everything = (await listed(datasette, "all=1"))["sessions"]
+    default = (await listed(datasette))["sessions"]
+    assert any(r["status"] == "vacuumed" for r in everything)
+    assert not any(r["status"] == "vacuumed" for r in default)
+    checks = {
+        "with_db=1": lambda r: r["has_ledger"],
+        "with_model=1": lambda r: r["tokens"] > 0,
+        "with_net=on": lambda r: r["requests"] > 0,
+        "with_tools=true": lambda r: r["tool_calls"] > 0,
+        "min_cost=0.1": lambda r: r["cost"] >= 0.1,
+        "status=running": lambda r: r["status"] == "running",
+        "status=stopped,crashed": lambda r: r["status"] in ("stopped", "crashed"),
+        "kind=legacy&kind=legacy_gz&all=1": lambda r: r["kind"] in ("legacy", "legacy_gz"),
+        "since=2026-07-01": lambda r: r["created_at"] >= "2026-07-01",
+        "until=2026-06-30": lambda r: r["created_at"][:10] <= "2026-06-30",
+        "q=CO-WORK": lambda r: "co-work" in (r["id"] + (r["name"] or "")).lower(),
+        "with_db=1&with_model=1&min_cost=0.01": lambda r: r["has_ledger"] and r["cost"] >= 0.01,
+    }
+    for query, test in checks.items():
+        rows = (await listed(datasette, query))["sessions"]
+        assert _ok(rows, test), query
+        assert len(rows) < len(everything), query
+    with_db = (await listed(datasette, "with_db=1&all=1"))["sessions"]
+    assert {r["id"] for r in with_db} == {r["id"] for r in everything if r["has_ledger"]}
+    html = await datasette.client.get("/-/capsem?with_db=1&all=1&_size=max")
+    assert html.status_code == 200
+    assert f"{len(with_db)} of " in html.text
+
+
+async def test_sorting_by_every_column(capsem_home, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    for column, field in [
+        ("cost", "cost"),
+        ("tokens", "tokens"),
+        ("created", "created_at"),
+        ("name", "name"),
+        ("duration", "duration_seconds"),
+    ]:
+        for param, descending in (("_sort", False), ("_sort_desc", True)):
+            rows = (await listed(datasette, f"all=1&{param}={column}"))["sessions"]
+            values = [r[field] for r in rows]
+            present = [v.lower() if isinstance(v, str) else v for v in values if v is not None]
+            assert present == sorted(present, reverse=descending), (column, param)
+            assert all(v is None for v in values[len(present) :]), "missing values sort last"
+    page = await datasette.client.get("/-/capsem?_sort=cost")
+    assert "_sort_desc=cost" in page.text  # the header link flips the direction
+
+
+async def test_pagination_follows_datasette_conventions(capsem_home, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    everything = [r["id"] for r in (await listed(datasette, "all=1"))["sessions"]]
+    seen, url = [], "/-/capsem/sessions.json?all=1&_size=7"
+    while url:
+        body = (await datasette.client.get(url)).json()
+        assert len(body["sessions"]) <= 7
+        seen += [r["id"] for r in body["sessions"]]
+        url = "/-/capsem/sessions.json" + body["next_url"] if body["next"] else None
+    assert seen == everything
+    small = await make_datasette(capsem_home, cache_dir, settings={"max_returned_rows": 10})
+    assert (
+        len((await small.client.get("/-/capsem/sessions.json?_size=max&all=1")).json()["sessions"])
+        == 10
+    )
+    page = await datasette.client.get("/-/capsem?all=1&_size=5")
+    assert "_next=5" in page.text
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["min_cost=abc", "min_cost=nan", "_size=0", "_size=lots", "_size=100000", "_next=-3",
+     "_next=x", "kind=vm", "since=yesterday", "until=2026-13", "since=2026-08-01&until=2026-07-01",
+     "_sort=secret", "_sort=cost&_sort_desc=cost", "with_db=maybe", "q=" + "x" * 300],
+)  # fmt: skip
+async def test_bad_parameters_are_a_400_with_a_message(capsem_home, cache_dir, query):
+    datasette = await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
+    for path in ("/-/capsem/sessions.json", "/-/capsem/charts/usage.json"):
+        response = await datasette.client.get(f"{path}?{query}")
+        assert response.status_code == 400, (path, query)
+        assert response.json()["error"] == "Bad parameter"
+    html = await datasette.client.get(f"/-/capsem?{query}")
+    assert html.status_code == 400 and "Bad parameter" in html.text
+
+
+async def test_page_shows_names_beside_ids_and_index_freshness(capsem_home, manifest, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    page = (await datasette.client.get("/?_size=max&all=1")).text
+    named = [
+        s
+        for s in manifest["sessions"]
+        if s.get("name") and s["name"] != s["id"] and s.get("main_db_row")
+    ]
+    assert named
+    for session in named:
+        assert f"<code>{session['id']}</code>" in page
+        assert f"<td>{session['name']}</td>" in page
+    assert "ledgers indexed" in page
+    # Under the CSP, the only inline script is Datasette's own (allowed by its hash).
+    assert page.count("<script>") == 1 and "document.body.addEventListener" in page
+
+
+async def test_charts_follow_the_filters(capsem_home, cache_dir):
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    for query in ("all=1", "kind=persistent&all=1"):
+        rows = (await listed(datasette, query))["sessions"]
+        ledger_tokens = sum(r["tokens"] for r in rows if r["sources"]["tokens"] == "ledger")
+        usage = (await datasette.client.get(f"/-/capsem/charts/usage.json?{query}")).json()["rows"]
+        indexed = get_state(datasette).services["index"].snapshot().ledgers
+        expected = sum(
+            (indexed[r["id"]]["input_tokens"] or 0) + (indexed[r["id"]]["output_tokens"] or 0)
+            for r in rows if r["id"] in indexed and not indexed[r["id"]]["problem"]
+        )  # fmt: skip
+        assert sum(u["tokens"] for u in usage) == expected >= ledger_tokens
+        per_day = (await datasette.client.get(f"/-/capsem/charts/sessions.json?{query}")).json()
+        assert sum(d["sessions"] for d in per_day["rows"]) == sum(
+            1 for r in rows if r["created_at"]
+        )
