@@ -948,3 +948,22 @@ def test_live_writer_appends_while_readable(
     assert writer.process is not None and writer.process.returncode == 0
     assert seen[-1] > start and not Path(f"{path}-wal").exists()
     assert check(sqlite3.connect(path)) == set(), "live rows are clean too"
+
+
+def test_fork_starts_with_parent_rows(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
+    by_name = {s["name"]: s for s in manifest["sessions"] if s["name"]}
+    fork, parent = by_name["co-work-1-fork"], by_name["co-work-1"]
+    assert (
+        fork["forked_from"] == "co-work-1"
+        and fork["traces"][: len(parent["traces"])] == parent["traces"]
+    )
+    shared = open_copy(capsem_home, fork["ledger"], tmp_path).execute(
+        "SELECT event_id FROM net_events"
+    )
+    parent_ids = {
+        r[0]
+        for r in open_copy(capsem_home, parent["ledger"], tmp_path).execute(
+            "SELECT event_id FROM net_events"
+        )
+    }
+    assert parent_ids <= {r[0] for r in shared}

@@ -44,6 +44,7 @@ class SessionSpec:
     alias_of: str | None = None
     registry: dict | None = None  # registry entry fields beyond id/name/session_dir
     forked_from: str | None = None
+    fork_parent: SessionSpec | None = None  # whose ledger this one starts as a copy of
     command: str | None = None
     bulk_totals: bool = False  # main.db-only row: draw plausible counters
 
@@ -134,6 +135,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
         status="stopped",
         name="co-work-1-fork",
         forked_from=cowork.name,
+        fork_parent=cowork,
         shape=_with(shape, providers=("ollama",)),
         registry={
             "profile_id": "co-work",

@@ -68,7 +68,7 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     if spec.era == "migrated":
         b, era_entries = migrated.build(rng, spec)
     else:
-        b = build_session(rng, spec.era, spec.start, spec.shape)
+        b = build_session(rng, spec.era, spec.start, spec.shape, ledger=fork_rows(spec, options))
         era_entries = []
     if spec.broken:
         broken.write_broken(path, spec.broken, b)
@@ -103,6 +103,17 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     if spec.kind == "legacy_gz":
         result.compressed_size = vacuum_and_gzip(path)
     return result
+
+
+def fork_rows(spec: SessionSpec, options: GenerateOptions) -> Ledger | None:
+    """A fork starts as a VACUUM INTO copy of its parent's ledger (§1.3): the parent's rows,
+    event ids included, come first."""
+    parent = spec.fork_parent
+    if parent is None:
+        return None
+    return build_session(
+        session_rng(options.seed, parent), parent.era, parent.start, parent.shape
+    ).ledger
 
 
 def corrupt_index() -> list[tuple[str, tuple]]:
