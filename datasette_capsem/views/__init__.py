@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Order matters only where two patterns could match the same path: first wins.
-ROUTE_MODULES = ("home", "resolve")
+ROUTE_MODULES = ("home", "resolve", "session", "trace", "event", "search")
 
 
 def all_routes() -> list[tuple[str, object]]:

@@ -1,0 +1,157 @@
+"""Request and response bodies from `event_body_blobs`, decoded for reading.
+
+A body is whatever crossed the wire (spec §4.4): JSON, an SSE stream, text, or bytes. Each
+gets the view that reads best, never more than `DISPLAY_BYTES` of it at once, and its blake3 is
+checked against `body_hash` (`blake3:<64 hex>`), because "if a compact preview and a blob
+disagree, the blob table is the ledger" (spec §6.1) and a blob that fails its own hash is not.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import blake3
+
+DISPLAY_BYTES = 256 * 1024  # decoded for the page; the rest is behind a raw download
+HEX_BYTES = 4096  # binary bodies: hex dump of the first bytes only
+MAX_SSE_EVENTS = 500
+
+
+def blake3_ref(data: bytes) -> str:
+    return "blake3:" + blake3.blake3(data).hexdigest()
+
+
+def hash_matches(data: Any, expected: Any) -> bool:
+    """Does the blake3 of the stored bytes equal `body_hash`?"""
+    if data is None:
+        data = b""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    return isinstance(expected, str) and blake3_ref(bytes(data)) == expected.strip().lower()
+
+
+def _media_type(content_type: Any) -> str:
+    if not isinstance(content_type, str):
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _utf8(data: bytes) -> tuple[str, bool]:
+    """Text and whether it was valid UTF-8 (invalid bytes become U+FFFD)."""
+    try:
+        return data.decode("utf-8"), True
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace"), False
+
+
+def _looks_binary(data: bytes) -> bool:
+    sample = data[:2048]
+    if b"\x00" in sample:
+        return True
+    controls = sum(1 for byte in sample if byte < 9 or 13 < byte < 32)
+    return bool(sample) and controls / len(sample) > 0.1
+
+
+def _json_pretty(text: str) -> str | None:
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _sse_events(text: str) -> list[dict[str, Any]]:
+    """Split a `text/event-stream` into its events; JSON data is pretty-printed."""
+    events = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        if not block.strip():
+            continue
+        event: dict[str, Any] = {"event": None, "id": None, "data": []}
+        for line in block.split("\n"):
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "data":
+                event["data"].append(value)
+            elif field in ("event", "id"):
+                event[field] = value
+        data = "\n".join(event["data"])
+        pretty = _json_pretty(data) if data.strip() else None
+        events.append({**event, "data": pretty or data, "json": pretty is not None})
+        if len(events) >= MAX_SSE_EVENTS:
+            break
+    return events
+
+
+def _is_sse(media: str, text: str) -> bool:
+    if media == "text/event-stream":
+        return True
+    head = text.lstrip()[:16]
+    return head.startswith(("event:", "data:")) and "\n\n" in text
+
+
+def hex_dump(data: bytes, limit: int = HEX_BYTES) -> list[dict[str, Any]]:
+    """Offset, hex and printable ASCII per 16-byte line."""
+    lines = []
+    for offset in range(0, min(len(data), limit), 16):
+        chunk = data[offset : offset + 16]
+        ascii_text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append({"offset": offset, "hex": chunk.hex(" "), "ascii": ascii_text})
+    return lines
+
+
+def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> dict[str, Any]:
+    """The readable view of one body: `kind` is json, sse, text, hex or empty."""
+    if data is None:
+        data = b""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogateescape")
+    data = bytes(data)
+    shown = data[:limit]
+    view: dict[str, Any] = {
+        "bytes": len(data),
+        "display_truncated": len(data) > limit,
+        "display_bytes": len(shown),
+    }
+    if not data:
+        return {**view, "kind": "empty", "text": ""}
+    media = _media_type(content_type)
+    if _looks_binary(shown) and not media.startswith("text/"):
+        return {
+            **view,
+            "kind": "hex",
+            "hex": hex_dump(shown),
+            "hex_truncated": len(data) > HEX_BYTES,
+        }
+    text, valid = _utf8(shown)
+    view["valid_utf8"] = valid
+    if _is_sse(media, text):
+        return {**view, "kind": "sse", "events": _sse_events(text)}
+    if ("json" in media or text.lstrip()[:1] in ("{", "[")) and not view["display_truncated"]:
+        pretty = _json_pretty(text)
+        if pretty is not None:
+            return {**view, "kind": "json", "text": pretty}
+    return {**view, "kind": "text", "text": text}
+
+
+def body_summary(meta: dict[str, Any], data: Any | None) -> dict[str, Any]:
+    """Sizes, flags and hash verdict of one blob row (`data` None when not read)."""
+    stored = meta.get("stored_bytes")
+    original = meta.get("original_bytes")
+    length = meta.get("body_length")
+    if data is not None:
+        length = len(data.encode() if isinstance(data, str) else data)
+    summary = {
+        "id": meta.get("id"),
+        "event_id": meta.get("event_id"),
+        "source_table": meta.get("source_table"),
+        "direction": meta.get("direction"),
+        "content_type": meta.get("content_type"),
+        "original_bytes": original,
+        "stored_bytes": stored,
+        "body_length": length,
+        "truncated": bool(meta.get("truncated")),
+        "body_hash": meta.get("body_hash"),
+        "size_ok": length == stored,
+        "hash_ok": None if data is None else hash_matches(data, meta.get("body_hash")),
+    }
+    return summary

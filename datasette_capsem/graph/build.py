@@ -1,0 +1,785 @@
+"""The identity graph of one trace (spec §6.1), with its broken links drawn as such.
+
+Nodes are ledger rows (plus the trace and its turns); edges are the joins the spec names:
+`contains` (trace → turn → model call), `owns` (model call → item), `emitted` (model call →
+tool call), `responded-in` (tool call → tool response), `consumed-by` (tool response → the
+model call that carried it), `event_id` (row → its security rows and bodies), `correlated`
+(the HTTP row of a model exchange → its model call, by trace, method, path and time, §4.4),
+`describes` (item → the tool call or response it records) and `spawned` (exec → audit).
+
+A link that should exist and does not becomes a placeholder node (`missing: true`) and a
+`broken` edge carrying the finding kind and title from `findings.KINDS`, so the picture and the
+integrity report use the same words. Each node also carries a `group` (the model call it
+belongs to, in time order; 0 holds the trace) and a `lane`, which the page's script uses to lay
+the graph out left to right and to collapse long traces.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from typing import Any
+
+from datasette_capsem.findings import KINDS
+from datasette_capsem.graph.links import Links
+from datasette_capsem.graph.timeparse import parse_ms
+from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, TraceRows
+from datasette_capsem.graph.values import (
+    EVENT_ID_RE,
+    PLACEHOLDER_EVENT_ID,
+    as_float,
+    as_int,
+    text,
+    usable_event_id,
+)
+
+LANES = (
+    "trace", "net", "model_call", "model_item", "tool_call", "tool_response", "body",
+    "security_event", "host",
+)  # fmt: skip
+NODE_TYPES = {
+    "net_events": "net_event",
+    "dns_events": "dns_event",
+    "fs_events": "fs_event",
+    "exec_events": "exec_event",
+    "audit_events": "audit_event",
+    "substitution_events": "substitution_event",
+    "mcp_calls": "mcp_call",
+    "model_calls": "model_call",
+    "tool_calls": "tool_call",
+    "tool_responses": "tool_response",
+    "model_items": "model_item",
+    "event_body_blobs": "body",
+    "security_rule_events": "security_event",
+    "security_decision_events": "security_event",
+    "security_ask_events": "security_event",
+}
+LANE_OF_TYPE = {
+    "trace": "trace", "turn": "trace", "net_event": "net", "dns_event": "net",
+    "model_call": "model_call", "model_item": "model_item", "tool_call": "tool_call",
+    "mcp_call": "tool_call", "tool_response": "tool_response", "body": "body",
+    "security_event": "security_event", "fs_event": "host", "exec_event": "host",
+    "audit_event": "host", "substitution_event": "host",
+}  # fmt: skip
+PRICED_PROVIDERS = ("anthropic", "openai", "google")  # spec §7
+AI_DOMAINS = (".anthropic.com", ".openai.com", ".googleapis.com")  # spec §6.2 check 13
+ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
+EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
+CORRELATION_WINDOW_MS = 120_000
+MAX_BODY_BYTES = 10 * 1024 * 1024
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+# Collapse hints for the page script: beyond `threshold` groups, keep `keep` at each end.
+COLLAPSE = {"threshold": 16, "keep": 6, "chunk": 50}
+
+
+def _short(value: Any, size: int = 8) -> str:
+    shown = text(value, 40)
+    return shown[:size] if len(shown) > size + 1 else shown
+
+
+def _fmt_ms(value: Any) -> str:
+    ms = as_float(value)
+    if ms is None:
+        return ""
+    return f"{ms / 1000:.1f}s" if ms >= 1000 else f"{ms:.0f}ms"
+
+
+def _fmt_bytes(value: Any) -> str:
+    size = as_int(value)
+    if size is None:
+        return "?"
+    for unit in ("B", "KB", "MB"):
+        if size < 1024 or unit == "MB":
+            return f"{size} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
+
+
+def row_start_ms(row: dict[str, Any]) -> float | None:
+    """A row's start time in epoch ms; security tables store integer milliseconds."""
+    if "timestamp_unix_ms" in row:
+        return as_float(row.get("timestamp_unix_ms"))
+    return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
+
+
+class GraphBuilder:
+    """Builds nodes, edges and per-trace findings from a `TraceRows`."""
+
+    def __init__(self, rows: TraceRows, links: Links, *, live: bool = False):
+        self.rows = rows
+        self.links = links
+        self.live = live
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.edges: list[dict[str, Any]] = []
+        self.findings: dict[str, dict[str, Any]] = {}
+        self.by_event: dict[str, list[str]] = defaultdict(list)  # event id -> primary nodes
+        self.t0 = self._trace_start()
+        self.anchor_times: list[float] = []
+        self.group_of_call: dict[int, int] = {}
+
+    # -- public -------------------------------------------------------------------------
+
+    def build(self) -> dict[str, Any]:
+        self._groups()
+        self._trace_and_turns()
+        self._model_calls()
+        self._tool_calls()
+        self._tool_responses()
+        self._unanswered_calls()
+        self._model_items()
+        self._stop_reasons()
+        self._model_call_quality()
+        self._other_rows()
+        self._event_id_checks()
+        self._security_rows()
+        self._ask_lifecycles()
+        self._bodies()
+        return self._result()
+
+    # -- time and groups ----------------------------------------------------------------
+
+    def _trace_start(self) -> float | None:
+        starts = [row_start_ms(r) for r in self._timed_rows()]
+        starts = [s for s in starts if s is not None]
+        return min(starts) if starts else None
+
+    def _timed_rows(self) -> list[dict]:
+        rows = self.rows
+        found = rows.model_calls + rows.tool_calls + rows.model_items
+        for table_rows in list(rows.other.values()) + list(rows.security.values()):
+            found += table_rows
+        return found
+
+    def _groups(self) -> None:
+        """Group 1..N: the model calls in time order, or every row when there are none."""
+        anchors = self.rows.model_calls or sorted(
+            self._anchor_rows(), key=lambda r: (row_start_ms(r) or 0.0, r["id"])
+        )
+        times = []
+        for index, row in enumerate(anchors, start=1):
+            if self.rows.model_calls:
+                self.group_of_call[row["id"]] = index
+            times.append(row_start_ms(row) or (times[-1] if times else 0.0))
+        self.anchor_times = times
+
+    def _anchor_rows(self) -> list[dict]:
+        found = list(self.rows.tool_calls)
+        for table_rows in self.rows.other.values():
+            found += table_rows
+        return found
+
+    def _group_at(self, ms: float | None) -> int:
+        if not self.anchor_times:
+            return 0
+        if ms is None:
+            return len(self.anchor_times)
+        return bisect.bisect_right(self.anchor_times, ms)
+
+    # -- nodes, edges and findings --------------------------------------------------------
+
+    def _offset(self, row: dict[str, Any]) -> float | None:
+        start = row_start_ms(row)
+        if start is None or self.t0 is None:
+            return None
+        return round(start - self.t0, 3)
+
+    def _add_node(self, node_id: str, node_type: str, label: str, **fields: Any) -> dict:
+        node = {
+            "id": node_id,
+            "type": node_type,
+            "label": label,
+            "row": None,
+            "href": None,
+            "group": 0,
+            "lane": LANE_OF_TYPE.get(node_type, "host"),
+            "findings": [],
+            **fields,
+        }
+        self.nodes[node_id] = node
+        return node
+
+    def _row_node(self, table: str, row: dict[str, Any], label: str, **fields: Any) -> dict:
+        node_type = NODE_TYPES[table]
+        row_url = self.links.row(table, row.get("id"))
+        event_id = row.get("event_id")
+        values = {
+            "table": table,
+            "row_id": row.get("id"),
+            "row": row_url,
+            "href": self.links.event(event_id) if usable_event_id(event_id) else row_url,
+            "event_id": event_id,
+            "t": self._offset(row),
+            "start": row.get("timestamp", row.get("timestamp_unix_ms")),
+            "duration_ms": as_float(row.get("duration_ms")),
+        }
+        values.update(fields)
+        node = self._add_node(f"{table}:{row.get('id')}", node_type, label, **values)
+        if table in self.rows.primary_rows() and usable_event_id(event_id):
+            self.by_event[event_id].append(node["id"])
+        stamp = row.get("timestamp")
+        if stamp not in (None, "") and parse_ms(stamp) is None:
+            self._finding("bad_timestamp", [node["id"]])
+        turn, trace = row.get("turn_id"), row.get("trace_id")
+        if turn is not None and trace is not None and turn != trace and "security" not in table:
+            self._finding("turn_trace_mismatch", [node["id"]])
+        return node
+
+    def _edge(self, source: str, target: str, edge_type: str, **fields: Any) -> dict:
+        edge = {"source": source, "target": target, "type": edge_type, "broken": False, **fields}
+        self.edges.append(edge)
+        return edge
+
+    def _finding(self, kind: str, node_ids: list[str], severity: str | None = None) -> dict:
+        meta = KINDS[kind]
+        severity = severity or meta.severity.value
+        entry = self.findings.setdefault(
+            kind,
+            {"kind": kind, "severity": severity, "title": meta.title, "count": 0, "nodes": []},
+        )
+        entry["count"] += 1
+        entry["nodes"] += [n for n in node_ids if n not in entry["nodes"]]
+        for node_id in node_ids:
+            node = self.nodes.get(node_id)
+            if node is not None and kind not in node["findings"]:
+                node["findings"].append(kind)
+        return {"finding": kind, "title": meta.title, "severity": severity}
+
+    def _broken_edge(self, source: str, target: str, edge_type: str, kind: str, **extra) -> None:
+        severity = extra.pop("severity", None)
+        info = self._finding(kind, [source, target], severity)
+        self._edge(source, target, edge_type, broken=True, **info, **extra)
+
+    def _placeholder(self, key: str, node_type: str, label: str, group: int, **fields) -> str:
+        node_id = f"missing:{key}"
+        if node_id not in self.nodes:
+            self._add_node(node_id, node_type, label, group=group, missing=True, **fields)
+        return node_id
+
+    def _model_call_ref(self, mc_id: Any, group: int) -> tuple[str | None, str]:
+        """Node of a referenced model call: in trace, elsewhere (`external`) or missing."""
+        if mc_id in self.group_of_call:
+            return f"model_calls:{mc_id}", "inside"
+        if mc_id in self.rows.outside_model_calls:
+            outside = self.rows.outside_model_calls[mc_id]
+            if outside is not None:
+                node_id = f"model_calls:{mc_id}"
+                if node_id not in self.nodes:
+                    label = f"model call #{mc_id} (trace {_short(outside.get('trace_id'))})"
+                    self._row_node("model_calls", outside, label, group=group, external=True)
+                    self.nodes[node_id]["t"] = None
+                return node_id, "outside"
+        label = f"model call #{text(mc_id, 20)} — missing"
+        return self._placeholder(f"model_calls:{mc_id}", "model_call", label, group), "missing"
+
+    # -- the trace and its turns ----------------------------------------------------------
+
+    def _trace_and_turns(self) -> None:
+        trace_id = self.rows.trace_id
+        self._add_node(
+            "trace",
+            "trace",
+            f"trace {_short(trace_id)}",
+            title=trace_id,
+            row=self.links.table("model_calls", trace_id=trace_id),
+            href=self.links.trace(trace_id),
+            t=0.0 if self.t0 is not None else None,
+        )
+        turns = dict.fromkeys(
+            r.get("turn_id") for r in self.rows.model_calls if r.get("turn_id") is not None
+        )
+        for turn_id in turns:
+            node_id = f"turn:{turn_id}"
+            self._add_node(
+                node_id,
+                "turn",
+                f"turn {_short(turn_id)}",
+                title=str(turn_id),
+                row=self.links.table("model_calls", turn_id=turn_id),
+                href=self.links.table("model_calls", turn_id=turn_id),
+            )
+            self._edge("trace", node_id, "contains")
+            if turn_id != trace_id:
+                self._finding("turn_trace_mismatch", [node_id])
+
+    # -- model calls, tool calls, responses, items ----------------------------------------
+
+    def _model_calls(self) -> None:
+        for row in self.rows.model_calls:
+            tokens = (as_int(row.get("input_tokens")) or 0) + (
+                as_int(row.get("output_tokens")) or 0
+            )
+            label = f"{text(row.get('model') or row.get('provider'), 28)} · {text(row.get('stop_reason'), 16) or '—'}"
+            detail = f"{tokens} tok · {_fmt_ms(row.get('duration_ms'))}"
+            node = self._row_node(
+                "model_calls",
+                row,
+                label,
+                detail=detail,
+                group=self.group_of_call[row["id"]],
+                tokens=tokens,
+                cost=as_float(row.get("estimated_cost_usd")),
+                stop_reason=row.get("stop_reason"),
+                status_code=row.get("status_code"),
+            )
+            parent = f"turn:{row.get('turn_id')}" if row.get("turn_id") is not None else "trace"
+            self._edge(parent, node["id"], "contains")
+
+    def _tool_calls(self) -> None:
+        for row in self.rows.tool_calls:
+            mc_id = row.get("model_call_id")
+            group = self.group_of_call.get(mc_id) or self._group_at(row_start_ms(row))
+            detail = " · ".join(text(v, 16) for v in (row.get("origin"), row.get("decision")) if v)
+            node = self._row_node(
+                "tool_calls",
+                row,
+                text(row.get("tool_name"), 32) or "tool call",
+                detail=detail,
+                group=group,
+                call_id=text(row.get("call_id"), 80),
+                origin=row.get("origin"),
+            )
+            if mc_id is None:
+                continue  # an MCP call seen on the wire: no model call emitted it
+            parent, where = self._model_call_ref(mc_id, group)
+            if where == "missing":
+                self._broken_edge(parent, node["id"], "emitted", "tool_call_parent_missing")
+            else:
+                self._edge(parent, node["id"], "emitted", cross_trace=where == "outside")
+
+    def _matching_call(self, response: dict[str, Any]) -> dict[str, Any] | None:
+        """The tool call a response answers: same call_id, same trace (spec §6.2 check 3)."""
+        has_trace = self.rows.schema.has("tool_calls", "trace_id") and self.rows.schema.has(
+            "tool_responses", "trace_id"
+        )
+        candidates = [
+            c
+            for c in self.rows.tool_calls
+            if c.get("call_id") == response.get("call_id")
+            and (not has_trace or c.get("trace_id") == response.get("trace_id"))
+        ]
+        if not candidates:
+            return None
+        consumer = as_int(response.get("model_call_id"))
+        earlier = [c for c in candidates if (as_int(c.get("model_call_id")) or 0) < (consumer or 0)]
+        return (earlier or candidates)[-1]
+
+    def _tool_responses(self) -> None:
+        for row in self.rows.tool_responses:
+            call = self._matching_call(row)
+            mc_id = row.get("model_call_id")
+            group = self.group_of_call.get(mc_id) or (
+                self.nodes[f"tool_calls:{call['id']}"]["group"] if call else len(self.anchor_times)
+            )
+            node = self._row_node(
+                "tool_responses",
+                row,
+                f"response {_short(row.get('call_id'), 12)}",
+                detail="error" if row.get("is_error") else "",
+                group=group,
+                call_id=text(row.get("call_id"), 80),
+            )
+            self._link_response_to_call(node["id"], row, call, group)
+            self._link_response_to_consumer(node["id"], mc_id, group)
+
+    def _link_response_to_call(self, node_id: str, row: dict, call: dict | None, group: int):
+        if call is None:
+            label = f"tool call {_short(row.get('call_id'), 12)} — missing"
+            missing = self._placeholder(
+                f"tool_calls:call_id:{row.get('call_id')}", "tool_call", label, group
+            )
+            self._broken_edge(missing, node_id, "responded-in", "orphan_tool_response")
+            return
+        call_node = f"tool_calls:{call['id']}"
+        emitted_by, consumed_by = (
+            as_int(call.get("model_call_id")),
+            as_int(row.get("model_call_id")),
+        )
+        if emitted_by is not None and consumed_by is not None and consumed_by <= emitted_by:
+            self._broken_edge(call_node, node_id, "responded-in", "response_before_call")
+        else:
+            self._edge(call_node, node_id, "responded-in")
+
+    def _link_response_to_consumer(self, node_id: str, mc_id: Any, group: int) -> None:
+        consumer, where = self._model_call_ref(mc_id, group)
+        if where == "missing":
+            self._broken_edge(node_id, consumer, "consumed-by", "tool_response_parent_missing")
+        else:
+            self._edge(node_id, consumer, "consumed-by", cross_trace=where == "outside")
+
+    def _unanswered_calls(self) -> None:
+        answered = {(r.get("call_id"), r.get("trace_id")) for r in self.rows.tool_responses}
+        answered_ids = {r.get("call_id") for r in self.rows.tool_responses}
+        has_trace = self.rows.schema.has("tool_responses", "trace_id")
+        for row in self.rows.tool_calls:
+            if row.get("origin", "native") not in ANSWERED_ORIGINS:
+                continue
+            key = (row.get("call_id"), row.get("trace_id"))
+            if (key in answered) if has_trace else (row.get("call_id") in answered_ids):
+                continue
+            node_id = f"tool_calls:{row['id']}"
+            group = self.nodes[node_id]["group"]
+            missing = self._placeholder(
+                f"tool_responses:call_id:{row.get('call_id')}",
+                "tool_response",
+                "no response",
+                group,
+            )
+            self._broken_edge(node_id, missing, "responded-in", "tool_call_without_response")
+
+    def _model_items(self) -> None:
+        calls = {(c.get("call_id"), c.get("model_call_id")): c for c in self.rows.tool_calls}
+        responses = defaultdict(list)
+        for response in self.rows.tool_responses:
+            responses[response.get("call_id")].append(response)
+        for row in self.rows.model_items:
+            mc_id = row.get("model_call_id")
+            group = self.group_of_call.get(mc_id) or self._group_at(row_start_ms(row))
+            kind = text(row.get("kind"), 16)
+            label = f"{text(row.get('item_index'), 6)}. {kind}"
+            if row.get("tool_name"):
+                label += f" {text(row.get('tool_name'), 20)}"
+            node = self._row_node("model_items", row, label, group=group, kind=row.get("kind"))
+            parent, where = self._model_call_ref(mc_id, group)
+            if where == "missing":
+                self._broken_edge(parent, node["id"], "owns", "orphan_model_item")
+            else:
+                self._edge(parent, node["id"], "owns", cross_trace=where == "outside")
+            self._link_item(node["id"], row, calls, responses, group)
+
+    def _link_item(self, node_id: str, row: dict, calls: dict, responses: dict, group: int):
+        call_id = row.get("call_id")
+        if row.get("kind") == "tool_call":
+            call = calls.get((call_id, row.get("model_call_id")))
+            if call is not None:
+                self._edge(node_id, f"tool_calls:{call['id']}", "describes")
+                return
+            label = f"tool call {_short(call_id, 12)} — missing"
+            missing = self._placeholder(f"tool_calls:call_id:{call_id}", "tool_call", label, group)
+            self._broken_edge(node_id, missing, "describes", "orphan_model_item")
+        elif row.get("kind") == "tool_response":
+            found = responses.get(call_id)
+            if found:
+                same_call = [r for r in found if r.get("model_call_id") == row.get("model_call_id")]
+                self._edge(node_id, f"tool_responses:{(same_call or found)[-1]['id']}", "describes")
+            elif call_id not in self.rows.present_response_call_ids:
+                label = f"tool response {_short(call_id, 12)} — missing"
+                missing = self._placeholder(
+                    f"tool_responses:call_id:{call_id}", "tool_response", label, group
+                )
+                self._broken_edge(node_id, missing, "describes", "orphan_model_item")
+
+    def _model_call_quality(self) -> None:
+        """Spec §6.2 check 14: what a model call row should have and lacks."""
+        for row in self.rows.model_calls:
+            inp, out = as_int(row.get("input_tokens")), as_int(row.get("output_tokens"))
+            unpriced = (
+                (as_float(row.get("estimated_cost_usd")) or 0.0) == 0.0
+                and ((inp or 0) > 0 or (out or 0) > 0)
+                and row.get("provider") in PRICED_PROVIDERS
+            )
+            status = as_int(row.get("status_code"))
+            if (
+                not row.get("model")
+                or (inp is None and out is None)
+                or row.get("request_body_preview_isnull") == 1
+                or (status is not None and status != 200)
+                or unpriced
+            ):
+                self._finding("model_call_quality", [f"model_calls:{row['id']}"])
+
+    def _stop_reasons(self) -> None:
+        """Spec §6.2 check 14: tool_use with no tool calls, or tool calls without tool_use."""
+        emitted = {c.get("model_call_id") for c in self.rows.tool_calls}
+        for row in self.rows.model_calls:
+            stop = row.get("stop_reason")
+            has_calls = row["id"] in emitted
+            if (stop == "tool_use" and not has_calls) or (
+                has_calls and stop is not None and stop != "tool_use"
+            ):
+                self._finding("stop_reason_mismatch", [f"model_calls:{row['id']}"])
+
+    # -- rows joined by trace_id only ---------------------------------------------------
+
+    def _other_rows(self) -> None:
+        correlated = self._correlate_net()
+        for table, rows in self.rows.other.items():
+            for row in rows:
+                label, detail = _other_label(table, row)
+                mc_id = correlated.get(row["id"]) if table == "net_events" else None
+                group = self.group_of_call.get(mc_id) or self._group_at(row_start_ms(row))
+                node = self._row_node(table, row, label, detail=detail, group=group)
+                if mc_id is not None:
+                    self._edge(node["id"], f"model_calls:{mc_id}", "correlated")
+                self._host_row_checks(table, row, node, correlated=mc_id is not None)
+        self._audit_links()
+
+    def _host_row_checks(self, table: str, row: dict, node: dict, *, correlated: bool) -> None:
+        if table == "exec_events" and row.get("exit_code") is None and not self.live:
+            self._finding("exec_incomplete", [node["id"]])
+        domain = str(row.get("domain") or "").lower()
+        if (
+            table == "net_events"
+            and not correlated
+            and (row.get("method") or "").upper() == "POST"
+            and domain.endswith(AI_DOMAINS)
+        ):
+            self._finding("ai_traffic_unparsed", [node["id"]])
+
+    def _correlate_net(self) -> dict[int, int]:
+        """net row id -> model call id: same method and path, nearest time (spec §4.4)."""
+        candidates = [
+            n for n in self.rows.other.get("net_events", []) if row_start_ms(n) is not None
+        ]
+        taken: dict[int, int] = {}
+        for call in self.rows.model_calls:
+            start = row_start_ms(call)
+            if start is None:
+                continue
+            best = None
+            for net in candidates:
+                if net["id"] in taken or net.get("path") != call.get("path"):
+                    continue
+                if (net.get("method") or "POST") != (call.get("method") or "POST"):
+                    continue
+                gap = abs((row_start_ms(net) or 0.0) - start)
+                if gap <= CORRELATION_WINDOW_MS and (best is None or gap < best[0]):
+                    best = (gap, net["id"])
+            if best is not None:
+                taken[best[1]] = call["id"]
+        return taken
+
+    def _audit_links(self) -> None:
+        execs = {row["id"] for row in self.rows.other.get("exec_events", [])}
+        for row in self.rows.other.get("audit_events", []):
+            exec_id = row.get("exec_event_id")
+            if exec_id is None:
+                continue
+            node_id = f"audit_events:{row['id']}"
+            if exec_id in execs:
+                self._edge(f"exec_events:{exec_id}", node_id, "spawned")
+            elif exec_id not in self.rows.present_exec_ids:
+                group = self.nodes[node_id]["group"]
+                label = f"exec #{text(exec_id, 20)} — missing"
+                missing = self._placeholder(f"exec_events:{exec_id}", "exec_event", label, group)
+                self._broken_edge(missing, node_id, "spawned", "audit_exec_missing")
+
+    def _event_id_checks(self) -> None:
+        """Spec §6.2 check 1 for the trace's rows: malformed, missing and shared event ids."""
+        primary = self.rows.primary_rows()
+        for node in list(self.nodes.values()):
+            table, event_id = node.get("table"), node.get("event_id")
+            if table not in primary or node.get("external"):
+                continue
+            if event_id is None:
+                if self.rows.schema.has(table, "event_id"):
+                    self._finding("null_event_id", [node["id"]])
+            elif event_id == PLACEHOLDER_EVENT_ID:
+                self._finding("placeholder_event_id", [node["id"]])
+            elif not (isinstance(event_id, str) and EVENT_ID_RE.match(event_id)):
+                self._finding("bad_event_id", [node["id"]])
+        for event_id, shared in self.by_event.items():
+            if len(shared) > 1 or self.rows.event_id_uses.get(event_id, 1) > 1:
+                self._finding("duplicate_event_id", shared)
+
+    # -- security rows --------------------------------------------------------------------
+
+    def _security_rows(self) -> None:
+        rule_nodes: dict[str, list[str]] = defaultdict(list)
+        for table in ("security_rule_events", "security_decision_events", "security_ask_events"):
+            for row in self.rows.security.get(table, []):
+                node = self._security_node(table, row)
+                event_id = row.get("event_id")
+                parents = self.by_event.get(event_id, [])
+                if table == "security_rule_events":
+                    rule_nodes[event_id].append(node["id"])
+                if parents:
+                    for parent in parents:
+                        self._edge(parent, node["id"], "event_id")
+                    node["group"] = self.nodes[parents[0]]["group"]
+                elif table == "security_rule_events":
+                    self._unjoined_rule(node, row)
+                elif rule_nodes.get(event_id):
+                    node["group"] = self.nodes[rule_nodes[event_id][0]]["group"]
+                    self._edge(rule_nodes[event_id][0], node["id"], "event_id")
+
+    def _security_node(self, table: str, row: dict[str, Any]) -> dict:
+        outcome = row.get("rule_action") or row.get("effective_decision") or row.get("status")
+        kind = {"security_rule_events": "rule", "security_decision_events": "decision"}.get(
+            table, "ask"
+        )
+        label = f"{kind}: {text(row.get('event_type'), 22)} {text(outcome, 10)}"
+        detail = text(row.get("rule_id"), 40)
+        return self._row_node(
+            table,
+            row,
+            label,
+            detail=detail,
+            subtype=kind,
+            group=self._group_at(row_start_ms(row)),
+            href=self.links.event(row["event_id"])
+            if usable_event_id(row.get("event_id"))
+            else self.links.row(table, row.get("id")),
+        )
+
+    def _unjoined_rule(self, node: dict, row: dict[str, Any]) -> None:
+        """A rule row whose event has no row in this trace: elsewhere, expected, or broken."""
+        event_type, event_id = row.get("event_type"), row.get("event_id")
+        target_table = EVENT_TYPE_TABLES.get(event_type or "")
+        if event_type in EXPECTED_UNJOINED or target_table is None:
+            return
+        if event_id in self.rows.present_event_ids.get(target_table, set()):
+            return  # the row exists, in another trace
+        kind = "unledgered_mcp_call" if event_type == "mcp.tool_call" else "dangling_security_event"
+        if kind == "unledgered_mcp_call":  # check 11 counts it too: a rule pointing at nothing
+            self._finding("dangling_security_event", [node["id"]])
+        node_type = NODE_TYPES.get(target_table, "host")
+        label = f"{node_type.replace('_', ' ')} for event {_short(event_id, 12)} — missing"
+        missing = self._placeholder(
+            f"{target_table}:event:{event_id}", node_type, label, node["group"]
+        )
+        self._broken_edge(missing, node["id"], "event_id", kind)
+
+    def _ask_lifecycles(self) -> None:
+        """Spec §6.2 check 12 for the asks this trace's rows raised."""
+        asks: dict[Any, list[dict]] = defaultdict(list)
+        for row in self.rows.security.get("security_ask_events", []):
+            asks[row.get("ask_id")].append(row)
+        ask_rules = {
+            r.get("event_id")
+            for r in self.rows.security.get("security_rule_events", [])
+            if r.get("rule_action") == "ask"
+        }
+        for rows in asks.values():
+            rows.sort(key=lambda r: (as_float(r.get("timestamp_unix_ms")) or 0.0, r["id"]))
+            node_ids = [f"security_ask_events:{r['id']}" for r in rows]
+            statuses = [r.get("status") for r in rows]
+            terminal = [i for i, s in enumerate(statuses) if s in ("approved", "denied")]
+            pending_first = "pending" in statuses[: terminal[0]] if terminal else True
+            if len(terminal) > 1 or not pending_first:
+                self._finding("ask_lifecycle", node_ids)
+            elif not terminal:
+                self._finding("ask_pending", node_ids)
+            if rows[0].get("event_id") not in ask_rules:
+                self._finding("ask_lifecycle", node_ids)
+
+    # -- bodies ---------------------------------------------------------------------------
+
+    def _bodies(self) -> None:
+        for row in self.rows.bodies:
+            event_id, source = row.get("event_id"), row.get("source_table")
+            label = f"{text(row.get('direction'), 10)} body {_fmt_bytes(row.get('stored_bytes'))}"
+            parents = [
+                p for p in self.by_event.get(event_id, []) if self.nodes[p].get("table") == source
+            ]
+            group = self.nodes[parents[0]]["group"] if parents else self._group_at(None)
+            node = self._row_node(
+                "event_body_blobs",
+                row,
+                label,
+                detail=text(row.get("content_type"), 30),
+                group=group,
+                href=self.links.body(event_id, row["id"])
+                if usable_event_id(event_id)
+                else self.links.row("event_body_blobs", row.get("id")),
+                hash_ok=self.rows.body_hash_ok.get(row["id"]),
+            )
+            node["t"] = self.nodes[parents[0]]["t"] if parents else None
+            for parent in parents:
+                self._edge(parent, node["id"], "event_id")
+            if not parents and event_id not in self.rows.present_event_ids.get(source, set()):
+                self._orphan_body(node, row)
+            self._body_checks(node, row)
+
+    def _orphan_body(self, node: dict, row: dict[str, Any]) -> None:
+        source = row.get("source_table")
+        node_type = NODE_TYPES.get(source, "host")
+        label = (
+            f"{node_type.replace('_', ' ')} for event {_short(row.get('event_id'), 12)} — missing"
+        )
+        missing = self._placeholder(
+            f"{source}:event:{row.get('event_id')}", node_type, label, node["group"]
+        )
+        # Blobs reach disk before their rows (spec §4.6): on a live file this is expected.
+        severity = "warning" if self.live else None
+        self._broken_edge(missing, node["id"], "event_id", "orphan_body_blob", severity=severity)
+
+    def _body_checks(self, node: dict, row: dict[str, Any]) -> None:
+        stored, original = as_int(row.get("stored_bytes")), as_int(row.get("original_bytes"))
+        length, truncated = as_int(row.get("body_length")) or 0, as_int(row.get("truncated"))
+        sizes_bad = (
+            stored is None
+            or original is None
+            or length != stored
+            or bool(truncated) != (stored < original)
+            or stored > MAX_BODY_BYTES
+        )
+        if sizes_bad:
+            self._finding("blob_size_mismatch", [node["id"]])
+        if node.get("hash_ok") is False:
+            self._finding("blob_hash_mismatch", [node["id"]])
+
+    # -- result ---------------------------------------------------------------------------
+
+    def _result(self) -> dict[str, Any]:
+        nodes = sorted(
+            self.nodes.values(),
+            key=lambda n: (n["group"], LANES.index(n["lane"]), n.get("t") or 0.0, n["id"]),
+        )
+        findings = sorted(
+            self.findings.values(), key=lambda f: (SEVERITY_RANK[f["severity"]], f["kind"])
+        )
+        return {
+            "trace_id": self.rows.trace_id,
+            "nodes": nodes,
+            "edges": self.edges,
+            "findings": findings,
+            "groups": self._group_summaries(nodes),
+            "lanes": list(LANES),
+            "collapse": COLLAPSE,
+            "notes": list(self.rows.notes),
+        }
+
+    def _group_summaries(self, nodes: list[dict]) -> list[dict[str, Any]]:
+        groups: dict[int, dict[str, Any]] = {}
+        for node in nodes:
+            group = groups.setdefault(
+                node["group"],
+                {"index": node["group"], "nodes": 0, "tokens": 0, "broken": False, "label": ""},
+            )
+            group["nodes"] += 1
+            group["tokens"] += node.get("tokens") or 0
+            serious = [
+                k for k in node["findings"] if self.findings[k]["severity"] in ("error", "warning")
+            ]
+            if serious or node.get("missing"):
+                group["broken"] = True
+            if node["type"] == "model_call" and not group["label"] and not node.get("external"):
+                group["label"] = node["label"]
+        return [groups[i] for i in sorted(groups)]
+
+
+def _other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:
+    """Label and detail line of a row joined to the trace by trace_id only."""
+    if table == "net_events":
+        label = f"{text(row.get('method') or 'CONNECT', 8)} {text(row.get('domain'), 28)}"
+        return label, f"{text(row.get('status_code'), 4)} {text(row.get('decision'), 10)}"
+    if table == "dns_events":
+        return f"dns {text(row.get('qname'), 30)}", text(row.get("decision"), 12)
+    if table == "fs_events":
+        return f"{text(row.get('action'), 10)} {text(row.get('path'), 28)}", ""
+    if table == "exec_events":
+        return f"exec {text(row.get('command'), 30)}", f"exit {text(row.get('exit_code'), 6)}"
+    if table == "audit_events":
+        return f"audit {text(row.get('exe'), 30)}", text(row.get("argv"), 40)
+    if table == "substitution_events":
+        return f"credential {text(row.get('outcome'), 12)}", text(row.get("provider"), 20)
+    if table == "mcp_calls":
+        return f"MCP {text(row.get('tool_name') or row.get('method'), 28)}", text(
+            row.get("server_name"), 24
+        )
+    return table, ""
+
+
+def build_graph(rows: TraceRows, links: Links, *, live: bool = False) -> dict[str, Any]:
+    """graph.json for one trace: nodes, edges, findings, groups and layout hints."""
+    return GraphBuilder(rows, links, live=live).build()

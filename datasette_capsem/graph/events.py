@@ -1,0 +1,139 @@
+"""Everything one event id names: its row, its security rows and its bodies (spec §6.1).
+
+Capsem's own detail panel shows the same for one clicked row (spec §8.2); this page adds the
+blake3 check of each body, every row that shares the id (a broken ledger can have several),
+and a view of the body chosen by content type.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from datasette_capsem.graph import ledgersql as lsql
+from datasette_capsem.graph.bodies import body_summary, decode_body
+from datasette_capsem.graph.trace_rows import PRIMARY_TABLES
+from datasette_capsem.graph.values import clip
+from datasette_capsem.ledger.schema import LedgerSchema
+
+ROWS_PER_TABLE = 50  # '000000000000' (the migration placeholder) is shared by many rows
+SECURITY_ROWS = 200
+CELL_CHARS = 2000  # longer cells are cut on the page, with a link to the row
+INLINE_BODY_BYTES = 64 * 1024  # larger bodies load on request
+SECURITY_TABLES = ("security_rule_events", "security_decision_events", "security_ask_events")
+JSON_COLUMNS = ("rule_json", "event_json", "context_json")
+
+
+def _cells(row: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Cells cut to `CELL_CHARS` (binary as hex), and the names of the cut ones."""
+    cut = []
+    shown = {}
+    for name, value in row.items():
+        shown[name] = clip(value, CELL_CHARS)
+        too_long = isinstance(value, (str, bytes)) and len(value) > CELL_CHARS
+        if too_long or isinstance(value, bytes):
+            cut.append(name)
+    return shown, cut
+
+
+def pretty_json(value: Any) -> str | None:
+    """JSON text indented for reading; None when the value is not JSON."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return json.dumps(json.loads(value), indent=2, ensure_ascii=False)[:200_000]
+    except (ValueError, RecursionError):
+        return None
+
+
+def event_rows(conn: sqlite3.Connection, schema: LedgerSchema, event_id: str) -> list[dict]:
+    """Primary rows carrying the event id: [{table, row_id, cells, cut}]."""
+    found = []
+    for table in PRIMARY_TABLES:
+        if not schema.has(table, "event_id"):
+            continue
+        params = {"event_id": event_id, "limit": ROWS_PER_TABLE}
+        for row in lsql.run(conn, "event_rows", params, table=table):
+            cells, cut = _cells(row)
+            found.append({"table": table, "row_id": row.get("id"), "cells": cells, "cut": cut})
+    return found
+
+
+def security_rows(conn: sqlite3.Connection, schema: LedgerSchema, event_id: str) -> list[dict]:
+    """Security rule, decision and ask rows of the event, JSON columns pretty-printed."""
+    found = []
+    for table in SECURITY_TABLES:
+        if not schema.has(table, "event_id"):
+            continue
+        params = {"event_id": event_id, "limit": SECURITY_ROWS}
+        for row in lsql.run(conn, "event_rows", params, table=table):
+            cells, cut = _cells({k: v for k, v in row.items() if k not in JSON_COLUMNS})
+            pretty = {
+                k: pretty_json(row[k]) or clip(row[k], CELL_CHARS)
+                for k in JSON_COLUMNS
+                if k in row and row[k] is not None
+            }
+            found.append(
+                {
+                    "table": table,
+                    "row_id": row.get("id"),
+                    "cells": cells,
+                    "cut": cut,
+                    "json": pretty,
+                }
+            )
+    return found
+
+
+def event_bodies(conn: sqlite3.Connection, schema: LedgerSchema, event_id: str) -> list[dict]:
+    """Body blobs of the event: small ones decoded and hash-checked, large ones deferred."""
+    if not schema.has("event_body_blobs", "event_id", "body"):
+        return []
+    found = []
+    for meta in lsql.run(conn, "event_bodies", {"event_id": event_id}):
+        size = meta.get("body_length") or 0
+        if size <= INLINE_BODY_BYTES:
+            found.append(load_body(conn, meta["id"]) or body_summary(meta, None))
+        else:
+            found.append({**body_summary(meta, None), "deferred": True})
+    return found
+
+
+def load_body(conn: sqlite3.Connection, blob_id: int) -> dict[str, Any] | None:
+    """One blob: sizes, flags, hash verdict and the decoded view."""
+    rows = lsql.run(conn, "body_by_id", {"id": blob_id})
+    if not rows:
+        return None
+    row = rows[0]
+    data = row.pop("body")
+    data = b"" if data is None else bytes(data)
+    summary = body_summary(row, data)
+    return {
+        **summary,
+        "event_type": row.get("event_type"),
+        "created_at": row.get("created_at"),
+        "deferred": False,
+        "view": decode_body(data, row.get("content_type")),
+    }
+
+
+def raw_body(conn: sqlite3.Connection, blob_id: int) -> dict[str, Any] | None:
+    """The stored bytes of one blob with its event id and content type, for a download."""
+    rows = lsql.run(conn, "body_by_id", {"id": blob_id})
+    if not rows:
+        return None
+    data = rows[0].get("body")
+    return {
+        "body": b"" if data is None else bytes(data),
+        "event_id": rows[0].get("event_id"),
+        "content_type": rows[0].get("content_type"),
+    }
+
+
+def load_event(conn: sqlite3.Connection, schema: LedgerSchema, event_id: str) -> dict[str, Any]:
+    return {
+        "rows": event_rows(conn, schema, event_id),
+        "security": security_rows(conn, schema, event_id),
+        "bodies": event_bodies(conn, schema, event_id),
+    }

@@ -1,0 +1,132 @@
+"""Run the SQL in `graph/sql/` against a ledger whose shape is known only by introspection.
+
+session.db drifted through a dozen shapes (spec §4.5), so one query text cannot name every
+column. The `.sql` files hold the queries; two markers in them are filled here, and only from
+constants in this package, never from data:
+
+* ``/*COLUMNS*/``: a projection built from column specs; a column the file lacks reads NULL.
+* ``/*TABLE*/``: a ledger table name from `LEDGER_TABLES`, quoted.
+* ``/*COLUMN*/``: an identifier column from `ID_COLUMNS`, quoted (search only).
+
+Every value is bound as a parameter. Lists of values travel as one JSON parameter, read back
+with ``json_each``, so no query text depends on how many values there are.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.sqlfiles import load_sql
+
+PACKAGE = "datasette_capsem.graph"
+PREVIEW_CHARS = 240
+
+# Every table the graph package may name in a query. A name outside this set is refused.
+LEDGER_TABLES = frozenset(
+    {
+        "net_events",
+        "model_calls",
+        "model_items",
+        "tool_calls",
+        "tool_responses",
+        "event_body_blobs",
+        "fs_events",
+        "exec_events",
+        "dns_events",
+        "audit_events",
+        "substitution_events",
+        "security_rule_events",
+        "security_decision_events",
+        "security_ask_events",
+        "profile_mutation_events",
+        "mcp_calls",
+        "snapshot_events",
+    }
+)
+
+
+# Columns a search may compare with a value.
+ID_COLUMNS = frozenset({"trace_id", "turn_id", "event_id", "call_id", "message_id", "ask_id"})
+
+
+def quote(identifier: str) -> str:
+    """An SQLite identifier in double quotes (only ever called on constants)."""
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _column(schema: LedgerSchema, table: str, spec: str) -> str:
+    """One projection term: `name`, `name:preview` (first chars), `name:length` (bytes of a
+    blob) or `name:isnull`. The last two read only the record header, not a big value."""
+    name, _, mode = spec.partition(":")
+    present = schema.has(table, name)
+    if mode == "length":
+        alias = f"{name}_length"
+        return f"length({quote(name)}) AS {quote(alias)}" if present else f"NULL AS {quote(alias)}"
+    if mode == "isnull":
+        alias = f"{name}_isnull"
+        test = f"typeof({quote(name)}) = 'null'" if present else "NULL"
+        return f"{test} AS {quote(alias)}"
+    if not present:
+        return f"NULL AS {quote(name)}"
+    if mode == "preview":
+        return f"substr({quote(name)}, 1, {PREVIEW_CHARS}) AS {quote(name)}"
+    return quote(name)
+
+
+def projection(schema: LedgerSchema, table: str, specs: Sequence[str]) -> str:
+    return ", ".join(_column(schema, table, spec) for spec in specs)
+
+
+def query_text(
+    name: str,
+    *,
+    schema: LedgerSchema | None = None,
+    table: str | None = None,
+    columns: Sequence[str] | None = None,
+    file_tables: Sequence[str] = (),
+    column: str | None = None,
+) -> str:
+    """The text of `graph/sql/<name>.sql` with its markers filled.
+
+    `file_tables` widens the allowed table names to those the file's own sqlite_master lists
+    (for row counts of legacy tables); they are quoted like every other identifier.
+    """
+    sql = load_sql(PACKAGE, name)
+    if table is not None:
+        if table not in LEDGER_TABLES and table not in file_tables:
+            raise ValueError(f"not a ledger table: {table!r}")
+        sql = sql.replace("/*TABLE*/", quote(table))
+    if column is not None:
+        if column not in ID_COLUMNS:
+            raise ValueError(f"not an id column: {column!r}")
+        sql = sql.replace("/*COLUMN*/", quote(column))
+    if columns is not None:
+        if schema is None or table is None:
+            raise ValueError("a projection needs the schema and the table")
+        sql = sql.replace("/*COLUMNS*/", projection(schema, table, columns))
+    return sql
+
+
+def fetch(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None) -> list[dict]:
+    """Rows as dicts, whatever row factory the connection uses."""
+    cursor = conn.execute(sql, params or {})
+    names = [d[0] for d in cursor.description or ()]
+    return [dict(zip(names, tuple(row), strict=True)) for row in cursor.fetchall()]
+
+
+def run(
+    conn: sqlite3.Connection,
+    name: str,
+    params: dict[str, Any] | None = None,
+    **markers: Any,
+) -> list[dict]:
+    return fetch(conn, query_text(name, **markers), params)
+
+
+def json_list(values: Iterable[Any]) -> str:
+    """A list parameter for `json_each` (deduplicated, order kept)."""
+    return json.dumps(list(dict.fromkeys(v for v in values if v is not None)))

@@ -1,0 +1,405 @@
+"""A trace as OTLP JSON, so the same file loads into Jaeger, Langfuse or Phoenix.
+
+Spans carry both vocabularies: OpenTelemetry's GenAI semantic conventions (`gen_ai.*`, read by
+Langfuse and Jaeger) and OpenInference (`openinference.span.kind`, `llm.*`, `tool.*`, read by
+Phoenix). Capsem's own keys ride along as `capsem.*`. Layout: one root span for the turn, a
+child per model call, a grandchild per tool call it emitted (lasting until the model call that
+consumed the response), and a child per host row (HTTP, DNS, file, exec, audit, credential).
+Security rows become span events on the row they judged (joined by event_id).
+
+OTLP/JSON encodes trace and span ids as hex and 64-bit integers as strings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+from datasette_capsem.graph.build import row_start_ms
+from datasette_capsem.graph.timeparse import unix_nano
+from datasette_capsem.graph.trace_rows import TraceRows
+from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
+
+SCOPE = {"name": "datasette-capsem", "version": "0.1.0"}
+SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
+STATUS_OK, STATUS_ERROR = 1, 2
+VALUE_CHARS = 4000
+HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+# Host rows exported as spans: table -> (span name prefix, OpenInference kind, duration column)
+HOST_SPANS: dict[str, tuple[str, str, str | None]] = {
+    "net_events": ("HTTP", "CHAIN", "duration_ms"),
+    "dns_events": ("DNS", "CHAIN", "upstream_resolver_ms"),
+    "fs_events": ("file", "CHAIN", None),
+    "exec_events": ("exec", "CHAIN", "duration_ms"),
+    "audit_events": ("audit", "CHAIN", None),
+    "substitution_events": ("credential", "GUARDRAIL", None),
+    "mcp_calls": ("MCP", "TOOL", "duration_ms"),
+}
+
+
+def otlp_trace_id(trace_id: str) -> str:
+    """32 hex chars: the UUID itself when Capsem's trace id is one, else a stable hash."""
+    compact = trace_id.replace("-", "").lower()
+    if HEX32.match(compact):
+        return compact
+    return hashlib.sha256(trace_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def span_id(*parts: Any) -> str:
+    """16 hex chars, stable for a (table, row id) pair."""
+    return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def _value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        return {"doubleValue": value}
+    if isinstance(value, (list, tuple)):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
+    return {
+        "stringValue": text(value, VALUE_CHARS)
+        if not isinstance(value, str)
+        else value[:VALUE_CHARS]
+    }
+
+
+def attributes(pairs: dict[str, Any]) -> list[dict[str, Any]]:
+    """OTLP key/value list; None values are left out."""
+    return [
+        {"key": key, "value": _value(value)} for key, value in pairs.items() if value is not None
+    ]
+
+
+def _times(row: dict[str, Any], duration_column: str | None) -> tuple[float | None, float | None]:
+    start = row_start_ms(row)
+    duration = as_float(row.get(duration_column)) if duration_column else None
+    end = start + max(duration or 0.0, 0.0) if start is not None else None
+    return start, end
+
+
+class OtlpExporter:
+    """Builds the spans of one trace."""
+
+    def __init__(self, rows: TraceRows, session_id: str):
+        self.rows = rows
+        self.session_id = session_id
+        self.trace_hex = otlp_trace_id(rows.trace_id)
+        self.root_id = span_id("trace", rows.trace_id)
+        self.spans: list[dict[str, Any]] = []
+        self.events = self._security_events()
+        self.consumed_at = self._consumption_times()
+
+    def export(self) -> dict[str, Any]:
+        self._model_spans()
+        self._host_spans()
+        self._mcp_tool_spans()
+        self.spans.insert(0, self._root_span())
+        resource = attributes(
+            {
+                "service.name": "capsem",
+                "capsem.session.id": self.session_id,
+                "session.id": self.session_id,
+            }
+        )
+        return {
+            "resourceSpans": [
+                {
+                    "resource": {"attributes": resource},
+                    "scopeSpans": [{"scope": SCOPE, "spans": self.spans}],
+                }
+            ]
+        }
+
+    # -- building blocks ------------------------------------------------------------------
+
+    def _span(
+        self,
+        sid: str,
+        parent: str | None,
+        name: str,
+        times: tuple[float | None, float | None],
+        attrs: dict[str, Any],
+        *,
+        kind: int = SPAN_KIND_INTERNAL,
+        error: str | None = None,
+        event_id: Any = None,
+    ) -> dict[str, Any]:
+        start, end = times
+        span = {
+            "traceId": self.trace_hex,
+            "spanId": sid,
+            "name": name,
+            "kind": kind,
+            "startTimeUnixNano": str(unix_nano(start)),
+            "endTimeUnixNano": str(unix_nano(end if end is not None else start)),
+            "attributes": attributes(attrs),
+            "status": {"code": STATUS_ERROR, "message": error} if error else {"code": STATUS_OK},
+        }
+        if parent:
+            span["parentSpanId"] = parent
+        if usable_event_id(event_id) and self.events.get(event_id):
+            span["events"] = self.events[event_id]
+        self.spans.append(span)
+        return span
+
+    def _security_events(self) -> dict[str, list[dict[str, Any]]]:
+        found: dict[str, list[dict[str, Any]]] = {}
+        for table, rows in self.rows.security.items():
+            name = table.removesuffix("_events").replace("_", ".")
+            for row in rows:
+                outcome = (
+                    row.get("rule_action") or row.get("effective_decision") or row.get("status")
+                )
+                event = {
+                    "timeUnixNano": str(unix_nano(row_start_ms(row))),
+                    "name": name,
+                    "attributes": attributes(
+                        {
+                            "capsem.table": table,
+                            "capsem.row_id": row.get("id"),
+                            "capsem.event_type": row.get("event_type"),
+                            "capsem.rule_id": row.get("rule_id"),
+                            "capsem.outcome": outcome,
+                            "capsem.detection_level": row.get("detection_level"),
+                        }
+                    ),
+                }
+                found.setdefault(row.get("event_id"), []).append(event)
+        return found
+
+    def _consumption_times(self) -> dict[tuple[Any, Any], float]:
+        """(call_id, trace) -> start of the model call that carried the tool's response."""
+        starts = {r["id"]: row_start_ms(r) for r in self.rows.model_calls}
+        found = {}
+        for response in self.rows.tool_responses:
+            start = starts.get(response.get("model_call_id"))
+            if start is not None:
+                found[(response.get("call_id"), response.get("trace_id"))] = start
+        return found
+
+    # -- spans ----------------------------------------------------------------------------
+
+    def _root_span(self) -> dict[str, Any]:
+        starts = [s["startTimeUnixNano"] for s in self.spans]
+        ends = [s["endTimeUnixNano"] for s in self.spans]
+        first = min((int(s) for s in starts if int(s)), default=0)
+        last = max((int(e) for e in ends), default=first)
+        calls = self.rows.model_calls
+        tokens_in = sum(as_int(c.get("input_tokens")) or 0 for c in calls)
+        tokens_out = sum(as_int(c.get("output_tokens")) or 0 for c in calls)
+        span = {
+            "traceId": self.trace_hex,
+            "spanId": self.root_id,
+            "name": "capsem.turn",
+            "kind": SPAN_KIND_INTERNAL,
+            "startTimeUnixNano": str(first),
+            "endTimeUnixNano": str(last),
+            "attributes": attributes(
+                {
+                    "openinference.span.kind": "AGENT",
+                    "gen_ai.operation.name": "invoke_agent",
+                    "gen_ai.conversation.id": self.rows.trace_id,
+                    "session.id": self.session_id,
+                    "capsem.trace_id": self.rows.trace_id,
+                    "capsem.model_calls": len(calls),
+                    "gen_ai.usage.input_tokens": tokens_in,
+                    "gen_ai.usage.output_tokens": tokens_out,
+                    "llm.token_count.prompt": tokens_in,
+                    "llm.token_count.completion": tokens_out,
+                    "llm.token_count.total": tokens_in + tokens_out,
+                }
+            ),
+            "status": {"code": STATUS_OK},
+        }
+        return span
+
+    def _model_spans(self) -> None:
+        for call in self.rows.model_calls:
+            sid = span_id("model_calls", call["id"])
+            self._model_span(call, sid)
+            for tool in self.rows.tool_calls:
+                if tool.get("model_call_id") == call["id"]:
+                    self._tool_span(tool, sid)
+
+    def _model_span(self, call: dict[str, Any], sid: str) -> None:
+        provider, model = call.get("provider"), call.get("model")
+        inp, out = as_int(call.get("input_tokens")), as_int(call.get("output_tokens"))
+        status = as_int(call.get("status_code"))
+        stop = call.get("stop_reason")
+        attrs = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.system": provider,
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+            "gen_ai.response.model": model,
+            "gen_ai.response.id": call.get("message_id"),
+            "gen_ai.response.finish_reasons": [stop] if stop else None,
+            "gen_ai.usage.input_tokens": inp,
+            "gen_ai.usage.output_tokens": out,
+            "openinference.span.kind": "LLM",
+            "llm.system": provider,
+            "llm.provider": provider,
+            "llm.model_name": model,
+            "llm.token_count.prompt": inp,
+            "llm.token_count.completion": out,
+            "llm.token_count.total": (inp or 0) + (out or 0)
+            if inp is not None or out is not None
+            else None,
+            "llm.cost.total": as_float(call.get("estimated_cost_usd")),
+            "output.value": call.get("text_content"),
+            "http.request.method": call.get("method"),
+            "url.path": call.get("path"),
+            "http.response.status_code": status,
+            "capsem.table": "model_calls",
+            "capsem.row_id": call["id"],
+            "capsem.event_id": call.get("event_id"),
+            "capsem.estimated_cost_usd": as_float(call.get("estimated_cost_usd")),
+            "capsem.usage_details": call.get("usage_details"),
+        }
+        error = f"HTTP {status}" if status is not None and status >= 400 else None
+        self._span(
+            sid,
+            self.root_id,
+            f"chat {text(model or provider, 80)}",
+            _times(call, "duration_ms"),
+            attrs,
+            kind=SPAN_KIND_CLIENT,
+            error=error,
+            event_id=call.get("event_id"),
+        )
+
+    def _tool_span(self, tool: dict[str, Any], parent: str | None) -> None:
+        start, end = _times(tool, "duration_ms")
+        consumed = self.consumed_at.get((tool.get("call_id"), tool.get("trace_id")))
+        if start is not None and consumed is not None and consumed > start:
+            end = consumed
+        name = tool.get("tool_name")
+        decision = tool.get("decision")
+        attrs = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name,
+            "gen_ai.tool.call.id": tool.get("call_id"),
+            "gen_ai.tool.type": tool.get("origin"),
+            "openinference.span.kind": "TOOL",
+            "tool.name": name,
+            "tool.parameters": tool.get("arguments"),
+            "input.value": tool.get("arguments"),
+            "capsem.table": "tool_calls",
+            "capsem.row_id": tool["id"],
+            "capsem.event_id": tool.get("event_id"),
+            "capsem.origin": tool.get("origin"),
+            "capsem.decision": decision,
+        }
+        failed = tool.get("status") == "error" or decision in ("denied", "error")
+        self._span(
+            span_id("tool_calls", tool["id"]),
+            parent,
+            f"execute_tool {text(name, 80)}",
+            (start, end),
+            attrs,
+            error=text(tool.get("error_message") or decision, 200) if failed else None,
+            event_id=tool.get("event_id"),
+        )
+
+    def _mcp_tool_spans(self) -> None:
+        """Tool calls no model call emitted (MCP calls seen on the wire) hang off the root."""
+        in_trace = {c["id"] for c in self.rows.model_calls}
+        for tool in self.rows.tool_calls:
+            if tool.get("model_call_id") not in in_trace:
+                self._tool_span(tool, self.root_id)
+
+    def _host_spans(self) -> None:
+        for table, rows in self.rows.other.items():
+            prefix, kind, duration_column = HOST_SPANS[table]
+            for row in rows:
+                self._span(
+                    span_id(table, row["id"]),
+                    self.root_id,
+                    f"{prefix} {_host_name(table, row)}",
+                    _times(row, duration_column),
+                    {
+                        "openinference.span.kind": kind,
+                        **_host_attributes(table, row),
+                        "capsem.table": table,
+                        "capsem.row_id": row["id"],
+                        "capsem.event_id": row.get("event_id"),
+                    },
+                    kind=SPAN_KIND_CLIENT if table == "net_events" else SPAN_KIND_INTERNAL,
+                    error=_host_error(table, row),
+                    event_id=row.get("event_id"),
+                )
+
+
+def _host_name(table: str, row: dict[str, Any]) -> str:
+    fields = {
+        "net_events": ("method", "domain"),
+        "dns_events": ("qname",),
+        "fs_events": ("action", "path"),
+        "exec_events": ("command",),
+        "audit_events": ("exe",),
+        "substitution_events": ("outcome", "provider"),
+        "mcp_calls": ("server_name", "tool_name"),
+    }[table]
+    return " ".join(text(row.get(f), 60) for f in fields if row.get(f) is not None)
+
+
+def _host_attributes(table: str, row: dict[str, Any]) -> dict[str, Any]:
+    if table == "net_events":
+        return {
+            "http.request.method": row.get("method"),
+            "server.address": row.get("domain"),
+            "server.port": as_int(row.get("port")),
+            "url.path": row.get("path"),
+            "http.response.status_code": as_int(row.get("status_code")),
+            "capsem.decision": row.get("decision"),
+        }
+    if table == "dns_events":
+        return {"dns.question.name": row.get("qname"), "capsem.decision": row.get("decision")}
+    if table == "fs_events":
+        return {"file.path": row.get("path"), "capsem.action": row.get("action")}
+    if table == "exec_events":
+        return {
+            "process.command_line": row.get("command"),
+            "process.exit.code": as_int(row.get("exit_code")),
+        }
+    if table == "audit_events":
+        return {
+            "process.executable.path": row.get("exe"),
+            "process.command_line": row.get("argv"),
+            "process.pid": as_int(row.get("pid")),
+        }
+    if table == "mcp_calls":
+        return {
+            "gen_ai.tool.name": row.get("tool_name"),
+            "tool.name": row.get("tool_name"),
+            "capsem.server_name": row.get("server_name"),
+        }
+    return {"capsem.outcome": row.get("outcome"), "capsem.provider": row.get("provider")}
+
+
+def _host_error(table: str, row: dict[str, Any]) -> str | None:
+    decision = row.get("decision")
+    if decision in ("denied", "error"):
+        return f"decision {decision}"
+    status = as_int(row.get("status_code"))
+    if status is not None and status >= 400:
+        return f"HTTP {status}"
+    code = as_int(row.get("exit_code")) if table == "exec_events" else None
+    if code:
+        return f"exit {code}"
+    return None
+
+
+def export_trace(rows: TraceRows, session_id: str) -> dict[str, Any]:
+    """OTLP JSON (`resourceSpans`) of one trace."""
+    return OtlpExporter(rows, session_id).export()
+
+
+def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several exported traces as one OTLP document."""
+    return {"resourceSpans": [rs for doc in documents for rs in doc["resourceSpans"]]}

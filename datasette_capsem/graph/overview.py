@@ -1,0 +1,93 @@
+"""What the session overview page reads from a ledger: counts, providers and traces.
+
+Each function is a sync callback of a sqlite3 connection and asks the `LedgerSchema` first,
+so an old file answers with what it has (and a note saying what it lacks), never an error.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from datasette_capsem.graph import ledgersql as lsql
+from datasette_capsem.graph.trace_rows import TRACE_TABLES
+from datasette_capsem.graph.values import clip_row
+from datasette_capsem.ledger.schema import LedgerSchema
+
+# Tables listed first, in this order, on the overview; any other table of the file follows.
+TABLE_ORDER = (
+    "model_calls", "model_items", "tool_calls", "tool_responses", "net_events", "dns_events",
+    "fs_events", "exec_events", "audit_events", "substitution_events", "event_body_blobs",
+    "security_rule_events", "security_decision_events", "security_ask_events",
+    "profile_mutation_events", "mcp_calls", "snapshot_events",
+)  # fmt: skip
+PROVIDER_COLUMNS = ("provider", "model", "input_tokens", "output_tokens", "estimated_cost_usd")
+AMBIENT_LIMIT = 50
+MCP_ROW_LIMIT = 200
+
+
+def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:
+    """Row count of every table of the file, known tables first."""
+    names = [t for t in TABLE_ORDER if t in schema.tables]
+    names += sorted(t for t in schema.tables if t not in names and not t.startswith("sqlite_"))
+    counts = {}
+    for table in names:
+        found = lsql.run(conn, "count_rows", table=table, file_tables=tuple(schema.tables))
+        counts[table] = found[0]["n"]
+    return counts
+
+
+def providers(conn: sqlite3.Connection, schema: LedgerSchema) -> list[dict[str, Any]]:
+    if not schema.has("model_calls", *PROVIDER_COLUMNS, "timestamp"):
+        return []
+    return [clip_row(row) for row in lsql.run(conn, "providers")]
+
+
+def traces_page(
+    conn: sqlite3.Connection, schema: LedgerSchema, offset: int, limit: int
+) -> dict[str, Any]:
+    """One page of traces (newest first), the total, and notes on what the file lacks."""
+    if not schema.has("model_calls", "trace_id"):
+        note = "model_calls has no trace_id column in this file: it has no traces."
+        return {"traces": [], "total": 0, "untraced_calls": 0, "notes": [note]}
+    total = lsql.run(conn, "traces_total")[0]
+    rows = lsql.run(conn, "traces_page", {"limit": limit, "offset": offset})
+    notes = []
+    if total["untraced_calls"]:
+        notes.append(f"{total['untraced_calls']} model calls carry no trace_id.")
+    return {
+        "traces": [clip_row(row) for row in rows],
+        "total": total["traces"] or 0,
+        "untraced_calls": total["untraced_calls"] or 0,
+        "notes": notes,
+    }
+
+
+def ambient_traces(conn: sqlite3.Connection, schema: LedgerSchema) -> list[dict[str, Any]]:
+    """Trace ids of tool and net rows that no model call carries (the process's own trace)."""
+    if not schema.has("model_calls", "trace_id"):
+        return []
+    found: dict[str, dict[str, Any]] = {}
+    for table in ("tool_calls", "net_events"):
+        if not schema.has(table, "trace_id", "timestamp"):
+            continue
+        for row in lsql.run(conn, "ambient_traces", {"limit": AMBIENT_LIMIT}, table=table):
+            entry = found.setdefault(row["trace_id"], {**clip_row(row), "rows": 0})
+            entry["rows"] += row["rows"]
+    return sorted(found.values(), key=lambda r: str(r.get("start") or ""), reverse=True)
+
+
+def legacy_mcp_rows(conn: sqlite3.Connection, schema: LedgerSchema) -> list[dict[str, Any]]:
+    """`mcp_calls` rows of an old file, shown as MCP rows on the overview (spec §4.5)."""
+    if "mcp_calls" not in schema.tables:
+        return []
+    columns = TRACE_TABLES["mcp_calls"]
+    rows = lsql.run(
+        conn,
+        "legacy_mcp_calls",
+        {"limit": MCP_ROW_LIMIT},
+        schema=schema,
+        table="mcp_calls",
+        columns=columns,
+    )
+    return [clip_row(row) for row in rows]

@@ -1,0 +1,67 @@
+"""Timestamps as the ledger writes them, turned into numbers a timeline can place.
+
+session.db writes RFC 3339 UTC with 6 or 9 fractional digits (spec §4.1), the security tables
+write integer `timestamp_unix_ms`, and main.db whole seconds. Python's `fromisoformat` on 3.10
+rejects 9 digits, so this parses the shape by hand and keeps microsecond precision.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"
+    r"(Z|[+-]\d{2}:?\d{2})?$"
+)
+
+
+def parse_ms(value: object) -> float | None:
+    """Milliseconds since the epoch (float, µs precision), or None when unparseable."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    match = _RFC3339.match(value.strip())
+    if not match:
+        return None
+    year, month, day, hour, minute, second, fraction, zone = match.groups()
+    try:
+        moment = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            tzinfo=timezone.utc,
+        )
+    except ValueError:
+        return None
+    millis = moment.timestamp() * 1000.0
+    if fraction:
+        millis += int(fraction.ljust(9, "0")) / 1e6
+    return millis - _zone_offset_ms(zone)
+
+
+def _zone_offset_ms(zone: str | None) -> float:
+    if not zone or zone == "Z":
+        return 0.0
+    sign = -1 if zone[0] == "-" else 1
+    digits = zone[1:].replace(":", "")
+    return sign * (int(digits[:2]) * 60 + int(digits[2:])) * 60_000.0
+
+
+def iso_from_ms(millis: float | None) -> str | None:
+    """RFC 3339 UTC with microseconds, the way current Capsem writes it."""
+    if millis is None:
+        return None
+    moment = datetime.fromtimestamp(millis / 1000.0, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def unix_nano(millis: float | None) -> int:
+    """Nanoseconds since the epoch (OTLP's time unit); 0 when unknown."""
+    return 0 if millis is None else int(round(millis * 1_000_000))

@@ -1,0 +1,376 @@
+"""Every ledger row of one trace, read in one pass, plus what its broken links point at.
+
+The graph, the waterfall and the OTLP export all start from a `TraceRows`. Loading is a sync
+function of a sqlite3 connection so the same code serves Datasette (`execute_fn`) and the CLI.
+Only short projections are read: previews are cut in SQL and blob bodies are never selected
+(only their length), because a model call's "preview" is the whole request (spec §4.4).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasette_capsem.graph import ledgersql as lsql
+from datasette_capsem.graph.values import clip_row, usable_event_id
+from datasette_capsem.ledger.schema import LedgerSchema
+
+MODEL_CALL_COLUMNS = (
+    "id", "event_id", "timestamp", "provider", "protocol", "model", "method", "path", "stream",
+    "message_id", "status_code", "stop_reason", "input_tokens", "output_tokens", "duration_ms",
+    "estimated_cost_usd", "usage_details", "trace_id", "turn_id", "messages_count",
+    "tools_count", "request_bytes", "response_bytes", "text_content:preview",
+    "request_body_preview:isnull",
+)  # fmt: skip
+TOOL_CALL_COLUMNS = (
+    "id", "event_id", "timestamp", "model_call_id", "provider", "status", "call_index",
+    "call_id", "tool_name", "origin", "transport", "server_name", "method", "decision",
+    "duration_ms", "error_message:preview", "trace_id", "turn_id", "arguments:preview",
+)  # fmt: skip
+TOOL_RESPONSE_COLUMNS = (
+    "id", "model_call_id", "call_id", "is_error", "trace_id", "turn_id",
+    "content_preview:preview",
+)  # fmt: skip
+MODEL_ITEM_COLUMNS = (
+    "id", "event_id", "model_call_id", "timestamp", "kind", "item_index", "call_id",
+    "tool_name", "trace_id", "turn_id", "content:preview",
+)  # fmt: skip
+
+# Tables joined to a trace only by trace_id, with the columns the pages show.
+TRACE_TABLES: dict[str, tuple[str, ...]] = {
+    "net_events": (
+        "id", "event_id", "timestamp", "domain", "port", "decision", "method", "path",
+        "status_code", "duration_ms", "bytes_sent", "bytes_received", "conn_type",
+        "process_name", "trace_id", "turn_id",
+    ),
+    "dns_events": (
+        "id", "event_id", "timestamp", "qname", "qtype", "rcode", "decision",
+        "upstream_resolver_ms", "trace_id", "turn_id",
+    ),
+    "fs_events": ("id", "event_id", "timestamp", "action", "path", "size", "trace_id", "turn_id"),
+    "exec_events": (
+        "id", "event_id", "timestamp", "exec_id", "command:preview", "exit_code", "duration_ms",
+        "source", "trace_id", "turn_id",
+    ),
+    "audit_events": (
+        "id", "event_id", "timestamp", "pid", "exe", "argv:preview", "exit_code",
+        "exec_event_id", "trace_id", "turn_id",
+    ),
+    "substitution_events": (
+        "id", "event_id", "timestamp", "event_type", "outcome", "provider", "trace_id", "turn_id",
+    ),
+    "mcp_calls": (
+        "id", "event_id", "timestamp", "server_name", "method", "tool_name", "request_id",
+        "decision", "duration_ms", "error_message:preview", "trace_id",
+    ),
+}  # fmt: skip
+
+# Tables joined to a trace's rows by event_id.
+SECURITY_TABLES: dict[str, tuple[str, ...]] = {
+    "security_rule_events": (
+        "id", "timestamp_unix_ms", "event_id", "event_type", "rule_id", "rule_action",
+        "detection_level", "trace_id", "turn_id",
+    ),
+    "security_decision_events": (
+        "id", "timestamp_unix_ms", "event_id", "event_type", "stage", "actor", "rule_id",
+        "effective_decision", "reason:preview", "trace_id", "turn_id",
+    ),
+    "security_ask_events": (
+        "id", "timestamp_unix_ms", "ask_id", "event_id", "event_type", "rule_id", "rule_name",
+        "status", "trace_id", "turn_id",
+    ),
+}  # fmt: skip
+BODY_COLUMNS = (
+    "id", "event_id", "event_type", "source_table", "direction", "content_type",
+    "original_bytes", "stored_bytes", "truncated", "body_hash", "body:length", "trace_id",
+    "created_at",
+)  # fmt: skip
+
+# Primary tables whose rows carry an event_id that security rows and blobs join to.
+PRIMARY_TABLES = (
+    "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
+    "exec_events", "audit_events", "substitution_events", "mcp_calls",
+)  # fmt: skip
+
+# Spec §6.2 check 11: which primary table a security event type points at.
+EVENT_TYPE_TABLES: dict[str, str] = {
+    "http.request": "net_events",
+    "dns.query": "dns_events",
+    "model.call": "model_calls",
+    "mcp.tool_call": "tool_calls",
+    "file.event": "fs_events",
+    "file.import": "fs_events",
+    "file.export": "fs_events",
+    "process.exec": "exec_events",
+    "process.exec_complete": "exec_events",
+    "process.audit": "audit_events",
+    "credential.substitution": "substitution_events",
+}
+
+HASH_BUDGET_BYTES = 16 * 1024 * 1024  # bodies hashed per trace; the event page checks the rest
+
+
+@dataclass
+class TraceRows:
+    """The rows of one trace, by table, and lookups that explain its broken links."""
+
+    trace_id: str
+    schema: LedgerSchema
+    model_calls: list[dict] = field(default_factory=list)
+    tool_calls: list[dict] = field(default_factory=list)
+    tool_responses: list[dict] = field(default_factory=list)
+    model_items: list[dict] = field(default_factory=list)
+    other: dict[str, list[dict]] = field(default_factory=dict)
+    security: dict[str, list[dict]] = field(default_factory=dict)
+    bodies: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # Model calls referenced from this trace but not in it: id -> row, or None when missing.
+    outside_model_calls: dict[int, dict | None] = field(default_factory=dict)
+    # table -> event ids (among those this trace references) that have a row in that table.
+    present_event_ids: dict[str, set[str]] = field(default_factory=dict)
+    present_response_call_ids: set[str] = field(default_factory=set)
+    present_exec_ids: set[int] = field(default_factory=set)
+    # event id -> how many rows of any primary table carry it (only ids this trace uses).
+    event_id_uses: dict[str, int] = field(default_factory=dict)
+    body_hash_ok: dict[int, bool] = field(default_factory=dict)  # blob id -> hash matches
+
+    @property
+    def empty(self) -> bool:
+        tables = (self.model_calls, self.tool_calls, self.tool_responses, self.model_items)
+        return not any(tables) and not any(self.other.values()) and not any(self.security.values())
+
+    def primary_rows(self) -> dict[str, list[dict]]:
+        """Rows that carry their own event_id, by table."""
+        found = {
+            "model_calls": self.model_calls,
+            "tool_calls": self.tool_calls,
+            "model_items": self.model_items,
+        }
+        found.update(self.other)
+        return found
+
+    def row_count(self) -> int:
+        counted = len(self.model_calls) + len(self.tool_calls) + len(self.tool_responses)
+        counted += len(self.model_items) + len(self.bodies)
+        counted += sum(len(rows) for rows in self.other.values())
+        return counted + sum(len(rows) for rows in self.security.values())
+
+
+def _fetch(conn, name: str, schema: LedgerSchema, table: str, columns, params) -> list[dict]:
+    rows = lsql.run(conn, name, params, schema=schema, table=table, columns=columns)
+    return [clip_row(row) for row in rows]
+
+
+def load_trace(conn: sqlite3.Connection, schema: LedgerSchema, trace_id: str) -> TraceRows:
+    """Read one trace; an unknown trace id gives an empty `TraceRows`."""
+    rows = TraceRows(trace_id=trace_id, schema=schema)
+    _load_calls(conn, rows)
+    _load_other(conn, rows)
+    _load_joined(conn, rows)
+    _load_link_targets(conn, rows)
+    _check_body_hashes(conn, rows)
+    return rows
+
+
+def _load_calls(conn, rows: TraceRows) -> None:
+    schema, params = rows.schema, {"trace_id": rows.trace_id}
+    if schema.has("model_calls", "trace_id"):
+        rows.model_calls = _fetch(
+            conn, "trace_model_calls", schema, "model_calls", MODEL_CALL_COLUMNS, params
+        )
+    elif "model_calls" in schema.tables:
+        rows.notes.append("model_calls has no trace_id column in this file: no model calls.")
+    params = {**params, "model_call_ids": lsql.json_list(r["id"] for r in rows.model_calls)}
+    children = (
+        ("tool_calls", TOOL_CALL_COLUMNS),
+        ("tool_responses", TOOL_RESPONSE_COLUMNS),
+        ("model_items", MODEL_ITEM_COLUMNS),
+    )
+    for table, columns in children:
+        if not schema.has(table, "model_call_id"):
+            continue
+        by_trace = schema.has(table, "trace_id")
+        name = "trace_children" if by_trace else "trace_children_by_call"
+        setattr(rows, table, _fetch(conn, name, schema, table, columns, params))
+    if "model_items" not in schema.tables and rows.model_calls:
+        rows.notes.append("This file predates model_items (2026-06-14): no item nodes.")
+
+
+def _load_other(conn, rows: TraceRows) -> None:
+    schema = rows.schema
+    for table, columns in TRACE_TABLES.items():
+        if schema.has(table, "trace_id"):
+            found = _fetch(conn, "trace_rows", schema, table, columns, {"trace_id": rows.trace_id})
+            if found:
+                rows.other[table] = found
+        elif table == "mcp_calls" and table in schema.tables:
+            rows.notes.append(
+                "mcp_calls has no trace_id in this file; its MCP rows are on the session page."
+            )
+
+
+def trace_event_ids(rows: TraceRows) -> list[str]:
+    """Event ids of the trace's own rows that can join security rows and blobs."""
+    found = []
+    for table_rows in rows.primary_rows().values():
+        found += [r.get("event_id") for r in table_rows if usable_event_id(r.get("event_id"))]
+    return list(dict.fromkeys(found))
+
+
+def _load_joined(conn, rows: TraceRows) -> None:
+    schema = rows.schema
+    if not any(schema.has(t, "event_id") for t in ("model_calls", "net_events", "tool_calls")):
+        rows.notes.append("This file predates event ids (2026-06-06): no security or body joins.")
+    params = {"trace_id": rows.trace_id, "event_ids": lsql.json_list(trace_event_ids(rows))}
+    for table, columns in SECURITY_TABLES.items():
+        found = _joined(conn, schema, table, columns, params)
+        if found:
+            rows.security[table] = found
+    rows.bodies = _joined(conn, schema, "event_body_blobs", BODY_COLUMNS, params)
+
+
+def _joined(conn, schema: LedgerSchema, table: str, columns, params) -> list[dict]:
+    if not schema.has(table, "event_id"):
+        return []
+    name = "trace_joined" if schema.has(table, "trace_id") else "trace_joined_by_event"
+    return _fetch(conn, name, schema, table, columns, params)
+
+
+def _load_link_targets(conn, rows: TraceRows) -> None:
+    """Look outside the trace for the targets of links the trace's rows cannot resolve."""
+    _load_outside_model_calls(conn, rows)
+    _load_present_event_ids(conn, rows)
+    _load_present_responses(conn, rows)
+    _load_present_execs(conn, rows)
+    _load_event_id_uses(conn, rows)
+
+
+def _load_outside_model_calls(conn, rows: TraceRows) -> None:
+    inside = {r["id"] for r in rows.model_calls}
+    wanted = {
+        r.get("model_call_id")
+        for r in rows.tool_calls + rows.tool_responses + rows.model_items
+        if r.get("model_call_id") is not None and r.get("model_call_id") not in inside
+    }
+    if not wanted or "model_calls" not in rows.schema.tables:
+        return
+    found = _fetch(
+        conn,
+        "rows_by_id",
+        rows.schema,
+        "model_calls",
+        MODEL_CALL_COLUMNS,
+        {"ids": lsql.json_list(sorted(wanted, key=str))},
+    )
+    by_id = {r["id"]: r for r in found}
+    rows.outside_model_calls = {mc_id: by_id.get(mc_id) for mc_id in wanted}
+
+
+def _load_present_event_ids(conn, rows: TraceRows) -> None:
+    """For security rows and blobs: which referenced event ids exist in which table."""
+    wanted: dict[str, set[str]] = {}
+    for rule in rows.security.get("security_rule_events", []):
+        table = EVENT_TYPE_TABLES.get(rule.get("event_type") or "")
+        if table and isinstance(rule.get("event_id"), str):
+            wanted.setdefault(table, set()).add(rule["event_id"])
+    for body in rows.bodies:
+        table = body.get("source_table")
+        if table in lsql.LEDGER_TABLES and isinstance(body.get("event_id"), str):
+            wanted.setdefault(table, set()).add(body["event_id"])
+    own = rows.primary_rows()
+    for table, event_ids in wanted.items():
+        present = {r.get("event_id") for r in own.get(table, [])} & event_ids
+        missing = event_ids - present
+        if missing and rows.schema.has(table, "event_id"):
+            found = lsql.run(
+                conn,
+                "present_event_ids",
+                {"event_ids": lsql.json_list(sorted(missing))},
+                table=table,
+            )
+            present |= {r["event_id"] for r in found}
+        rows.present_event_ids[table] = present
+
+
+def _load_present_responses(conn, rows: TraceRows) -> None:
+    wanted = {
+        item.get("call_id")
+        for item in rows.model_items
+        if item.get("kind") == "tool_response" and item.get("call_id")
+    }
+    own = {r.get("call_id") for r in rows.tool_responses}
+    rows.present_response_call_ids = own & wanted
+    missing = wanted - own
+    if missing and rows.schema.has("tool_responses", "call_id"):
+        found = lsql.run(
+            conn,
+            "present_call_ids",
+            {"call_ids": lsql.json_list(sorted(missing))},
+            table="tool_responses",
+        )
+        rows.present_response_call_ids |= {r["call_id"] for r in found}
+
+
+def _load_present_execs(conn, rows: TraceRows) -> None:
+    wanted = {
+        a.get("exec_event_id")
+        for a in rows.other.get("audit_events", [])
+        if isinstance(a.get("exec_event_id"), int)
+    }
+    if not wanted or "exec_events" not in rows.schema.tables:
+        return
+    found = lsql.run(
+        conn,
+        "rows_by_id",
+        {"ids": lsql.json_list(sorted(wanted))},
+        schema=rows.schema,
+        table="exec_events",
+        columns=("id",),
+    )
+    rows.present_exec_ids = {r["id"] for r in found}
+
+
+def _load_event_id_uses(conn, rows: TraceRows) -> None:
+    """Spec §6.2 check 1 across the whole file: an event id names exactly one row."""
+    event_ids = lsql.json_list(trace_event_ids(rows))
+    if event_ids == "[]":
+        return
+    for table in PRIMARY_TABLES:
+        if not rows.schema.has(table, "event_id"):
+            continue
+        for found in lsql.run(conn, "event_id_uses", {"event_ids": event_ids}, table=table):
+            uses = rows.event_id_uses.get(found["event_id"], 0)
+            rows.event_id_uses[found["event_id"]] = uses + found["uses"]
+
+
+def _check_body_hashes(conn, rows: TraceRows) -> None:
+    """blake3 of stored bytes vs body_hash, for as many blobs as the budget allows."""
+    from datasette_capsem.graph.bodies import hash_matches
+
+    budget, chosen = HASH_BUDGET_BYTES, []
+    for body in sorted(rows.bodies, key=lambda b: b.get("body_length") or 0):
+        size = body.get("body_length") or 0
+        if size > budget:
+            break
+        budget -= size
+        chosen.append(body["id"])
+    if not chosen:
+        return
+    cursor = conn.execute(lsql.query_text("body_bytes"), {"ids": lsql.json_list(chosen)})
+    for blob_id, data, expected in cursor:
+        rows.body_hash_ok[blob_id] = hash_matches(data, expected)
+
+
+def row_summary(rows: TraceRows) -> dict[str, Any]:
+    """How many rows of each table the trace has."""
+    counts = {
+        "model_calls": len(rows.model_calls),
+        "tool_calls": len(rows.tool_calls),
+        "tool_responses": len(rows.tool_responses),
+        "model_items": len(rows.model_items),
+        "event_body_blobs": len(rows.bodies),
+    }
+    counts.update({table: len(found) for table, found in rows.other.items()})
+    counts.update({table: len(found) for table, found in rows.security.items()})
+    return {table: n for table, n in counts.items() if n}

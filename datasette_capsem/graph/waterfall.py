@@ -1,0 +1,121 @@
+"""The waterfall timeline of one trace: every timed row, its start and its duration.
+
+Capsem's own `/timeline` unions exec, tool, net, fs and model rows (spec §8.2); this adds DNS,
+audit, credential and security rows, and keeps each bar's link to its row. Model items and
+tool responses are parts of model calls (responses have no timestamp at all), so they appear
+in the graph, not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from datasette_capsem.graph.build import row_start_ms
+from datasette_capsem.graph.links import Links
+from datasette_capsem.graph.timeparse import iso_from_ms
+from datasette_capsem.graph.trace_rows import TraceRows
+from datasette_capsem.graph.values import as_float, text, usable_event_id
+
+# table -> (kind shown in the timeline, column holding the duration in ms)
+WATERFALL_TABLES: dict[str, tuple[str, str | None]] = {
+    "model_calls": ("model", "duration_ms"),
+    "tool_calls": ("tool", "duration_ms"),
+    "net_events": ("net", "duration_ms"),
+    "dns_events": ("dns", "upstream_resolver_ms"),
+    "fs_events": ("fs", None),
+    "exec_events": ("exec", "duration_ms"),
+    "audit_events": ("audit", None),
+    "substitution_events": ("credential", None),
+    "mcp_calls": ("mcp", "duration_ms"),
+    "security_rule_events": ("security", None),
+    "security_decision_events": ("security", None),
+    "security_ask_events": ("security", None),
+}
+KIND_ORDER = ("model", "tool", "mcp", "net", "dns", "exec", "audit", "fs", "credential", "security")
+
+
+def _label(table: str, row: dict[str, Any]) -> str:
+    if table == "model_calls":
+        return f"{text(row.get('provider'), 12)} {text(row.get('model'), 30)} → {text(row.get('stop_reason'), 14)}"
+    if table == "tool_calls":
+        return f"{text(row.get('tool_name'), 30)} ({text(row.get('origin'), 10)})"
+    if table == "net_events":
+        return f"{text(row.get('method') or 'CONNECT', 8)} {text(row.get('domain'), 30)}{text(row.get('path'), 40)} {text(row.get('status_code'), 4)}"
+    if table == "dns_events":
+        return f"{text(row.get('qname'), 50)} {text(row.get('decision'), 10)}"
+    if table == "fs_events":
+        return f"{text(row.get('action'), 10)} {text(row.get('path'), 60)}"
+    if table == "exec_events":
+        return f"{text(row.get('command'), 60)} (exit {text(row.get('exit_code'), 5)})"
+    if table == "audit_events":
+        return f"{text(row.get('exe'), 40)} {text(row.get('argv'), 40)}"
+    if table == "substitution_events":
+        return f"{text(row.get('outcome'), 12)} {text(row.get('provider'), 20)}"
+    if table == "mcp_calls":
+        return f"MCP {text(row.get('server_name'), 20)} {text(row.get('tool_name'), 30)}"
+    outcome = row.get("rule_action") or row.get("effective_decision") or row.get("status")
+    return f"{text(row.get('event_type'), 24)} {text(outcome, 10)} {text(row.get('rule_id'), 40)}"
+
+
+def _security_rows(rows: TraceRows) -> list[tuple[str, dict[str, Any]]]:
+    return [(table, row) for table, found in rows.security.items() for row in found]
+
+
+def waterfall_rows(rows: TraceRows, links: Links) -> dict[str, Any]:
+    """Bars sorted by start; offsets are from the first row, durations in ms."""
+    tables: list[tuple[str, dict[str, Any]]] = [("model_calls", r) for r in rows.model_calls]
+    tables += [("tool_calls", r) for r in rows.tool_calls]
+    tables += [(table, r) for table, found in rows.other.items() for r in found]
+    tables += _security_rows(rows)
+    bars, unplaced = [], 0
+    for table, row in tables:
+        kind, duration_column = WATERFALL_TABLES[table]
+        start = row_start_ms(row)
+        unplaced += start is None
+        duration = as_float(row.get(duration_column)) if duration_column else None
+        event_id = row.get("event_id")
+        row_url = links.row(table, row.get("id"))
+        bars.append(
+            {
+                "kind": kind,
+                "table": table,
+                "row_id": row.get("id"),
+                "label": _label(table, row),
+                "start": iso_from_ms(start),
+                "start_ms": start,
+                "duration_ms": max(duration, 0.0) if duration is not None else 0.0,
+                "event_id": event_id,
+                "row": row_url,
+                "href": links.event(event_id) if usable_event_id(event_id) else row_url,
+            }
+        )
+    return _placed(bars, unplaced)
+
+
+def _placed(bars: list[dict[str, Any]], unplaced: int) -> dict[str, Any]:
+    starts = [b["start_ms"] for b in bars if b["start_ms"] is not None]
+    t0 = min(starts) if starts else 0.0
+    end = max(
+        (b["start_ms"] + b["duration_ms"] for b in bars if b["start_ms"] is not None), default=t0
+    )
+    span = max(end - t0, 1.0)
+    for bar in bars:
+        offset = (bar["start_ms"] - t0) if bar["start_ms"] is not None else 0.0
+        bar["offset_ms"] = round(offset, 3)
+        bar["left_pct"] = round(100.0 * offset / span, 3)
+        bar["width_pct"] = round(max(100.0 * bar["duration_ms"] / span, 0.15), 3)
+    bars.sort(
+        key=lambda b: (
+            b["start_ms"] is None,
+            b["start_ms"] or 0.0,
+            KIND_ORDER.index(b["kind"]),
+            b["row_id"] if isinstance(b["row_id"], int) else 0,
+        )
+    )
+    return {
+        "start": iso_from_ms(t0) if starts else None,
+        "end": iso_from_ms(end) if starts else None,
+        "duration_ms": round(end - t0, 3) if starts else 0.0,
+        "rows": bars,
+        "unplaced": unplaced,
+    }

@@ -1,0 +1,404 @@
+/* datasette-capsem: draws a trace's identity graph as SVG, left to right in time.
+ *
+ * Data comes from the graph.json URL in the container's data-graph-url attribute. Every
+ * string in it may be attacker-controlled (it comes from a ledger), so text is only ever set
+ * through textContent / setAttribute on elements made with createElementNS, and a link is
+ * followed only when it is a same-origin path. No innerHTML, no inline handlers (the page
+ * runs under a Content-Security-Policy without 'unsafe-inline' scripts).
+ *
+ * Layout: one column per group (a model call and everything it owns, in time order; group 0
+ * holds the trace and its turns), one horizontal lane per node kind. Long traces keep the
+ * first and last `keep` groups and every group with a broken link; the others collapse into
+ * blocks of at most `chunk` groups that expand when clicked.
+ */
+(function () {
+  "use strict";
+
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  var NODE_W = 184;
+  var NODE_H = 24;
+  var GAP_Y = 6;
+  var COL_W = 214;
+  var LEFT = 118;
+  var TOP = 28;
+  var LANE_PAD = 10;
+  var LABEL_CHARS = 27;
+  var LANE_NAMES = {
+    trace: "trace / turn",
+    net: "net / dns",
+    model_call: "model calls",
+    model_item: "model items",
+    tool_call: "tool calls",
+    tool_response: "tool responses",
+    body: "bodies",
+    security_event: "security",
+    host: "fs / exec / audit"
+  };
+
+  function svg(name, attrs, parent) {
+    var node = document.createElementNS(SVG_NS, name);
+    Object.keys(attrs || {}).forEach(function (key) {
+      node.setAttribute(key, String(attrs[key]));
+    });
+    if (parent) {
+      parent.appendChild(node);
+    }
+    return node;
+  }
+
+  function html(name, className, text, parent) {
+    var node = document.createElement(name);
+    if (className) {
+      node.className = className;
+    }
+    if (text !== undefined && text !== null) {
+      node.textContent = String(text);
+    }
+    if (parent) {
+      parent.appendChild(node);
+    }
+    return node;
+  }
+
+  function clip(text, size) {
+    var value = text === null || text === undefined ? "" : String(text);
+    return value.length > size ? value.slice(0, size - 1) + "\u2026" : value;
+  }
+
+  function safeHref(href) {
+    return typeof href === "string" && href.charAt(0) === "/" && href.charAt(1) !== "/" &&
+      href.indexOf("\\") === -1;
+  }
+
+  function CapsemGraph(container, data) {
+    this.container = container;
+    this.data = data;
+    this.expanded = {};
+    this.expandAll = false;
+    this.nodesById = {};
+    var self = this;
+    data.nodes.forEach(function (node) {
+      self.nodesById[node.id] = node;
+    });
+    this.groups = data.groups.map(function (g) { return g.index; });
+    this.groupInfo = {};
+    data.groups.forEach(function (g) { self.groupInfo[g.index] = g; });
+  }
+
+  /* Columns to draw: {type: "group", index} or {type: "cluster", groups: [...]} */
+  CapsemGraph.prototype.columns = function () {
+    var hints = this.data.collapse || {threshold: 16, keep: 6, chunk: 50};
+    var groups = this.groups;
+    var self = this;
+    if (this.expandAll || groups.length <= hints.threshold) {
+      return groups.map(function (index) { return {type: "group", index: index}; });
+    }
+    var shown = {};
+    groups.forEach(function (index, position) {
+      var info = self.groupInfo[index];
+      if (index === 0 || position <= hints.keep || position >= groups.length - hints.keep ||
+          (info && info.broken) || self.expanded[index]) {
+        shown[index] = true;
+      }
+    });
+    var columns = [];
+    var run = [];
+    function flush() {
+      for (var i = 0; i < run.length; i += hints.chunk) {
+        columns.push({type: "cluster", groups: run.slice(i, i + hints.chunk)});
+      }
+      run = [];
+    }
+    groups.forEach(function (index) {
+      if (shown[index]) {
+        flush();
+        columns.push({type: "group", index: index});
+      } else {
+        run.push(index);
+      }
+    });
+    flush();
+    return columns;
+  };
+
+  CapsemGraph.prototype.render = function () {
+    var columns = this.columns();
+    var self = this;
+    var columnOfGroup = {};
+    var clusters = [];
+    columns.forEach(function (column, position) {
+      if (column.type === "group") {
+        columnOfGroup[column.index] = {position: position};
+      } else {
+        var id = "cluster:" + column.groups[0] + "-" + column.groups[column.groups.length - 1];
+        var cluster = {id: id, position: position, groups: column.groups, lane: "model_call"};
+        column.groups.forEach(function (index) { columnOfGroup[index] = {position: position, cluster: cluster}; });
+        clusters.push(cluster);
+      }
+    });
+    var visible = [];
+    var representative = {};
+    this.data.nodes.forEach(function (node) {
+      var place = columnOfGroup[node.group] || {position: 0};
+      if (place.cluster) {
+        representative[node.id] = place.cluster.id;
+      } else {
+        representative[node.id] = node.id;
+        visible.push({node: node, position: place.position, lane: node.lane});
+      }
+    });
+    clusters.forEach(function (cluster) {
+      visible.push({cluster: cluster, position: cluster.position, lane: cluster.lane});
+    });
+    var layout = this.layout(visible, columns.length);
+    this.draw(layout, representative, columns.length);
+  };
+
+  CapsemGraph.prototype.layout = function (visible, columnCount) {
+    var lanes = this.data.lanes;
+    var stacks = {};
+    var depth = {};
+    visible.forEach(function (item) {
+      var key = item.position + "|" + item.lane;
+      stacks[key] = (stacks[key] || 0) + 1;
+      item.slot = stacks[key] - 1;
+      depth[item.lane] = Math.max(depth[item.lane] || 0, stacks[key]);
+    });
+    var laneTop = {};
+    var y = TOP;
+    var usedLanes = [];
+    lanes.forEach(function (lane) {
+      if (!depth[lane]) {
+        return;
+      }
+      laneTop[lane] = y;
+      usedLanes.push({lane: lane, top: y, height: depth[lane] * (NODE_H + GAP_Y) + LANE_PAD});
+      y += depth[lane] * (NODE_H + GAP_Y) + LANE_PAD;
+    });
+    var position = {};
+    visible.forEach(function (item) {
+      item.x = LEFT + item.position * COL_W;
+      item.y = laneTop[item.lane] + LANE_PAD / 2 + item.slot * (NODE_H + GAP_Y);
+      position[item.node ? item.node.id : item.cluster.id] = item;
+    });
+    return {
+      items: visible,
+      position: position,
+      lanes: usedLanes,
+      width: LEFT + columnCount * COL_W + 10,
+      height: y + 8
+    };
+  };
+
+  CapsemGraph.prototype.draw = function (layout, representative, columnCount) {
+    var self = this;
+    var holder = this.container.querySelector(".capsem-graph-canvas");
+    while (holder.firstChild) {
+      holder.removeChild(holder.firstChild);
+    }
+    var root = svg("svg", {
+      width: layout.width,
+      height: layout.height,
+      viewBox: "0 0 " + layout.width + " " + layout.height,
+      role: "img",
+      "aria-label": "Identity graph of the trace",
+      "class": "capsem-graph-svg"
+    }, holder);
+    layout.lanes.forEach(function (lane, i) {
+      svg("rect", {x: 0, y: lane.top, width: layout.width, height: lane.height,
+        "class": i % 2 ? "lane lane-odd" : "lane"}, root);
+      var label = svg("text", {x: 6, y: lane.top + 17, "class": "lane-label"}, root);
+      label.textContent = LANE_NAMES[lane.lane] || lane.lane;
+    });
+    this.drawEdges(root, layout, representative);
+    layout.items.forEach(function (item) {
+      if (item.cluster) {
+        self.drawCluster(root, item);
+      } else {
+        self.drawNode(root, item);
+      }
+    });
+  };
+
+  CapsemGraph.prototype.drawEdges = function (root, layout, representative) {
+    var seen = {};
+    var group = svg("g", {"class": "edges"}, root);
+    this.data.edges.forEach(function (edge) {
+      var source = representative[edge.source];
+      var target = representative[edge.target];
+      if (!source || !target || source === target) {
+        return;
+      }
+      var key = source + ">" + target + ">" + edge.type + ">" + (edge.broken ? 1 : 0);
+      if (seen[key]) {
+        return;
+      }
+      seen[key] = true;
+      var a = layout.position[source];
+      var b = layout.position[target];
+      if (!a || !b) {
+        return;
+      }
+      var sy = a.y + NODE_H / 2;
+      var ty = b.y + NODE_H / 2;
+      var d;
+      if (b.x > a.x) {
+        var sx = a.x + NODE_W;
+        var bend = Math.max(30, (b.x - sx) / 2);
+        d = "M" + sx + " " + sy + " C" + (sx + bend) + " " + sy + " " + (b.x - bend) + " " + ty + " " + b.x + " " + ty;
+      } else {
+        d = "M" + a.x + " " + sy + " C" + (a.x - 28) + " " + sy + " " + (b.x - 28) + " " + ty + " " + b.x + " " + ty;
+      }
+      var classes = "edge edge-" + edge.type + (edge.broken ? " broken broken-" + edge.severity : "") +
+        (edge.cross_trace ? " cross-trace" : "");
+      var path = svg("path", {d: d, "class": classes, "data-edge-type": edge.type}, group);
+      var title = svg("title", {}, path);
+      title.textContent = edge.type + (edge.broken ? ": " + edge.title : "");
+      if (edge.broken) {
+        var label = svg("text", {
+          x: (Math.max(a.x, b.x) + Math.min(a.x, b.x) + NODE_W) / 2 - 40,
+          y: (sy + ty) / 2 - 4,
+          "class": "edge-label broken-" + edge.severity
+        }, group);
+        label.textContent = clip(edge.title, 44);
+      }
+    });
+  };
+
+  CapsemGraph.prototype.drawNode = function (root, item) {
+    var node = item.node;
+    var classes = "node node-" + node.type + (node.missing ? " missing" : "") +
+      (node.external ? " external" : "") + (node.findings && node.findings.length ? " has-finding" : "");
+    var parent = root;
+    if (!node.missing && safeHref(node.href)) {
+      parent = svg("a", {href: node.href, "class": "node-link"}, root);
+    }
+    var g = svg("g", {
+      "class": classes,
+      transform: "translate(" + item.x + "," + item.y + ")",
+      "data-node-id": node.id,
+      "data-type": node.type
+    }, parent);
+    svg("rect", {width: NODE_W, height: NODE_H, rx: 4, ry: 4}, g);
+    var text = svg("text", {x: 6, y: 16}, g);
+    text.textContent = clip(node.label, LABEL_CHARS);
+    var title = svg("title", {}, g);
+    var lines = [node.type + ": " + node.label];
+    if (node.detail) {
+      lines.push(node.detail);
+    }
+    if (node.title) {
+      lines.push(node.title);
+    }
+    if (node.findings && node.findings.length) {
+      lines.push("findings: " + node.findings.join(", "));
+    }
+    title.textContent = lines.join("\n");
+  };
+
+  CapsemGraph.prototype.drawCluster = function (root, item) {
+    var cluster = item.cluster;
+    var self = this;
+    var tokens = 0;
+    var nodes = 0;
+    cluster.groups.forEach(function (index) {
+      var info = self.groupInfo[index] || {};
+      tokens += info.tokens || 0;
+      nodes += info.nodes || 0;
+    });
+    var g = svg("g", {
+      "class": "node cluster",
+      transform: "translate(" + item.x + "," + item.y + ")",
+      role: "button",
+      tabindex: 0,
+      "data-node-id": cluster.id,
+      "data-type": "cluster"
+    }, root);
+    svg("rect", {width: NODE_W, height: NODE_H * 2 + GAP_Y, rx: 4, ry: 4}, g);
+    var first = cluster.groups[0];
+    var last = cluster.groups[cluster.groups.length - 1];
+    var line1 = svg("text", {x: 6, y: 16}, g);
+    line1.textContent = "\u25B8 " + cluster.groups.length + " model calls #" + first + "\u2013#" + last;
+    var line2 = svg("text", {x: 6, y: 16 + NODE_H, "class": "detail"}, g);
+    line2.textContent = nodes + " nodes \u00B7 " + tokens + " tokens";
+    var title = svg("title", {}, g);
+    title.textContent = "Collapsed: click to expand model calls #" + first + " to #" + last;
+    function expand() {
+      cluster.groups.forEach(function (index) { self.expanded[index] = true; });
+      self.render();
+    }
+    g.addEventListener("click", expand);
+    g.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        expand();
+      }
+    });
+  };
+
+  function toolbar(container, graph) {
+    var bar = html("div", "capsem-graph-toolbar", null, null);
+    var expand = html("button", "capsem-expand-all", "Expand all", bar);
+    expand.type = "button";
+    var collapse = html("button", "capsem-collapse", "Collapse", bar);
+    collapse.type = "button";
+    var findings = graph.data.findings || [];
+    var summary = findings.length
+      ? findings.map(function (f) { return f.title + " (" + f.count + ")"; }).join("; ")
+      : "no broken links";
+    html("span", "capsem-graph-summary", graph.data.nodes.length + " nodes, " +
+      graph.data.edges.length + " edges; " + summary, bar);
+    expand.addEventListener("click", function () {
+      graph.expandAll = true;
+      graph.render();
+    });
+    collapse.addEventListener("click", function () {
+      graph.expandAll = false;
+      graph.expanded = {};
+      graph.render();
+    });
+    container.insertBefore(bar, container.firstChild);
+  }
+
+  function start(container) {
+    var url = container.getAttribute("data-graph-url");
+    var status = container.querySelector(".capsem-graph-status");
+    if (!safeHref(url)) {
+      return;
+    }
+    fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json();
+      })
+      .then(function (data) {
+        if (status) {
+          status.remove();
+        }
+        html("div", "capsem-graph-canvas", null, container);
+        var graph = new CapsemGraph(container, data);
+        toolbar(container, graph);
+        graph.render();
+        container.setAttribute("data-ready", "1");
+      })
+      .catch(function (error) {
+        if (status) {
+          status.textContent = "Could not load the graph: " + error.message;
+        }
+        container.setAttribute("data-ready", "error");
+      });
+  }
+
+  function init() {
+    var containers = document.querySelectorAll(".capsem-graph[data-graph-url]");
+    Array.prototype.forEach.call(containers, start);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+}());

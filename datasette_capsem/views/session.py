@@ -1,0 +1,292 @@
+"""`/-/capsem/sessions/<id>`: one session at a glance, and the helpers every session page uses.
+
+The overview answers "what is in this session and is it sound": identity, status, era, row
+counts, providers, the integrity verdict and the traces, newest first. A session whose ledger
+is gone (a stopped ephemeral VM, spec §1.4) or unreadable still gets its page, from main.db.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+from datasette.utils.asgi import Response
+
+from datasette_capsem.catalog import Session
+from datasette_capsem.graph import overview
+from datasette_capsem.graph.links import Links, with_base
+from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.mount.ledger_db import LedgerDatabase
+from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.state import get_state
+from datasette_capsem.views import render
+
+log = logging.getLogger(__name__)
+
+MAX_ID_CHARS = 256
+DEFAULT_TRACE_PAGE = 50
+MAX_TRACE_PAGE = 1000
+MAX_OFFSET = 10**9
+PAGE_PROBLEM = "_size must be an integer from 1 to 1000 (or 'max'), _next an integer from 0"
+
+
+@dataclass
+class Opened:
+    """A session resolved from a URL, with its mounted ledger when it has one."""
+
+    session: Session
+    links: Links
+    db: LedgerDatabase | None = None
+    schema: LedgerSchema | None = None
+    problem: LedgerUnavailable | None = None
+
+
+def url_value(request, name: str) -> str:
+    """A path variable, percent-decoded (Datasette routes on the raw path)."""
+    return unquote(request.url_vars.get(name) or "")
+
+
+def bad_value(value: str, what: str, max_chars: int = MAX_ID_CHARS) -> str | None:
+    """Why an id from a URL cannot be looked up, or None when it can."""
+    if not value:
+        return f"The {what} is empty."
+    if "\x00" in value:
+        return f"The {what} contains a NUL byte."
+    if len(value) > max_chars:
+        return f"The {what} is {len(value)} characters long; ids are at most {max_chars}."
+    return None
+
+
+def page_bounds(request) -> tuple[int, int] | str:
+    """(offset, size) from Datasette-style `_next` and `_size`, or why they are unusable."""
+    raw_size = request.args.get("_size") or str(DEFAULT_TRACE_PAGE)
+    raw_next = request.args.get("_next") or "0"
+    if raw_size == "max":
+        raw_size = str(MAX_TRACE_PAGE)
+    if not (raw_size.isdigit() and raw_next.isdigit()) or len(raw_size) + len(raw_next) > 20:
+        return PAGE_PROBLEM
+    size, offset = int(raw_size), int(raw_next)
+    if not 1 <= size <= MAX_TRACE_PAGE or offset > MAX_OFFSET:
+        return PAGE_PROBLEM
+    return offset, size
+
+
+def links_for(datasette, session: Session) -> Links:
+    state = get_state(datasette)
+    base = with_base(datasette.setting("base_url") or "/")
+    return Links(session.id, state.catalog.database_name(session), base)
+
+
+def _by_name(datasette, value: str) -> Session | None:
+    """A session whose display name is `value`, when exactly one has it."""
+    named = [s for s in get_state(datasette).catalog.sessions() if s.name == value]
+    return named[0] if len(named) == 1 else None
+
+
+async def unknown_session(datasette, request, value: str) -> Response:
+    from datasette_capsem.views.lazy_mount import session_links
+
+    near = session_links(get_state(datasette).catalog.near_matches(value))
+    return await render.error(
+        datasette,
+        request,
+        404,
+        "Unknown session",
+        f"No session has the id {value!r}.",
+        suggestions=near,
+    )
+
+
+async def open_session(datasette, request, *, need_ledger: bool) -> Opened | Response:
+    """Resolve `session_id` from the URL through the catalog (never as a path)."""
+    value = url_value(request, "session_id")
+    problem = bad_value(value, "session id")
+    if problem:
+        return await render.error(datasette, request, 400, "Bad session id", problem)
+    catalog = get_state(datasette).catalog
+    session = catalog.get(value)
+    if session is None:
+        named = _by_name(datasette, value)
+        if named is None:
+            return await unknown_session(datasette, request, value)
+        return _redirect_to_id(request, datasette, named)
+    opened = Opened(session, links_for(datasette, session))
+    if not session.has_ledger:
+        if need_ledger:
+            return await _no_ledger(datasette, request, session)
+        return opened
+    try:
+        opened.db = await get_state(datasette).mounter.session_database(session)
+        opened.schema = await opened.db.ledger_schema()
+    except LedgerUnavailable as error:
+        if need_ledger:
+            return await render.error(
+                datasette,
+                request,
+                422,
+                f"Unreadable ledger ({error.kind})",
+                f"The ledger of session {session.id} cannot be read: {error.detail}.",
+                path=str(error.path),
+            )
+        opened.problem, opened.db, opened.schema = error, None, None
+    return opened
+
+
+def _redirect_to_id(request, datasette, session: Session) -> Response:
+    """A display name in the URL: send the reader to the id, which is what selects data."""
+    raw_id = request.url_vars.get("session_id") or ""
+    raw = request.scope.get("raw_path") or request.path.encode("utf-8")
+    raw = raw.decode("latin-1").partition("?")[0]
+    marker = "/sessions/" + raw_id
+    rest = raw[raw.find(marker) + len(marker) :] if marker in raw else ""
+    query = request.query_string
+    target = links_for(datasette, session).session() + rest
+    return Response.redirect(target + (f"?{query}" if query else ""))
+
+
+async def _no_ledger(datasette, request, session: Session) -> Response:
+    return await render.error(
+        datasette,
+        request,
+        404,
+        "No ledger on disk",
+        f"Session {session.id} has no session.db on disk (Capsem deletes the directory of a "
+        "stopped ephemeral session; its main.db row remains).",
+        suggestions=[
+            {
+                "id": session.id,
+                "name": session.display_name,
+                "href": links_for(datasette, session).session(),
+            }
+        ],
+    )
+
+
+# -- integrity ---------------------------------------------------------------------------
+
+
+async def integrity(datasette, opened: Opened) -> dict[str, Any]:
+    """The check engine's verdict (its findings that fired), or why there is none."""
+    try:
+        from datasette_capsem.checks import check_session
+    except ImportError:
+        return {"available": False, "verdict": None, "message": "checks unavailable"}
+    if opened.problem is not None:
+        return {"available": False, "verdict": None, "message": "the ledger cannot be read"}
+    session = opened.session
+
+    def run(conn):
+        return check_session(
+            conn,
+            session=session,
+            main_row=session.main_row,
+            live=session.live,
+            database=opened.links.database,
+        ).to_dict()
+
+    try:
+        if opened.db is not None:
+            report = await opened.db.execute_fn(run)
+        else:
+            report = await asyncio.get_running_loop().run_in_executor(None, run, None)
+    except Exception as error:  # another module's bug must not take the page down
+        log.exception("integrity checks failed for %s", session.id)
+        return {"available": False, "verdict": None, "message": f"checks failed: {error}"}
+    fired = [f for f in report.get("findings", []) if f.get("count") or f.get("failed")]
+    return {"available": True, "message": None, **report, "findings": fired}
+
+
+# -- the overview page -------------------------------------------------------------------
+
+
+def _overview_data(opened: Opened, offset: int, size: int):
+    schema = opened.schema
+
+    def read(conn) -> dict[str, Any]:
+        return {
+            "counts": overview.table_counts(conn, schema),
+            "providers": overview.providers(conn, schema),
+            "traces": overview.traces_page(conn, schema, offset, size),
+            "ambient_traces": overview.ambient_traces(conn, schema),
+            "mcp_rows": overview.legacy_mcp_rows(conn, schema),
+        }
+
+    return read
+
+
+def _era_notes(schema: LedgerSchema) -> list[str]:
+    notes = []
+    if not schema.has("model_calls", "event_id"):
+        notes.append("This file predates event ids (2026-06-06): no security or body joins.")
+    if "model_items" not in schema.tables:
+        notes.append("This file predates model_items (2026-06-14).")
+    if "mcp_calls" in schema.tables:
+        notes.append("MCP calls of this file live in the legacy mcp_calls table (shown below).")
+    if schema.legacy_tables:
+        notes.append("Legacy tables present: " + ", ".join(schema.legacy_tables) + ".")
+    return notes
+
+
+def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
+    for trace in traces:
+        trace["href"] = opened.links.trace(str(trace["trace_id"]))
+    return traces
+
+
+async def session_page(datasette, request):
+    opened = await open_session(datasette, request, need_ledger=False)
+    if isinstance(opened, Response):
+        return opened
+    bounds = page_bounds(request)
+    if isinstance(bounds, str):
+        return await render.error(datasette, request, 400, "Bad pagination", bounds)
+    offset, size = bounds
+    session = opened.session
+    context: dict[str, Any] = {
+        "session": session.summary(),
+        "display_name": session.display_name,
+        "main_row": session.main_row,
+        "links": {"session": opened.links.session(), "database": opened.links.database_url()},
+        "ledger": str(session.ledger_path) if session.ledger_path else None,
+        "problem": f"{opened.problem.kind}: {opened.problem.detail}" if opened.problem else None,
+        "era": None,
+        "schema": None,
+        "notes": [],
+        "counts": {},
+        "providers": [],
+        "traces": [],
+        "traces_total": 0,
+        "ambient_traces": [],
+        "mcp_rows": [],
+        "offset": offset,
+        "size": size,
+        "next": None,
+    }
+    if opened.db is not None:
+        data = await opened.db.execute_fn(_overview_data(opened, offset, size))
+        traces = data.pop("traces")
+        context.update(data)
+        context.update(
+            era=opened.schema.era,
+            schema=opened.schema.summary(),
+            notes=_era_notes(opened.schema) + traces["notes"],
+            traces=_trace_links(opened, traces["traces"]),
+            traces_total=traces["total"],
+            next=offset + size if offset + size < traces["total"] else None,
+        )
+        _trace_links(opened, context["ambient_traces"])
+    elif not session.has_ledger:
+        context["notes"].append(
+            "No session.db on disk: Capsem deletes the directory of a stopped ephemeral "
+            "session, so main.db's row is all that remains."
+        )
+    context["integrity"] = await integrity(datasette, opened)
+    return await render.page(datasette, request, "session.html", context)
+
+
+ROUTES = [
+    (r"^/-/capsem/sessions/(?P<session_id>[^/]+?)(?P<format>\.json)?$", session_page),
+]

@@ -1,0 +1,123 @@
+"""`/-/capsem/sessions/<id>/traces/<trace_id>`: one agent turn end to end.
+
+The page draws the identity graph (by `static/capsem-graph.js`, from `graph.json`) beside a
+waterfall of every timed row. The same data is served as `.json` (summary, graph and
+waterfall), `/graph.json` (the graph alone) and `.otlp.json` (OpenTelemetry export).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from datasette.utils.asgi import Response
+
+from datasette_capsem.graph.build import build_graph
+from datasette_capsem.graph.otlp import export_trace
+from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
+from datasette_capsem.graph.values import as_float, as_int
+from datasette_capsem.graph.waterfall import waterfall_rows
+from datasette_capsem.views import render
+from datasette_capsem.views.session import Opened, bad_value, open_session, url_value
+
+
+def compact_json(data: Any, filename: str | None = None) -> Response:
+    """JSON without indentation: graph.json of a long trace is megabytes."""
+    body = json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":"))
+    headers = {}
+    if filename:
+        headers["content-disposition"] = f'inline; filename="{filename}"'
+    return Response(body, headers=headers, content_type="application/json; charset=utf-8")
+
+
+def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
+    """Totals of the trace, as listed on the session page."""
+    calls = sorted(rows.model_calls, key=lambda r: (str(r.get("timestamp") or ""), r["id"]))
+    return {
+        "trace_id": rows.trace_id,
+        "start": waterfall["start"],
+        "duration_ms": waterfall["duration_ms"],
+        "model_calls": len(calls),
+        "tool_calls": len(rows.tool_calls),
+        "input_tokens": sum(as_int(c.get("input_tokens")) or 0 for c in calls),
+        "output_tokens": sum(as_int(c.get("output_tokens")) or 0 for c in calls),
+        "cost_usd": round(sum(as_float(c.get("estimated_cost_usd")) or 0.0 for c in calls), 6),
+        "final_stop_reason": calls[-1].get("stop_reason") if calls else None,
+        "providers": sorted({str(c.get("provider")) for c in calls if c.get("provider")}),
+        "rows": row_summary(rows),
+    }
+
+
+async def _load(datasette, request) -> tuple[Opened, TraceRows] | Response:
+    opened = await open_session(datasette, request, need_ledger=True)
+    if isinstance(opened, Response):
+        return opened
+    trace_id = url_value(request, "trace_id")
+    problem = bad_value(trace_id, "trace id")
+    if problem:
+        return await render.error(datasette, request, 400, "Bad trace id", problem)
+    schema = opened.schema
+    rows = await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
+    if rows.empty:
+        return await render.error(
+            datasette,
+            request,
+            404,
+            "Unknown trace",
+            f"No row of session {opened.session.id} carries the trace id {trace_id!r}.",
+            suggestions=[
+                {
+                    "id": opened.session.id,
+                    "name": opened.session.display_name,
+                    "href": opened.links.session(),
+                }
+            ],
+        )
+    return opened, rows
+
+
+async def trace_page(datasette, request):
+    loaded = await _load(datasette, request)
+    if isinstance(loaded, Response):
+        return loaded
+    opened, rows = loaded
+    suffix = request.url_vars.get("suffix") or ""
+    links, session = opened.links, opened.session
+    if suffix == ".otlp.json":
+        return compact_json(export_trace(rows, session.id), filename="trace.otlp.json")
+    graph = build_graph(rows, links, live=session.live)
+    graph["session_id"] = session.id
+    if suffix == "/graph.json":
+        return compact_json(graph)
+    waterfall = waterfall_rows(rows, links)
+    summary = trace_summary(rows, waterfall)
+    if suffix == ".json":
+        return compact_json(
+            {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
+        )
+    context = {
+        "session": session.summary(),
+        "display_name": session.display_name,
+        "trace": summary,
+        "findings": graph["findings"],
+        "notes": graph["notes"],
+        "waterfall": waterfall,
+        "node_count": len(graph["nodes"]),
+        "edge_count": len(graph["edges"]),
+        "links": {
+            "session": links.session(),
+            "graph": links.trace(rows.trace_id, "/graph.json"),
+            "json": links.trace(rows.trace_id, ".json"),
+            "otlp": links.trace(rows.trace_id, ".otlp.json"),
+        },
+    }
+    return await render.page(datasette, request, "trace.html", context)
+
+
+ROUTES = [
+    (
+        r"^/-/capsem/sessions/(?P<session_id>[^/]+)/traces/(?P<trace_id>[^/]+?)"
+        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json)?$",
+        trace_page,
+    ),
+]
