@@ -91,16 +91,10 @@ class SchemaReadyCheck(Check):
             problems += [str(row[0]) for row in rows if row[0] != "ok"]
         except sqlite3.DatabaseError as error:
             problems.append(f"integrity_check failed: {error}")
-        details = {"file": "; ".join(problems)} if problems else {}
-        return [
-            self.finding(
-                ctx,
-                count=len(problems),
-                row_ids=problems[: ctx.sample_limit],
-                details=details,
-                link=_session_page(ctx) if problems else None,
-            )
-        ]
+        if not problems:
+            return [self.finding(ctx)]
+        details = {"file": "; ".join(problems[: ctx.sample_limit])}
+        return [self.finding(ctx, count=len(problems), details=details, link=_session_page(ctx))]
 
 
 @dataclass
@@ -119,8 +113,12 @@ class LegacyTablesCheck(Check):
         if ctx.conn is None:
             return [self.not_applicable(ctx, "no ledger on disk")]
         found = ctx.schema.legacy_tables
-        link = f"/{tilde_encode(ctx.database)}" if ctx.database and found else None
-        return [self.finding(ctx, count=len(found), row_ids=found, link=link)]
+        if not found:
+            return [self.finding(ctx)]
+        return [
+            self.finding(ctx, table=table, count=1, link=ctx.table_link(table, []))
+            for table in found
+        ]
 
 
 @dataclass
@@ -152,7 +150,6 @@ class RollupCheck(Check):
         values: dict[str, Any] = {
             "table": "sessions",
             "count": 1,
-            "row_ids": [session_id],
             "details": {str(session_id): text},
             "link": _main_row_link(ctx),
         }
@@ -227,7 +224,6 @@ class StaleRunningCheck(Check):
                 ctx,
                 table="sessions",
                 count=1,
-                row_ids=[session_id],
                 details={str(session_id): reason},
                 link=_main_row_link(ctx),
             )
@@ -276,7 +272,6 @@ class UncleanWalCheck(Check):
             self.finding(
                 ctx,
                 count=1,
-                row_ids=[name],
                 link=_session_page(ctx),
                 details={name: f"{wal.st_size} bytes"},
             )

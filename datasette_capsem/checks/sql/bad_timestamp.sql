@@ -1,6 +1,5 @@
--- Timestamps julianday() cannot parse (spec §6.2 #20). :empty_ok lets tool_calls keep ''.
+-- Timestamps julianday() cannot parse, '' included (spec §6.2 #20).
 SELECT id
 FROM __TABLE__
 WHERE julianday(timestamp) IS NULL
-  AND NOT (:empty_ok AND timestamp = '')
 ORDER BY id

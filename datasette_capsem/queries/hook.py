@@ -1,0 +1,65 @@
+"""Datasette's `canned_queries` hook: which kind of database a name is, and what it can answer.
+
+Datasette 0.65 asks for canned queries on every database and table page, so the answer is
+memoised per (database kind, file shape, registered plugins): the same schema always gets the
+same queries, and rendering happens once.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import sqlite3
+from typing import Any
+
+from datasette_capsem.ledger.schema import LedgerSchema, read_schema
+from datasette_capsem.mount.mounter import MAIN_DATABASE
+from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.queries import canned_queries_for
+from datasette_capsem.state import get_state
+
+INDEX_DATABASE = "index"
+
+
+def database_kind(datasette, name: str) -> str | None:
+    """'main', 'index' or 'session' for a Capsem database name; None for anything else."""
+    if name == MAIN_DATABASE:
+        return "main"
+    if name == INDEX_DATABASE:
+        return "index"
+    if get_state(datasette).catalog.session_for_database(name) is not None:
+        return "session"
+    return None
+
+
+async def _schema_of(database) -> LedgerSchema | None:
+    try:
+        if hasattr(database, "ledger_schema"):
+            return await database.ledger_schema()
+        return await database.execute_fn(read_schema)
+    except (LedgerUnavailable, sqlite3.DatabaseError):
+        return None
+
+
+def _plugins_key() -> tuple[int, ...]:
+    from datasette_capsem.checks.plugins import plugin_manager
+
+    return tuple(sorted(id(plugin) for plugin in plugin_manager().get_plugins()))
+
+
+@functools.lru_cache(maxsize=128)
+def _cached(kind: str, tables: tuple, plugins: tuple[int, ...]) -> dict[str, dict[str, Any]]:
+    return canned_queries_for(LedgerSchema(dict(tables)), kind)
+
+
+async def canned_queries_for_database(datasette, name: str) -> dict[str, dict[str, Any]]:
+    """Canned queries for the Datasette database `name` ({} when it is not a Capsem file)."""
+    kind = database_kind(datasette, name)
+    database = datasette.databases.get(name)
+    if kind is None or database is None:
+        return {}
+    schema = await _schema_of(database)
+    if schema is None:
+        return {}
+    tables = tuple(sorted(schema.tables.items()))
+    return copy.deepcopy(_cached(kind, tables, _plugins_key()))
