@@ -51,16 +51,13 @@ _HEADER_NAMES = (
     r"authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|cookie|set-cookie|"
     r"x-auth-token|anthropic-api-key|openai-api-key"
 )
+# A quote as it appears raw, JSON-escaped or HTML-escaped; secrets are searched in all three.
+_Q = r"(?:\\?[\"']|&#34;|&quot;|&#39;)?"
+_VALUE_END = r"[^\s\"'&<,}\\]"
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # "authorization: Bearer abc" header lines, in raw, JSON-escaped or HTML-escaped text.
-    (
-        "header",
-        re.compile(
-            rf"(?i)\b({_HEADER_NAMES})(\s*(?::|&#34;:|\"\s*:|=)\s*(?:&#34;|\")?)"
-            r"[^\r\n\"&<,}]{4,}"
-        ),
-    ),
-    ("bearer", re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")),
+    # "authorization: Bearer abc" header lines and "x-api-key": "abc" fields.
+    ("header", re.compile(rf"(?i)\b({_HEADER_NAMES})({_Q}\s*[:=]\s*{_Q})[^\r\n\"&<,}}\\]{{4,}}")),
+    ("bearer", re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")),
     (
         "api-key",
         re.compile(
@@ -77,9 +74,8 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "secret-field",
         re.compile(
-            r"(?i)([\"']?(?:api[_-]?key|secret|password|access[_-]?token|"
-            r"refresh[_-]?token|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?)"
-            r"[^\s\"'&<,}]{6,}"
+            rf"(?i)({_Q}(?:api[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|"
+            rf"client[_-]?secret|auth[_-]?token){_Q}\s*[:=]\s*{_Q}){_VALUE_END}{{6,}}"
         ),
     ),
 )

@@ -1,0 +1,231 @@
+"""Credentials in ledgers never reach an actor without the capsem-view-secrets permission.
+
+The test plays Capsem: it copies a generated home and plants credential-shaped values where
+real ledgers carry them (headers, bodies, tool arguments, commands, previews). Then it walks
+every route an actor could use — table pages in HTML, JSON and CSV, row pages, canned
+queries, plugin pages, custom SQL that transforms or probes the value — and looks for them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import pytest_asyncio
+
+from tests.helpers import actor_cookies, make_datasette
+
+async_test = pytest.mark.asyncio(loop_scope="session")
+
+SECRETS = {
+    "bearer": "sk-ant-api03-PLANTEDSECRET0123456789abcdef",
+    "openai": "sk-proj-PLANTEDSECRET0123456789abcdefgh",
+    "aws": "AKIAPLANTEDSECRET012",
+    "github": "ghp_PLANTEDSECRET0123456789abcdefghijklmn",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.UExBTlRFRFNFQ1JFVHNpZw",
+    "password": "PlantedPassw0rd!",
+}
+# Fragments a transformation could leave behind; none may appear either.
+FRAGMENTS = ["PLANTEDSECRET", "UExBTlRFRFNFQ1JFVHNpZw", "PlantedPassw0rd"]
+
+
+def plant(ledger: Path) -> dict[str, int]:
+    """Write credential-bearing rows the way Capsem would record them; returns their ids."""
+    conn = sqlite3.connect(ledger)
+    trace = conn.execute("SELECT trace_id FROM model_calls LIMIT 1").fetchone()[0]
+    ids = {}
+    ids["net_events"] = conn.execute(
+        "INSERT INTO net_events (event_id, timestamp, domain, decision, method, path, "
+        "request_headers, request_body_preview, trace_id, turn_id) VALUES "
+        "('aaaaaaaaaaa1', '2026-08-01T00:00:00.000000Z', 'api.example.com', 'allowed', 'POST', "
+        "'/v1/things', ?, ?, ?, ?)",
+        [
+            f"authorization: Bearer {SECRETS['bearer']}\r\nx-api-key: {SECRETS['openai']}",
+            f'{{"api_key": "{SECRETS["openai"]}", "password": "{SECRETS["password"]}"}}',
+            trace,
+            trace,
+        ],
+    ).lastrowid
+    ids["tool_calls"] = conn.execute(
+        "INSERT INTO tool_calls (event_id, timestamp, model_call_id, provider, status, call_index,"
+        " call_id, tool_name, arguments, origin, trace_id, turn_id) VALUES ('aaaaaaaaaaa2', "
+        "'2026-08-01T00:00:01.000000Z', NULL, '', 'responded', 0, '99', 'bash', ?, 'mcp', ?, ?)",
+        [
+            f'{{"command": "export AWS_ACCESS_KEY_ID={SECRETS["aws"]}; curl -H '
+            f"'Authorization: token {SECRETS['github']}' https://x\"}}",
+            trace,
+            trace,
+        ],
+    ).lastrowid
+    ids["exec_events"] = conn.execute(
+        "INSERT INTO exec_events (event_id, timestamp, exec_id, command, stdout_preview, trace_id,"
+        " turn_id) VALUES ('aaaaaaaaaaa3', '2026-08-01T00:00:02.000000Z', 'x1', ?, ?, ?, ?)",
+        [
+            f"gh auth login --with-token {SECRETS['github']}",
+            f"token: {SECRETS['jwt']}",
+            trace,
+            trace,
+        ],
+    ).lastrowid
+    conn.commit()
+    conn.close()
+    return ids
+
+
+@pytest.fixture(scope="module")
+def planted(capsem_home, manifest, tmp_path_factory):
+    root = tmp_path_factory.mktemp("secrets")
+    home = root / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    session = next(
+        s
+        for s in manifest["sessions"]
+        if s["era"] == "current" and s["clean"] and s["kind"] == "ephemeral" and not s["live"]
+    )
+    ids = plant(home / session["ledger"])
+    return home, root / "cache", session["id"], ids
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def instance(planted):
+    home, cache, session_id, ids = planted
+    datasette = await make_datasette(home, cache, view_secrets={"id": "auditor"})
+    return datasette, session_id, ids
+
+
+def leaked(text: str) -> list[str]:
+    return [fragment for fragment in FRAGMENTS if fragment in text]
+
+
+async def routes_for(datasette, session_id: str, ids: dict[str, int]) -> list[str]:
+    db = f"/{session_id}"
+    listing = (await datasette.client.get(f"{db}.json")).json()
+    routes = [
+        db,
+        f"{db}.json",
+        "/",
+        "/-/capsem/sessions.json",
+        f"/-/capsem/sessions/{session_id}",
+        f"/-/capsem/sessions/{session_id}.json",
+    ]
+    for table in ("net_events", "tool_calls", "exec_events", "event_body_blobs", "model_calls"):
+        routes += [
+            f"{db}/{table}",
+            f"{db}/{table}.json?_shape=array&_size=max",
+            f"{db}/{table}.csv?_size=max",
+            f"{db}/{table}.json?_shape=objects",
+        ]
+    for table, row_id in ids.items():
+        routes += [f"{db}/{table}/{row_id}", f"{db}/{table}/{row_id}.json"]
+    for query in listing.get("queries", []):
+        routes.append(f"{db}/{query['name']}.json?_shape=array")
+    for event_id in ("aaaaaaaaaaa1", "aaaaaaaaaaa2", "aaaaaaaaaaa3"):
+        routes.append(f"/-/capsem/sessions/{session_id}/events/{event_id}.json")
+        routes.append(f"/-/capsem/sessions/{session_id}/events/{event_id}")
+    sql_probes = [
+        "select request_headers, request_body_preview from net_events",
+        "select substr(request_headers, 10), hex(request_headers), replace(request_headers, "
+        "'Bearer', 'B') from net_events",
+        "select id from net_events where request_headers like '%sk-ant%'",
+        "select arguments, upper(arguments), command, stdout_preview from tool_calls, exec_events",
+        "select group_concat(request_headers, '') as g from net_events",
+    ]
+    routes += [f"{db}.json?sql={quote(sql)}" for sql in sql_probes]
+    routes += [f"{db}.csv?sql={quote(sql)}" for sql in sql_probes]
+    where = quote("request_headers like '%sk-ant%'")
+    routes += [
+        f"{db}/net_events.json?_where={where}",
+        f"{db}/net_events.json?request_headers__contains=sk-ant",
+        f"{db}/net_events.json?_sort=request_headers",
+    ]
+    return routes
+
+
+@async_test
+async def test_an_actor_without_the_permission_never_sees_a_planted_secret(instance):
+    datasette, session_id, ids = instance
+    routes = await routes_for(datasette, session_id, ids)
+    probes_answered = 0
+    for route in routes:
+        response = await datasette.client.get(route)
+        assert response.status_code < 500, (route, response.text[:300])
+        assert not leaked(response.text), (route, leaked(response.text))
+        if "sql=" in route and response.status_code == 200:
+            probes_answered += 1
+    assert probes_answered >= 5  # custom SQL ran; it just could not read the secrets
+    contains = await datasette.client.get(
+        f"/{session_id}/net_events.json?request_headers__contains=sk-ant&_shape=array"
+    )
+    assert contains.json() == []  # the column cannot even be probed
+
+
+@async_test
+async def test_the_auditor_sees_them_so_the_check_above_can_fail(instance):
+    datasette, session_id, ids = instance
+    cookies = actor_cookies(datasette, "auditor")
+    response = await datasette.client.get(
+        f"/{session_id}/net_events/{ids['net_events']}.json", cookies=cookies
+    )
+    assert SECRETS["bearer"] in response.text
+    response = await datasette.client.get(
+        f"/{session_id}.json?sql={quote('select hex(request_headers) h from net_events')}",
+        cookies=cookies,
+    )
+    assert response.status_code == 200 and response.json()["rows"]
+
+
+@async_test
+async def test_masking_keeps_the_shape_of_the_value(instance):
+    datasette, session_id, ids = instance
+    response = await datasette.client.get(
+        f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1.json"
+    )
+    if response.status_code == 200:
+        assert "[redacted" in response.text
+    table = await datasette.client.get(f"/{session_id}/net_events/{ids['net_events']}.json")
+    assert table.status_code == 200
+    assert "api.example.com" in table.text  # the rest of the row is still there
+
+
+@async_test
+async def test_raw_downloads_are_refused_to_actors_without_the_permission(instance):
+    datasette, session_id, _ids = instance
+    for route in (f"/{session_id}.db", f"/{session_id}/event_body_blobs/1.blob?_blob_column=body"):
+        response = await datasette.client.get(route)
+        assert response.status_code == 403
+        assert "capsem-view-secrets" in response.text
+
+
+@async_test
+async def test_registry_env_values_never_appear(instance):
+    datasette, _session_id, _ids = instance
+    for route in ("/", "/-/capsem/sessions.json?_size=max&all=1"):
+        text = (await datasette.client.get(route)).text
+        assert "ghp_FAKE" not in text
+
+
+@async_test
+async def test_trusted_header_is_ignored_unless_configured(planted):
+    home, cache, session_id, ids = planted
+    plain = await make_datasette(home, cache, view_secrets={"id": "auditor"})
+    spoofed = await plain.client.get(
+        f"/{session_id}/net_events/{ids['net_events']}.json",
+        headers={"X-Forwarded-User": "auditor"},
+    )
+    assert not leaked(spoofed.text)
+    trusting = await make_datasette(
+        home, cache, view_secrets={"id": "auditor"}, trusted_actor_header="X-Forwarded-User"
+    )
+    proxied = await trusting.client.get(
+        f"/{session_id}/net_events/{ids['net_events']}.json",
+        headers={"X-Forwarded-User": "auditor"},
+    )
+    assert SECRETS["bearer"] in proxied.text
+    other = await trusting.client.get(
+        f"/{session_id}/net_events/{ids['net_events']}.json",
+        headers={"X-Forwarded-User": "mallory"},
+    )
+    assert not leaked(other.text)
