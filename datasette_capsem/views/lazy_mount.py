@@ -49,6 +49,8 @@ def is_plugin_page(path: str) -> bool:
 def database_segment(path: str) -> str:
     """The database name a core Datasette path starts with ('' when none)."""
     first = path.lstrip("/").split("/", 1)[0]
+    if first in NON_DATABASE_SEGMENTS:  # /favicon.ico is Datasette's, not a session "favicon"
+        return first
     return tilde_decode(first.split(".", 1)[0]) if first else ""
 
 
