@@ -1,0 +1,31 @@
+"""The home page's charts render in headless Chromium under the plugin's CSP, without errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser import browser, live_server, open_page  # noqa: F401  (fixtures)
+
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
+
+
+async def test_home_page_charts_render_without_console_errors(browser, capsem_home, tmp_path):  # noqa: F811
+    with live_server(capsem_home, tmp_path / "cache") as base:
+        page, problems = await open_page(browser, base + "/")
+        try:
+            # The index is built by the server's background thread right after startup.
+            await page.wait_for_function(
+                "document.querySelectorAll('.capsem-chart svg').length === 3", timeout=30000
+            )
+            marks = await page.eval_on_selector_all(
+                ".capsem-chart svg path, .capsem-chart svg rect", "els => els.length"
+            )
+            assert marks > 3
+            filtered, more = await open_page(browser, base + "/-/capsem?kind=persistent")
+            await filtered.wait_for_function(
+                "document.querySelectorAll('.capsem-chart svg').length === 3", timeout=30000
+            )
+            await filtered.close()
+            assert problems + more == []
+        finally:
+            await page.close()
