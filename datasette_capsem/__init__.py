@@ -92,7 +92,13 @@ def actor_from_request(datasette, request):
 
 
 @hookimpl
-def canned_queries(datasette, database):
-    if database == INDEX_DATABASE:
-        return index_queries()
-    return None
+def canned_queries(datasette, database, actor):
+    """Capsem's canned queries for main, index and every session database (queries/hook.py)."""
+    from datasette_capsem.queries.hook import canned_queries_for_database
+
+    async def inner():
+        found = index_queries() if database == INDEX_DATABASE else {}
+        found.update(await canned_queries_for_database(datasette, database))
+        return found
+
+    return inner()

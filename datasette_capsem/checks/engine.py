@@ -128,4 +128,5 @@ def check_session(
         database=ctx.database,
         tables=table_counts(conn, schema) if conn is not None else {},
         duration_ms=(time.perf_counter() - started) * 1000,
+        migrated=schema.migrated,
     )

@@ -159,6 +159,7 @@ class Report:
     database: str | None = None
     tables: dict[str, int] = field(default_factory=dict)
     duration_ms: float = 0.0
+    migrated: bool = False
 
     @property
     def problems(self) -> list[Finding]:
@@ -189,6 +190,7 @@ class Report:
             "session": self.session,
             "database": self.database,
             "era": self.era,
+            "migrated": self.migrated,
             "live": self.live,
             "verdict": self.verdict,
             "problems": self.severity_counts(),

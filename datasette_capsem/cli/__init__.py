@@ -16,6 +16,7 @@ SUBCOMMANDS: dict[str, str | tuple[str, ...]] = {
     "serve": ("demo", "serve"),
     "index": "index",
     "resolve": "resolve",
+    "check": "check",
 }
 
 

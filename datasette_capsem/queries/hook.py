@@ -7,7 +7,6 @@ same queries, and rendering happens once.
 
 from __future__ import annotations
 
-import copy
 import functools
 import sqlite3
 from typing import Any
@@ -61,5 +60,17 @@ async def canned_queries_for_database(datasette, name: str) -> dict[str, dict[st
     schema = await _schema_of(database)
     if schema is None:
         return {}
-    tables = tuple(sorted(schema.tables.items()))
-    return copy.deepcopy(_cached(kind, tables, _plugins_key()))
+    # Datasette calls this once per query on every database page (a permission check each),
+    # so the answer for a schema object is kept beside it; a changed file gets a new schema.
+    key = (kind, _plugins_key())
+    held = _by_schema.get(id(schema))
+    if held is None or held[0] is not schema or held[1] != key:
+        tables = tuple(sorted(schema.tables.items()))
+        held = (schema, key, _cached(kind, tables, key[1]))
+        _by_schema[id(schema)] = held
+    # Datasette only adds "name" (its own key) to each query dict; a shallow copy is enough.
+    return dict(held[2])
+
+
+# id(schema) -> (schema, key, queries); the schema is held so its id cannot be reused.
+_by_schema: dict[int, tuple[LedgerSchema, tuple, dict[str, dict[str, Any]]]] = {}

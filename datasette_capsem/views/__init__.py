@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Order matters only where two patterns could match the same path: first wins.
-ROUTE_MODULES = ("home", "resolve", "session", "trace", "event", "search")
+ROUTE_MODULES = ("home", "resolve", "session", "trace", "event", "search", "checks")
 
 
 def all_routes() -> list[tuple[str, object]]:

@@ -1,0 +1,210 @@
+"""`datasette capsem check ID_OR_NAME [--json]` and `datasette capsem check --all`.
+
+Unlike Capsem's check_session.py, the exit status carries the verdict, so CI can gate on it:
+0 when no error-level finding exists, 1 when one does, 2 when a session cannot be read (an
+unknown id or name, or a ledger SQLite rejects). With --all, 2 wins over 1 wins over 0.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+import click
+
+from datasette_capsem.catalog import Catalog, Session
+from datasette_capsem.checks.model import Report
+from datasette_capsem.checks.runner import Outcome, check_all, check_catalog_session
+from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.config import Settings
+from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.views.resolve import resolve_name
+
+EXIT_OK, EXIT_ERRORS, EXIT_UNREADABLE = 0, 1, 2
+
+
+def _table(rows: list[list[str]], header: list[str], numeric: tuple[int, ...] = ()) -> str:
+    """Left-aligned text columns; the `numeric` ones right-aligned."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+
+    def line(row: list) -> str:
+        cells = []
+        for i, cell in enumerate(row):
+            text = str(cell)
+            cells.append(text.rjust(widths[i]) if i in numeric else text.ljust(widths[i]))
+        return "  ".join(cells).rstrip()
+
+    return "\n".join([line(header), *(line(r) for r in rows)])
+
+
+def _exit_for(verdicts: Iterable[str]) -> int:
+    seen = set(verdicts)
+    if "unreadable" in seen:
+        return EXIT_UNREADABLE
+    return EXIT_ERRORS if "error" in seen else EXIT_OK
+
+
+# -- one session ------------------------------------------------------------------------------
+
+
+def _resolve(catalog: Catalog, text: str) -> Session:
+    """The session ID_OR_NAME names, or exit 2 with near matches / candidates on stderr."""
+    resolution = resolve_name(catalog, text)
+    if resolution.id:
+        return catalog.get(resolution.id)
+    if resolution.ambiguous:
+        click.echo(f"several sessions are called {text!r}; use one of these ids:", err=True)
+        for candidate in resolution.candidates:
+            click.echo(f"  {candidate['id']}\t{candidate['kind']}", err=True)
+    else:
+        near = ", ".join(s.id for s in catalog.near_matches(text)) or "none"
+        click.echo(f"unknown session name or id: {text!r} (near: {near})", err=True)
+    raise SystemExit(EXIT_UNREADABLE)
+
+
+def _describe(report: Report, verbose: bool) -> str:
+    session = report.session or {}
+    head = [
+        f"Session {session.get('id')}"
+        + (f" ({session['name']})" if session.get("name") else "")
+        + f" · {session.get('kind')} · {session.get('status') or 'no main.db row'}"
+        + f" · era {report.era}"
+        + (" · live" if report.live else ""),
+    ]
+    counts = report.severity_counts()
+    head.append(
+        f"Verdict: {report.verdict.upper()} ({counts['error']} error, "
+        f"{counts['warning']} warning, {counts['info']} info findings)"
+    )
+    rows = [
+        [f.severity, f.kind, f.table or "", str(f.count), _ids(f.row_ids)] for f in report.problems
+    ]
+    body = ["", _table(rows, ["SEVERITY", "FINDING", "TABLE", "ROWS", "IDS"], (3,))] if rows else []
+    if verbose:
+        body += ["", *_explain(report)]
+    passed = sum(1 for f in report.findings if f.applicable and not f.problem)
+    skipped = [f for f in report.findings if not f.applicable]
+    tail = f"{passed} checks passed · {len(skipped)} not applicable to this file"
+    return "\n".join([*head, *body, "", tail + ("" if verbose else " (-v for details)")])
+
+
+def _ids(row_ids: list) -> str:
+    shown = ", ".join(str(r) for r in row_ids[:8])
+    return shown + (", …" if len(row_ids) > 8 else "")
+
+
+def _explain(report: Report) -> list[str]:
+    lines = []
+    for f in report.problems:
+        lines.append(f"{f.kind} ({f.table or 'file'}): {f.explanation}")
+        lines += [f"    {key}: {text}" for key, text in list(f.details.items())[:10]]
+        if f.note:
+            lines.append(f"    note: {f.note}")
+        if f.failed:
+            lines.append(f"    the check could not run: {f.failed}")
+    lines += [
+        f"not applicable: {f.kind} ({f.table or 'file'}): {f.note}"
+        for f in report.findings
+        if not f.applicable
+    ]
+    return lines
+
+
+def _check_one(settings: Settings, text: str, as_json: bool, verbose: bool, samples: int) -> int:
+    catalog = Catalog(settings)
+    session = _resolve(catalog, text)
+    try:
+        report = check_catalog_session(session, settings, sample_limit=samples)
+    except LedgerUnavailable as problem:
+        outcome = Outcome(session, unreadable=problem)
+        if as_json:
+            click.echo(json.dumps(outcome.to_dict(), indent=2, default=str))
+        click.echo(f"cannot read the ledger of {session.id}: {problem.detail} ({problem.path})",
+                   err=True)  # fmt: skip
+        return EXIT_UNREADABLE
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, default=str))
+    else:
+        click.echo(_describe(report, verbose))
+    return _exit_for([report.verdict])
+
+
+# -- every session ----------------------------------------------------------------------------
+
+
+def _summary_row(outcome: Outcome) -> list[str]:
+    session = outcome.session
+    if outcome.report is None:
+        problem = outcome.unreadable
+        detail = f"{problem.kind}: {problem.detail}" if problem else ""
+        return [session.id, session.kind, "", "unreadable", "", "", detail]
+    report = outcome.report
+    counts = report.severity_counts()
+    top = Counter(f.kind for f in report.problems if f.severity != "info")
+    kinds = ", ".join(kind for kind, _ in top.most_common(3))
+    return [session.id, session.kind, report.era, report.verdict,
+            str(counts["error"]), str(counts["warning"]), kinds]  # fmt: skip
+
+
+def _check_every(settings: Settings, as_json: bool, workers: int, samples: int) -> int:
+    catalog = Catalog(settings)
+    sessions = catalog.sessions()
+    outcomes: list[Outcome] = []
+    stderr = click.get_text_stream("stderr")
+    with click.progressbar(length=len(sessions), label="Checking sessions", file=stderr,
+                           show_pos=True) as bar:  # fmt: skip
+        for outcome in check_all(catalog, settings, workers=workers, sample_limit=samples,
+                                 sessions=sessions):  # fmt: skip
+            outcomes.append(outcome)
+            bar.update(1)
+    verdicts = Counter(o.verdict for o in outcomes)
+    if as_json:
+        document = {"summary": dict(verdicts), "sessions": [o.to_dict() for o in outcomes]}
+        click.echo(json.dumps(document, indent=2, default=str))
+    else:
+        rows = [_summary_row(o) for o in outcomes]
+        header = ["SESSION", "KIND", "ERA", "VERDICT", "ERRORS", "WARNINGS", "TOP FINDINGS"]
+        click.echo(_table(rows, header, (4, 5)))
+        totals = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+        click.echo(f"\n{len(outcomes)} sessions: {totals}")
+    return _exit_for(verdicts)
+
+
+@click.command(name="check")
+@click.argument("session", required=False)
+@click.option("--all", "every", is_flag=True, help="Check every session of the home.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report(s) as JSON.")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Explain each finding; list what did not apply."
+)
+@click.option("--samples", default=20, show_default=True, type=click.IntRange(min=1),
+              help="Row ids kept per finding.")  # fmt: skip
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1),
+              help="Threads for --all.")  # fmt: skip
+@home_option
+@cache_option
+def check(
+    session: str | None,
+    every: bool,
+    as_json: bool,
+    verbose: bool,
+    samples: int,
+    workers: int,
+    home: Path | None,
+    cache_dir: Path | None,
+) -> None:
+    """Check the integrity of session ID_OR_NAME (or of every session with --all).
+
+    Exit status: 0 no error-level finding, 1 at least one, 2 a session cannot be read.
+    """
+    if every == bool(session):
+        raise click.UsageError("give one session id or name, or --all")
+    settings = settings_from_options(home, cache_dir)
+    if every:
+        status = _check_every(settings, as_json, workers, samples)
+    else:
+        status = _check_one(settings, session, as_json, verbose, samples)
+    sys.exit(status)

@@ -1,0 +1,83 @@
+"""`/-/capsem/sessions/<id>/check` and `.json`: the integrity report of one session.
+
+The report runs in a Datasette SQL thread on the session's mounted, read-only ledger. A session
+with no ledger on disk still gets the checks about its main.db row; an unreadable ledger gets
+the same 422 page every session page gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from datasette_capsem import permissions
+from datasette_capsem.checks import Report, check_session
+from datasette_capsem.views import render
+from datasette_capsem.views.session import Opened, open_session
+
+
+async def _report(opened: Opened, database: str) -> Report:
+    session = opened.session
+    if opened.db is None:
+        return check_session(None, session=session, live=session.live, database=database)
+
+    def run(conn):
+        return check_session(conn, session=session, live=session.live, database=database)
+
+    return await opened.db.execute_fn(run)
+
+
+def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
+    """Links in the report are root-relative; honour Datasette's base_url."""
+    for finding in data["findings"]:
+        if finding["link"] and finding["link"].startswith("/"):
+            finding["link"] = datasette.urls.path(finding["link"])
+    return data
+
+
+def _grouped(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Problems, passed checks and not-applicable checks, for the HTML page."""
+    groups: dict[str, list[dict[str, Any]]] = {
+        "problem_rows": [],
+        "passed": [],
+        "not_applicable": [],
+    }
+    for finding in findings:
+        if finding["problem"]:
+            groups["problem_rows"].append(finding)
+        elif finding["applicable"]:
+            groups["passed"].append(finding)
+        else:
+            groups["not_applicable"].append(finding)
+    order = {"error": 0, "warning": 1, "info": 2}
+    groups["problem_rows"].sort(
+        key=lambda f: (order.get(f["severity"], 9), f["kind"], f["table"] or "")
+    )
+    return groups
+
+
+async def check_page(datasette, request):
+    if not await permissions.can_view_instance(datasette, request.actor):
+        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+    opened = await open_session(datasette, request, need_ledger=False)
+    if not isinstance(opened, Opened):
+        return opened
+    if opened.problem is not None:
+        problem = opened.problem
+        return await render.error(
+            datasette,
+            request,
+            422,
+            f"Unreadable ledger ({problem.kind})",
+            f"The ledger of session {opened.session.id} cannot be read, so it cannot be checked: "
+            f"{problem.detail}.",
+            path=str(problem.path),
+        )
+    report = await _report(opened, opened.links.database)
+    data = _with_base(datasette, report.to_dict())
+    context = {**data, **_grouped(data["findings"]), "session_href": opened.links.session()}
+    return await render.page(datasette, request, "check.html", context, data=data)
+
+
+ROUTES = [
+    (r"^/-/capsem/sessions/(?P<session_id>[^/]+?)/check(?P<format>\.json)?$", check_page),
+]
