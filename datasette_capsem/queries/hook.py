@@ -67,6 +67,8 @@ async def canned_queries_for_database(datasette, name: str) -> dict[str, dict[st
     if held is None or held[0] is not schema or held[1] != key:
         tables = tuple(sorted(schema.tables.items()))
         held = (schema, key, _cached(kind, tables, key[1]))
+        if len(_by_schema) > 256:  # schemas of evicted mounts; cheap to rebuild
+            _by_schema.clear()
         _by_schema[id(schema)] = held
     # Datasette only adds "name" (its own key) to each query dict; a shallow copy is enough.
     return dict(held[2])
