@@ -23,7 +23,7 @@ from typing import Any
 from datasette_capsem.findings import KINDS
 from datasette_capsem.graph.links import Links
 from datasette_capsem.graph.timeparse import parse_ms
-from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, TraceRows
+from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, START_KEY, TraceRows
 from datasette_capsem.graph.values import (
     EVENT_ID_RE,
     PLACEHOLDER_EVENT_ID,
@@ -69,7 +69,7 @@ CORRELATION_WINDOW_MS = 120_000
 MAX_BODY_BYTES = 10 * 1024 * 1024
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 # Collapse hints for the page script: beyond `threshold` groups, keep `keep` at each end.
-COLLAPSE = {"threshold": 16, "keep": 6, "chunk": 50}
+COLLAPSE = {"threshold": 12, "keep": 4, "chunk": 100}
 
 
 def _short(value: Any, size: int = 8) -> str:
@@ -97,6 +97,8 @@ def _fmt_bytes(value: Any) -> str:
 
 def row_start_ms(row: dict[str, Any]) -> float | None:
     """A row's start time in epoch ms; security tables store integer milliseconds."""
+    if START_KEY in row:
+        return row[START_KEY]
     if "timestamp_unix_ms" in row:
         return as_float(row.get("timestamp_unix_ms"))
     return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
@@ -116,6 +118,7 @@ class GraphBuilder:
         self.t0 = self._trace_start()
         self.anchor_times: list[float] = []
         self.group_of_call: dict[int, int] = {}
+        self._calls_by_id: dict[Any, list[dict]] | None = None
 
     # -- public -------------------------------------------------------------------------
 
@@ -348,14 +351,17 @@ class GraphBuilder:
 
     def _matching_call(self, response: dict[str, Any]) -> dict[str, Any] | None:
         """The tool call a response answers: same call_id, same trace (spec §6.2 check 3)."""
+        if self._calls_by_id is None:
+            self._calls_by_id = defaultdict(list)
+            for call in self.rows.tool_calls:
+                self._calls_by_id[call.get("call_id")].append(call)
         has_trace = self.rows.schema.has("tool_calls", "trace_id") and self.rows.schema.has(
             "tool_responses", "trace_id"
         )
         candidates = [
             c
-            for c in self.rows.tool_calls
-            if c.get("call_id") == response.get("call_id")
-            and (not has_trace or c.get("trace_id") == response.get("trace_id"))
+            for c in self._calls_by_id.get(response.get("call_id"), [])
+            if not has_trace or c.get("trace_id") == response.get("trace_id")
         ]
         if not candidates:
             return None
@@ -438,7 +444,14 @@ class GraphBuilder:
             label = f"{text(row.get('item_index'), 6)}. {kind}"
             if row.get("tool_name"):
                 label += f" {text(row.get('tool_name'), 20)}"
-            node = self._row_node("model_items", row, label, group=group, kind=row.get("kind"))
+            node = self._row_node(
+                "model_items",
+                row,
+                label,
+                group=group,
+                kind=row.get("kind"),
+                order=as_int(row.get("item_index")),
+            )
             parent, where = self._model_call_ref(mc_id, group)
             if where == "missing":
                 self._broken_edge(parent, node["id"], "owns", "orphan_model_item")
@@ -527,25 +540,24 @@ class GraphBuilder:
 
     def _correlate_net(self) -> dict[int, int]:
         """net row id -> model call id: same method and path, nearest time (spec §4.4)."""
-        candidates = [
-            n for n in self.rows.other.get("net_events", []) if row_start_ms(n) is not None
-        ]
+        by_route: dict[tuple, list[tuple[float, int]]] = defaultdict(list)
+        for net in self.rows.other.get("net_events", []):
+            start = row_start_ms(net)
+            if start is not None:
+                by_route[((net.get("method") or "POST"), net.get("path"))].append(
+                    (start, net["id"])
+                )
+        for candidates in by_route.values():
+            candidates.sort()
         taken: dict[int, int] = {}
         for call in self.rows.model_calls:
             start = row_start_ms(call)
-            if start is None:
+            candidates = by_route.get(((call.get("method") or "POST"), call.get("path")))
+            if start is None or not candidates:
                 continue
-            best = None
-            for net in candidates:
-                if net["id"] in taken or net.get("path") != call.get("path"):
-                    continue
-                if (net.get("method") or "POST") != (call.get("method") or "POST"):
-                    continue
-                gap = abs((row_start_ms(net) or 0.0) - start)
-                if gap <= CORRELATION_WINDOW_MS and (best is None or gap < best[0]):
-                    best = (gap, net["id"])
+            best = _nearest_free(candidates, start, taken)
             if best is not None:
-                taken[best[1]] = call["id"]
+                taken[best] = call["id"]
         return taken
 
     def _audit_links(self) -> None:
@@ -723,7 +735,14 @@ class GraphBuilder:
     def _result(self) -> dict[str, Any]:
         nodes = sorted(
             self.nodes.values(),
-            key=lambda n: (n["group"], LANES.index(n["lane"]), n.get("t") or 0.0, n["id"]),
+            key=lambda n: (
+                n["group"],
+                LANES.index(n["lane"]),
+                n.get("t") or 0.0,
+                as_int(n.get("order")) or 0,
+                n["row_id"] if isinstance(n.get("row_id"), int) else 0,
+                n["id"],
+            ),
         )
         findings = sorted(
             self.findings.values(), key=lambda f: (SEVERITY_RANK[f["severity"]], f["kind"])
@@ -756,6 +775,27 @@ class GraphBuilder:
             if node["type"] == "model_call" and not group["label"] and not node.get("external"):
                 group["label"] = node["label"]
         return [groups[i] for i in sorted(groups)]
+
+
+def _nearest_free(
+    candidates: list[tuple[float, int]], start: float, taken: dict[int, int]
+) -> int | None:
+    """The untaken candidate closest in time to `start`, within the window."""
+    position = bisect.bisect_left(candidates, (start, -1))
+    best: tuple[float, int] | None = None
+    for step in (-1, 1):
+        index = position if step == 1 else position - 1
+        while 0 <= index < len(candidates):
+            moment, row_id = candidates[index]
+            gap = abs(moment - start)
+            if gap > CORRELATION_WINDOW_MS:
+                break
+            if row_id not in taken:
+                if best is None or gap < best[0]:
+                    best = (gap, row_id)
+                break
+            index += step
+    return best[1] if best else None
 
 
 def _other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:

@@ -7,6 +7,7 @@ way Datasette expects, so an id from a ledger can never add a path segment of it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -15,9 +16,19 @@ from datasette.utils import tilde_encode
 PLUGIN_PREFIX = "-/capsem"
 
 
+@lru_cache(maxsize=256)
+def _tilde(name: str) -> str:
+    return tilde_encode(name)
+
+
+@lru_cache(maxsize=4096)
+def _segment(value: str) -> str:
+    return quote(value, safe="").replace(".", "%2E")
+
+
 def segment(value: Any) -> str:
     """One path segment, every reserved character escaped (including '/' and '.')."""
-    return quote(str(value), safe="").replace(".", "%2E")
+    return _segment(str(value))
 
 
 @dataclass(frozen=True)
@@ -28,8 +39,12 @@ class Links:
     database: str
     base: str = "/"
 
-    def session(self) -> str:
+    @cached_property
+    def _session_url(self) -> str:
         return f"{self.base}{PLUGIN_PREFIX}/sessions/{segment(self.session_id)}"
+
+    def session(self) -> str:
+        return self._session_url
 
     def trace(self, trace_id: str, suffix: str = "") -> str:
         return f"{self.session()}/traces/{segment(trace_id)}{suffix}"
@@ -41,10 +56,10 @@ class Links:
         return f"{self.event(event_id)}/bodies/{int(blob_id)}{suffix}"
 
     def database_url(self) -> str:
-        return f"{self.base}{tilde_encode(self.database)}"
+        return f"{self.base}{_tilde(self.database)}"
 
     def table(self, table: str, **filters: Any) -> str:
-        url = f"{self.database_url()}/{tilde_encode(table)}"
+        url = f"{self.database_url()}/{_tilde(table)}"
         return f"{url}?{urlencode(filters)}" if filters else url
 
     def row(self, table: str, row_id: Any) -> str | None:

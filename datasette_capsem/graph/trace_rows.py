@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
-from datasette_capsem.graph.values import clip_row, usable_event_id
+from datasette_capsem.graph.timeparse import parse_ms
+from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
 from datasette_capsem.ledger.schema import LedgerSchema
 
 MODEL_CALL_COLUMNS = (
@@ -108,6 +109,7 @@ EVENT_TYPE_TABLES: dict[str, str] = {
     "credential.substitution": "substitution_events",
 }
 
+START_KEY = "_start_ms"  # parsed start of a row, added by the loader
 HASH_BUDGET_BYTES = 16 * 1024 * 1024  # bodies hashed per trace; the event page checks the rest
 
 
@@ -158,8 +160,20 @@ class TraceRows:
 
 
 def _fetch(conn, name: str, schema: LedgerSchema, table: str, columns, params) -> list[dict]:
+    """Rows, cut to size, each with its start time parsed once (`START_KEY`)."""
     rows = lsql.run(conn, name, params, schema=schema, table=table, columns=columns)
-    return [clip_row(row) for row in rows]
+    found = []
+    for row in rows:
+        row = clip_row(row)
+        row[START_KEY] = _start_ms(row)
+        found.append(row)
+    return found
+
+
+def _start_ms(row: dict[str, Any]) -> float | None:
+    if "timestamp_unix_ms" in row:
+        return as_float(row.get("timestamp_unix_ms"))
+    return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
 
 
 def load_trace(conn: sqlite3.Connection, schema: LedgerSchema, trace_id: str) -> TraceRows:

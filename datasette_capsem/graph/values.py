@@ -27,7 +27,11 @@ def clip(value: Any, limit: int = CLIP_CHARS) -> Any:
 
 
 def clip_row(row: dict[str, Any], limit: int = CLIP_CHARS) -> dict[str, Any]:
-    return {key: clip(value, limit) for key, value in row.items()}
+    """`row` with every cell clipped (in place: rows come fresh from a cursor)."""
+    for key, value in row.items():
+        if (isinstance(value, str) and len(value) > limit) or isinstance(value, bytes):
+            row[key] = clip(value, limit)
+    return row
 
 
 def text(value: Any, limit: int = 80) -> str:

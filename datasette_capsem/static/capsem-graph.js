@@ -19,10 +19,14 @@
   var NODE_H = 24;
   var GAP_Y = 6;
   var COL_W = 214;
+  var CLUSTER_W = 128;
+  var CLUSTER_COL_W = 152;
   var LEFT = 118;
   var TOP = 28;
   var LANE_PAD = 10;
   var LABEL_CHARS = 27;
+  var SPINE_SLOT = {trace: 0, model_call: 1, net: 2, tool_call: 3, tool_response: 4, model_item: 4,
+    security_event: 4, body: 4, host: 2};
   var LANE_NAMES = {
     trace: "trace / turn",
     net: "net / dns",
@@ -63,6 +67,13 @@
   function clip(text, size) {
     var value = text === null || text === undefined ? "" : String(text);
     return value.length > size ? value.slice(0, size - 1) + "\u2026" : value;
+  }
+
+  function shortNumber(value) {
+    if (value >= 1e6) {
+      return (value / 1e6).toFixed(1) + "M";
+    }
+    return value >= 1e3 ? (value / 1e3).toFixed(1) + "k" : String(value);
   }
 
   function safeHref(href) {
@@ -150,18 +161,25 @@
     clusters.forEach(function (cluster) {
       visible.push({cluster: cluster, position: cluster.position, lane: cluster.lane});
     });
-    var layout = this.layout(visible, columns.length);
-    this.draw(layout, representative, columns.length);
+    var left = [];
+    var x = LEFT;
+    columns.forEach(function (column) {
+      left.push(x);
+      x += column.type === "cluster" ? CLUSTER_COL_W : COL_W;
+    });
+    var layout = this.layout(visible, left, x);
+    this.draw(layout, representative);
   };
 
-  CapsemGraph.prototype.layout = function (visible, columnCount) {
+  CapsemGraph.prototype.layout = function (visible, left, right) {
     var lanes = this.data.lanes;
     var stacks = {};
     var depth = {};
     visible.forEach(function (item) {
       var key = item.position + "|" + item.lane;
-      stacks[key] = (stacks[key] || 0) + 1;
-      item.slot = stacks[key] - 1;
+      var slots = item.cluster ? 2 : 1;
+      stacks[key] = (stacks[key] || 0) + slots;
+      item.slot = stacks[key] - slots;
       depth[item.lane] = Math.max(depth[item.lane] || 0, stacks[key]);
     });
     var laneTop = {};
@@ -177,7 +195,8 @@
     });
     var position = {};
     visible.forEach(function (item) {
-      item.x = LEFT + item.position * COL_W;
+      item.x = left[item.position];
+      item.w = item.cluster ? CLUSTER_W : NODE_W;
       item.y = laneTop[item.lane] + LANE_PAD / 2 + item.slot * (NODE_H + GAP_Y);
       position[item.node ? item.node.id : item.cluster.id] = item;
     });
@@ -185,12 +204,12 @@
       items: visible,
       position: position,
       lanes: usedLanes,
-      width: LEFT + columnCount * COL_W + 10,
+      width: right + 230,  /* room for broken-edge labels */
       height: y + 8
     };
   };
 
-  CapsemGraph.prototype.draw = function (layout, representative, columnCount) {
+  CapsemGraph.prototype.draw = function (layout, representative) {
     var self = this;
     var holder = this.container.querySelector(".capsem-graph-canvas");
     while (holder.firstChild) {
@@ -204,6 +223,12 @@
       "aria-label": "Identity graph of the trace",
       "class": "capsem-graph-svg"
     }, holder);
+    var defs = svg("defs", {}, root);
+    [["capsem-arrow", "arrow"], ["capsem-arrow-broken", "arrow arrow-broken"]].forEach(function (m) {
+      var marker = svg("marker", {id: m[0], viewBox: "0 0 6 6", refX: 5, refY: 3,
+        markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse"}, defs);
+      svg("path", {d: "M0 0 L6 3 L0 6 z", "class": m[1]}, marker);
+    });
     layout.lanes.forEach(function (lane, i) {
       svg("rect", {x: 0, y: lane.top, width: layout.width, height: lane.height,
         "class": i % 2 ? "lane lane-odd" : "lane"}, root);
@@ -223,11 +248,21 @@
   CapsemGraph.prototype.drawEdges = function (root, layout, representative) {
     var seen = {};
     var group = svg("g", {"class": "edges"}, root);
+    var firstCall = null;
+    this.drawSequence(group, layout);
     this.data.edges.forEach(function (edge) {
       var source = representative[edge.source];
       var target = representative[edge.target];
       if (!source || !target || source === target) {
         return;
+      }
+      /* A turn contains every model call; drawing each of those edges makes a fan over the
+         whole picture. Draw the first; the sequence line carries the rest. */
+      if (edge.type === "contains" && String(edge.target).indexOf("model_calls:") === 0) {
+        if (firstCall !== null && firstCall !== target) {
+          return;
+        }
+        firstCall = target;
       }
       var key = source + ">" + target + ">" + edge.type + ">" + (edge.broken ? 1 : 0);
       if (seen[key]) {
@@ -243,26 +278,63 @@
       var ty = b.y + NODE_H / 2;
       var d;
       if (b.x > a.x) {
-        var sx = a.x + NODE_W;
+        var sx = a.x + a.w;
         var bend = Math.max(30, (b.x - sx) / 2);
-        d = "M" + sx + " " + sy + " C" + (sx + bend) + " " + sy + " " + (b.x - bend) + " " + ty + " " + b.x + " " + ty;
+        d = "M" + sx + " " + sy + " C" + (sx + bend) + " " + sy + " " + (b.x - bend) + " " + ty +
+          " " + (b.x - 3) + " " + ty;
+      } else if (b.x === a.x) {
+        /* Same column: an elbow down a spine left of the column, one spine per source lane,
+           so a parent's children read as a bracket instead of a bundle of curves. */
+        var spine = a.x - 5 - 5 * (SPINE_SLOT[a.lane] || 0);
+        d = "M" + a.x + " " + sy + " H" + spine + " V" + ty + " H" + (b.x - 3);
       } else {
-        d = "M" + a.x + " " + sy + " C" + (a.x - 28) + " " + sy + " " + (b.x - 28) + " " + ty + " " + b.x + " " + ty;
+        d = "M" + a.x + " " + sy + " C" + (a.x - 40) + " " + sy + " " + (b.x - 40) + " " + ty +
+          " " + (b.x - 3) + " " + ty;
       }
       var classes = "edge edge-" + edge.type + (edge.broken ? " broken broken-" + edge.severity : "") +
         (edge.cross_trace ? " cross-trace" : "");
-      var path = svg("path", {d: d, "class": classes, "data-edge-type": edge.type}, group);
+      var path = svg("path", {
+        d: d,
+        "class": classes,
+        "data-edge-type": edge.type,
+        "marker-end": edge.broken ? "url(#capsem-arrow-broken)" : "url(#capsem-arrow)"
+      }, group);
       var title = svg("title", {}, path);
       title.textContent = edge.type + (edge.broken ? ": " + edge.title : "");
       if (edge.broken) {
         var label = svg("text", {
-          x: (Math.max(a.x, b.x) + Math.min(a.x, b.x) + NODE_W) / 2 - 40,
+          x: (Math.max(a.x, b.x) + Math.min(a.x, b.x) + a.w) / 2 - 40,
           y: (sy + ty) / 2 - 4,
           "class": "edge-label broken-" + edge.severity
         }, group);
         label.textContent = clip(edge.title, 44);
       }
     });
+  };
+
+  /* A line through the model calls (and collapsed blocks) in time order. */
+  CapsemGraph.prototype.drawSequence = function (group, layout) {
+    var points = layout.items.filter(function (item) {
+      return item.cluster || (item.node.type === "model_call" && !item.node.external && !item.node.missing);
+    }).sort(function (a, b) { return a.x - b.x || a.y - b.y; });
+    var seenColumn = {};
+    var coordinates = [];
+    points.forEach(function (item) {
+      if (seenColumn[item.x]) {
+        return;
+      }
+      seenColumn[item.x] = true;
+      coordinates.push([item.x, item.y + NODE_H / 2, item.x + item.w]);
+    });
+    for (var i = 1; i < coordinates.length; i++) {
+      var from = coordinates[i - 1];
+      var to = coordinates[i];
+      svg("path", {
+        d: "M" + from[2] + " " + from[1] + " H" + (to[0] - 3),
+        "class": "edge edge-sequence",
+        "marker-end": "url(#capsem-arrow)"
+      }, group);
+    }
   };
 
   CapsemGraph.prototype.drawNode = function (root, item) {
@@ -314,13 +386,13 @@
       "data-node-id": cluster.id,
       "data-type": "cluster"
     }, root);
-    svg("rect", {width: NODE_W, height: NODE_H * 2 + GAP_Y, rx: 4, ry: 4}, g);
+    svg("rect", {width: CLUSTER_W, height: NODE_H * 2 + GAP_Y, rx: 4, ry: 4}, g);
     var first = cluster.groups[0];
     var last = cluster.groups[cluster.groups.length - 1];
     var line1 = svg("text", {x: 6, y: 16}, g);
-    line1.textContent = "\u25B8 " + cluster.groups.length + " model calls #" + first + "\u2013#" + last;
+    line1.textContent = "\u25B8 calls #" + first + "\u2013#" + last;
     var line2 = svg("text", {x: 6, y: 16 + NODE_H, "class": "detail"}, g);
-    line2.textContent = nodes + " nodes \u00B7 " + tokens + " tokens";
+    line2.textContent = nodes + " nodes \u00B7 " + shortNumber(tokens) + " tok";
     var title = svg("title", {}, g);
     title.textContent = "Collapsed: click to expand model calls #" + first + " to #" + last;
     function expand() {
