@@ -43,6 +43,12 @@ class ListQuery:
     size: int = 100
     offset: int = 0
 
+    def signature(self) -> tuple:
+        """The filters as a hashable key (sorting and paging excluded)."""
+        return tuple(
+            (k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(self.applied().items())
+        )
+
     def applied(self) -> dict[str, Any]:
         """The filters in force, for the JSON answer and the page's summary."""
         found: dict[str, Any] = {name: True for name, on in self.flags.items() if on}
@@ -194,4 +200,6 @@ def apply(rows: list[dict[str, Any]], query: ListQuery) -> list[dict[str, Any]]:
     tests = predicates(query)
     if not tests:
         return rows
+    if len(tests) == 1:
+        return list(filter(tests[0], rows))
     return [row for row in rows if all(test(row) for test in tests)]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -54,6 +55,7 @@ SORTABLE = (
     "tool_calls", "mcp_calls", "file_events", "has_ledger",
 )  # fmt: skip
 SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds"}
+CACHED_FILTERS = 64  # filter results kept per build, so paging through one costs a slice
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -175,6 +177,7 @@ class _Built:
     key: tuple
     rows: list[dict[str, Any]] = field(default_factory=list)
     orders: dict[tuple[str, bool], list[dict[str, Any]]] = field(default_factory=dict)
+    filtered: dict[tuple, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 def _sort_key(column: str, descending: bool):
@@ -223,3 +226,20 @@ class SessionTable:
             order = sorted(built.rows, key=_sort_key(column, descending), reverse=descending)
             built.orders[(column, descending)] = order
         return order
+
+    def filtered(
+        self,
+        built: _Built,
+        order: tuple[str, bool],
+        signature: tuple,
+        select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    ) -> list[dict[str, Any]]:
+        """`select` applied to one sort order, remembered for the last few filters."""
+        key = (order, signature)
+        found = built.filtered.get(key)
+        if found is None:
+            found = select(self.ordered(built, *order))
+            if len(built.filtered) >= CACHED_FILTERS:
+                built.filtered.pop(next(iter(built.filtered)), None)
+            built.filtered[key] = found
+        return found

@@ -43,4 +43,6 @@ def start(datasette) -> None:
         datasette.add_database(
             IndexDatabase(datasette, service.path), name=INDEX_DATABASE, route=INDEX_DATABASE
         )
+    table = session_table(state)
+    service.after_refresh.append(lambda: table.rows(state.catalog.snapshot(), service.snapshot()))
     service.start_background()

@@ -16,6 +16,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,11 @@ class IndexSnapshot:
     generation: int = 0
     ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
     daily_usage: dict[str, list[tuple]] = field(default_factory=dict)
+
+    @cached_property
+    def problems(self) -> int:
+        """Ledgers that could not be read (counted once per snapshot)."""
+        return sum(1 for row in self.ledgers.values() if row.get("problem"))
 
 
 @dataclass
@@ -95,6 +101,9 @@ class IndexService:
         self._progress = (0, 0)
         self._refreshing = False
         self._last: dict[str, Any] = {}
+        # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
+        # list there rather than in the next request).
+        self.after_refresh: list[Callable[[], None]] = []
 
     # -- refresh ------------------------------------------------------------------------------
 
@@ -123,6 +132,8 @@ class IndexService:
             "indexed": len(report.indexed),
             "removed": len(report.removed),
         }
+        for listener in self.after_refresh:
+            listener()
         return report
 
     def _refresh(self, progress: Progress | None) -> RefreshReport:
@@ -240,7 +251,7 @@ class IndexService:
             "age_seconds": None if age is None else round(age, 1),
             "last_error": last.get("error"),
             "ledgers_indexed": len(snapshot.ledgers),
-            "ledgers_with_problems": sum(1 for r in snapshot.ledgers.values() if r.get("problem")),
+            "ledgers_with_problems": snapshot.problems,
             "refresh_interval_seconds": self.settings.index_refresh_seconds,
             "generation": snapshot.generation,
         }

@@ -6,8 +6,11 @@ state: the catalog snapshot and the index snapshot, joined once per change by Se
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
+
+from datasette.utils.asgi import Response
 
 from datasette_capsem import permissions
 from datasette_capsem.index import charts, filters
@@ -39,6 +42,13 @@ def _pairs(request) -> list[tuple[str, str]]:
     return [(key, value) for key in request.args for value in request.args.getlist(key)]
 
 
+def compact_json(data: Any) -> Response:
+    """Unindented JSON, as Datasette's own: json's C encoder only runs without indent, which
+    makes a 1,000-session answer several times faster."""
+    body = json.dumps(data, default=str, ensure_ascii=False)
+    return Response(body, content_type="application/json; charset=utf-8")
+
+
 async def _forbidden(datasette, request):
     if await permissions.can_view_instance(datasette, request.actor):
         return None
@@ -62,7 +72,12 @@ async def _filtered(datasette, request):
     index = index_service(state).snapshot()
     table = session_table(state)
     built = table.rows(state.catalog.snapshot(), index)
-    rows = filters.apply(table.ordered(built, query.sort, query.descending), query)
+    rows = table.filtered(
+        built,
+        (query.sort, query.descending),
+        query.signature(),
+        lambda ordered: filters.apply(ordered, query),
+    )
     return state, query, rows, index
 
 
@@ -101,7 +116,7 @@ async def home(datasette, request):
         "home_exists": snapshot.home_exists,
     }
     if render.wants_json(request):
-        return render.json_response(context)
+        return compact_json(context)
     page_context = {
         **context,
         "columns": COLUMNS,
@@ -120,7 +135,7 @@ async def usage_chart(datasette, request):
     if not isinstance(result, tuple):
         return result
     _state, _query, rows, index = result
-    return render.json_response({"rows": charts.usage_per_day(rows, index)})
+    return compact_json({"rows": charts.usage_per_day(rows, index)})
 
 
 async def sessions_chart(datasette, request):
@@ -128,7 +143,7 @@ async def sessions_chart(datasette, request):
     result = await _filtered(datasette, request)
     if not isinstance(result, tuple):
         return result
-    return render.json_response({"rows": charts.sessions_per_day(result[2])})
+    return compact_json({"rows": charts.sessions_per_day(result[2])})
 
 
 async def index_freshness(datasette, request):

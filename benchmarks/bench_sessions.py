@@ -1,0 +1,145 @@
+"""The session list and the cross-session index over 10,000 sessions.
+
+Measures, on a generated home (reused from benchmarks/out/):
+- full index build from an empty cache, a refresh with nothing changed, and the refresh after
+  one ledger changed (target < 1 s; the ledger's bytes are restored afterwards);
+- median latency of the list page and its JSON for each filter (target < 100 ms), through
+  Datasette's in-process ASGI client, after one warm-up request per URL;
+- the one-off cost of rebuilding the in-memory list after the index or catalog changed.
+
+Usage: python benchmarks/bench_sessions.py [--sessions 10000] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from common import generated_home, manifest, print_table
+from datasette.app import Datasette
+
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.config import load_settings
+from datasette_capsem.index import IndexService
+from datasette_capsem.index.plugin import index_service, session_table
+from datasette_capsem.state import get_state
+
+FILTERS = [
+    "",
+    "all=1",
+    "with_db=1",
+    "with_model=1&with_tools=1",
+    "with_net=1&min_cost=0.05",
+    "status=running",
+    "kind=persistent&all=1",
+    "since=2026-07-01&until=2026-08-31",
+    "q=co-work",
+    "_sort=cost",
+    "_sort_desc=tokens&with_db=1",
+    "_sort=name&_next=5000",
+]
+TARGET_MS = 100
+
+
+def index_figures(home: Path, cache: Path) -> tuple[IndexService, list[list]]:
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(cache)})
+    service = IndexService(settings, Catalog(settings))
+    rows = []
+    full = service.refresh()
+    rows.append(["full build", len(full.indexed), f"{full.seconds:.2f} s"])
+    idle = service.refresh()
+    rows.append(["refresh, nothing changed", len(idle.indexed), f"{idle.seconds * 1000:.0f} ms"])
+    changed = change_one_ledger(home, service)
+    rows.append(["refresh, one ledger changed", len(changed.indexed), f"{changed.seconds * 1000:.0f} ms"])
+    return service, rows
+
+
+def change_one_ledger(home: Path, service: IndexService):
+    """Append one model call to a ledger, refresh, and put the ledger's bytes back."""
+    session = next(
+        s for s in manifest(home)["sessions"]
+        if s.get("ledger") and s["kind"] == "ephemeral" and s.get("clean") and not s.get("live")
+    )  # fmt: skip
+    ledger = home / session["ledger"]
+    backup = Path(tempfile.mkdtemp()) / "session.db"
+    shutil.copy2(ledger, backup)
+    try:
+        writer = sqlite3.connect(ledger)
+        writer.execute(
+            "INSERT INTO model_calls (timestamp, provider, model, method, path, input_tokens,"
+            " output_tokens) VALUES ('2026-08-02T10:00:00Z', 'anthropic', 'm', 'POST', '/v1', 1, 1)"
+        )
+        writer.commit()
+        writer.close()
+        return service.refresh()
+    finally:
+        shutil.copy2(backup, ledger)
+        shutil.rmtree(backup.parent)
+        service.refresh()
+
+
+async def median_ms(datasette: Datasette, url: str, repeat: int) -> float:
+    await datasette.client.get(url)  # warm-up: builds this sort order once
+    timings = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        response = await datasette.client.get(url)
+        timings.append((time.perf_counter() - started) * 1000)
+        if response.status_code != 200:
+            raise RuntimeError(f"{url}: {response.status_code} {response.text[:200]}")
+    return statistics.median(timings)
+
+
+async def list_latency(home: Path, cache: Path, repeat: int) -> list[list]:
+    plugin = {"capsem_home": str(home), "cache_dir": str(cache), "index_refresh_seconds": 0}
+    datasette = Datasette(metadata={"plugins": {"datasette-capsem": plugin}})
+    await datasette.invoke_startup()
+    state = get_state(datasette)
+    index_service(state).refresh()
+    started = time.perf_counter()
+    session_table(state).rows(state.catalog.snapshot(), index_service(state).snapshot())
+    build_ms = (time.perf_counter() - started) * 1000
+    rows = [["(rebuild of the in-memory list after a change)", f"{build_ms:.0f}", "", ""]]
+    for query in FILTERS:
+        page = await median_ms(datasette, f"/-/capsem?{query}", repeat)
+        data = await median_ms(datasette, f"/-/capsem/sessions.json?{query}", repeat)
+        count = (await datasette.client.get(f"/-/capsem/sessions.json?{query}")).json()["filtered"]
+        rows.append([query or "(default)", f"{page:.1f}", f"{data:.1f}", count])
+    biggest = await median_ms(datasette, "/-/capsem/sessions.json?_size=max&all=1", repeat)
+    rows.append(["_size=max&all=1 (JSON, 1000 rows)", "", f"{biggest:.1f}", ""])
+    charts = await median_ms(datasette, "/-/capsem/charts/usage.json?all=1", repeat)
+    rows.append(["charts/usage.json?all=1", "", f"{charts:.1f}", ""])
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=10000)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+    home = generated_home(args.sessions)
+    sessions = len(manifest(home)["sessions"])
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "cache"
+        _service, index_rows = index_figures(home, cache)
+        print_table(
+            f"Cross-session index, {sessions} sessions (target: one changed ledger < 1 s)",
+            ["refresh", "ledgers read", "time"],
+            index_rows,
+        )
+        list_rows = asyncio.run(list_latency(home, cache, args.repeat))
+    print_table(
+        f"Session list, median of {args.repeat} requests (target < {TARGET_MS} ms)",
+        ["filter", "page ms", "JSON ms", "sessions"],
+        list_rows,
+    )
+
+
+if __name__ == "__main__":
+    main()
