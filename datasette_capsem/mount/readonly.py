@@ -73,7 +73,9 @@ def _stat_or_none(path: Path) -> os.stat_result | None:
         return None
 
 
-def _check_header(path: Path, header: bytes, size: int) -> None:
+def _check_header(path: Path, header: bytes, size: int, live: bool = False) -> None:
+    """Reject files SQLite would fail on. `live`: a WAL is present, so a checkpoint may be
+    writing the file right now and its header can promise pages not yet on disk."""
     if size == 0:
         raise LedgerUnavailable("zero_bytes", path, "the file is empty (0 bytes)")
     if not header.startswith(SQLITE_MAGIC):
@@ -84,7 +86,7 @@ def _check_header(path: Path, header: bytes, size: int) -> None:
     page_size = 65536 if page_size == 1 else page_size
     page_count = struct.unpack(">I", header[28:32])[0]
     change_counter, valid_for = header[24:28], header[92:96]
-    if change_counter == valid_for and page_count and size < page_count * page_size:
+    if not live and change_counter == valid_for and page_count and size < page_count * page_size:
         raise LedgerUnavailable(
             "truncated", path, f"the file is truncated ({size} of {page_count * page_size} bytes)"
         )
@@ -105,8 +107,8 @@ def inspect_file(path: Path) -> FileState:
         raise LedgerUnavailable("not_sqlite", path, "a directory, not a file") from error
     if path.suffix == ".gz":
         return FileState(path, stat.st_size, stat.st_mtime_ns, False, None, None, False)
-    _check_header(path, header, stat.st_size)
     wal = _stat_or_none(Path(f"{path}-wal"))
+    _check_header(path, header, stat.st_size, live=wal is not None)
     return FileState(
         path=path,
         size=stat.st_size,

@@ -1,0 +1,75 @@
+"""Reading while Capsem writes: a live writer appends in WAL mode while the instance is crawled."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+
+import pytest
+
+from datasette_capsem.generate.live import LiveWriter
+from tests.helpers import make_datasette
+
+async_test = pytest.mark.asyncio(loop_scope="session")
+
+
+def live_candidate(manifest: dict) -> dict:
+    return next(
+        s
+        for s in manifest["sessions"]
+        if s["era"] == "current"
+        and s["clean"]
+        and s["kind"] == "ephemeral"
+        and not s["live"]
+        and s.get("main_db_row")
+    )
+
+
+async def model_call_count(datasette, session_id: str) -> int:
+    sql = "select count(*) as n from model_calls"
+    response = await datasette.client.get(f"/{session_id}.json", params={"sql": sql})
+    assert response.status_code == 200, response.text[:300]
+    return response.json()["rows"][0][0]
+
+
+@async_test
+async def test_a_concurrent_crawl_never_fails_and_sees_new_rows(capsem_home, manifest, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    session = live_candidate(manifest)
+    sid = session["id"]
+    datasette = await make_datasette(home, tmp_path / "cache", view_secrets=True)
+    pages = [
+        f"/{sid}",
+        f"/{sid}/model_calls?_size=5",
+        f"/{sid}/tool_calls.json?_size=5",
+        f"/{sid}/net_events.json?_shape=array&_size=5",
+        f"/-/capsem/sessions/{sid}",
+        f"/-/capsem/sessions/{sid}.json",
+        f"/-/capsem/sessions/{sid}/check.json",
+        "/",
+    ]
+    initial = await model_call_count(datasette, sid)
+    statuses: list[tuple[str, int]] = []
+    writer = LiveWriter(home, sid, rate=400, seed=3).start()
+    try:
+        deadline = time.monotonic() + 6
+        seen_growth_after = None
+        while time.monotonic() < deadline:
+            for page in pages:
+                statuses.append((page, (await datasette.client.get(page)).status_code))
+            if seen_growth_after is None and await model_call_count(datasette, sid) > initial:
+                seen_growth_after = 6 - (deadline - time.monotonic())
+            await asyncio.sleep(0.01)
+    finally:
+        exit_code = writer.stop()
+    assert exit_code == 0, "the writer never failed on a lock"
+    failures = [(page, status) for page, status in statuses if status != 200]
+    assert not failures, failures
+    assert seen_growth_after is not None and seen_growth_after < 2.0
+    final = await model_call_count(datasette, sid)
+    assert final > initial
+    # The writer's clean stop checkpointed and removed the WAL; reads go on without it.
+    assert not (home / session["ledger"]).with_name("session.db-wal").exists()
+    assert (await datasette.client.get(f"/{sid}/model_calls.json")).status_code == 200
