@@ -56,7 +56,9 @@ def index_figures(home: Path, cache: Path) -> tuple[IndexService, list[list]]:
     idle = service.refresh()
     rows.append(["refresh, nothing changed", len(idle.indexed), f"{idle.seconds * 1000:.0f} ms"])
     changed = change_one_ledger(home, service)
-    rows.append(["refresh, one ledger changed", len(changed.indexed), f"{changed.seconds * 1000:.0f} ms"])
+    rows.append(
+        ["refresh, one ledger changed", len(changed.indexed), f"{changed.seconds * 1000:.0f} ms"]
+    )
     return service, rows
 
 
