@@ -19,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import quote
+
+from datasette.utils import tilde_encode
 
 from datasette_capsem.catalog import CatalogSnapshot, Session
 from datasette_capsem.index.service import IndexSnapshot
@@ -148,8 +151,16 @@ def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None)
     return values, sources
 
 
-def build_row(session: Session, index_row: dict[str, Any] | None) -> dict[str, Any]:
-    """The public JSON of one session in the list."""
+def session_href(session_id: str, to: str | None = None) -> str:
+    """The session's page (or a path under it): always keyed by id, never by name."""
+    href = f"/-/capsem/sessions/{quote(session_id, safe='')}"
+    return f"{href}/{to.lstrip('/')}" if to else href
+
+
+def build_row(
+    session: Session, index_row: dict[str, Any] | None, database_href: str | None = None
+) -> dict[str, Any]:
+    """The public JSON of one session in the list; `database_href` is its Datasette db."""
     problem = index_row.get("problem") if index_row else None
     ledger = index_row if index_row and not problem else None
     stale = stale_reason(session, ledger)
@@ -167,7 +178,8 @@ def build_row(session: Session, index_row: dict[str, Any] | None) -> dict[str, A
         "rollup_mismatch": rollup_mismatches(session, ledger, stale),
         "indexed": index_row is not None,
         "index_problem": problem,
-        "href": f"/-/capsem/sessions/{session.id}",
+        "href": session_href(session.id),
+        "database_href": database_href if session.has_ledger else None,
     }
     return row
 
@@ -198,7 +210,8 @@ def _sort_key(column: str, descending: bool):
 class SessionTable:
     """The in-memory session list, rebuilt only when the catalog or the index changed."""
 
-    def __init__(self):
+    def __init__(self, database_name: Callable[[Session], str] = lambda s: s.id):
+        self.database_name = database_name
         self._built = _Built(key=())
         self._lock = threading.Lock()
 
@@ -212,12 +225,15 @@ class SessionTable:
                 built = self._built
         return built
 
-    @staticmethod
-    def _build(key: tuple, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
+    def _build(self, key: tuple, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
         sessions = sorted(
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
-        return _Built(key, [build_row(s, index.ledgers.get(s.id)) for s in sessions])
+        rows = [
+            build_row(s, index.ledgers.get(s.id), "/" + tilde_encode(self.database_name(s)))
+            for s in sessions
+        ]
+        return _Built(key, rows)
 
     def ordered(self, built: _Built, column: str, descending: bool) -> list[dict[str, Any]]:
         """Rows sorted by one column, computed once per build and column."""

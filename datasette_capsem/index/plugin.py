@@ -26,7 +26,7 @@ def index_service(state: CapsemState) -> IndexService:
 def session_table(state: CapsemState) -> SessionTable:
     table = state.services.get(SESSION_TABLE)
     if table is None:
-        table = state.services.setdefault(SESSION_TABLE, SessionTable())
+        table = state.services.setdefault(SESSION_TABLE, SessionTable(state.catalog.database_name))
     return table
 
 

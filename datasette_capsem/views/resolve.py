@@ -15,12 +15,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 from datasette.utils.asgi import Response
 
 from datasette_capsem import permissions
 from datasette_capsem.catalog import Catalog, Session
+from datasette_capsem.index.listing import session_href
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
 
@@ -41,11 +41,6 @@ class Resolution:
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "id": self.id, "candidates": self.candidates}
-
-
-def session_href(session_id: str, to: str | None = None) -> str:
-    href = f"/-/capsem/sessions/{quote(session_id, safe='')}"
-    return f"{href}/{to.lstrip('/')}" if to else href
 
 
 def _candidate(session: Session, match: str) -> dict[str, Any]:
