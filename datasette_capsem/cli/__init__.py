@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, str | tuple[str, ...]] = {
     "index": "index",
     "resolve": "resolve",
     "check": "check",
+    "export_otlp": "export_otlp",
 }
 
 

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from datasette_capsem import permissions
 from datasette_capsem.catalog import Session
 from datasette_capsem.graph.search import ScanReport, scan_ledgers
 from datasette_capsem.graph.values import usable_event_id
@@ -88,7 +89,24 @@ def _dedupe(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return found
 
 
+async def _visible(datasette, request, hits: list[dict], sessions: dict) -> list[dict]:
+    """Hits in sessions the actor may view (a team instance can restrict databases)."""
+    allowed: dict[str, bool] = {}
+    found = []
+    for hit in hits:
+        sid = hit.get("session_id")
+        if sid not in allowed:
+            session = sessions.get(sid)
+            database = get_state(datasette).catalog.database_name(session) if session else sid
+            allowed[sid] = await permissions.can_view_database(datasette, request.actor, database)
+        if allowed[sid]:
+            found.append(hit)
+    return found
+
+
 async def search_page(datasette, request):
+    if not await permissions.can_view_instance(datasette, request.actor):
+        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
     value = (request.args.get("q") or "").strip()
     context: dict[str, Any] = {"q": value, "sessions": [], "hits": [], "index": None, "scan": None}
     if not value:
@@ -104,8 +122,15 @@ async def search_page(datasette, request):
     ]
     scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
     found = _dedupe([{**h, "value": value} for h in hits + scanned])
+    found = await _visible(datasette, request, found, sessions)
+    matches = await _visible(
+        datasette,
+        request,
+        [{**m, "session_id": m["id"]} for m in _session_matches(datasette, value)],
+        sessions,
+    )
     context.update(
-        sessions=_session_matches(datasette, value),
+        sessions=matches,
         hits=[_hit_links(datasette, sessions, h) for h in found[:MAX_RESULTS]],
         total_hits=len(found),
         index={"used": index_problem is None, "problem": index_problem, "covered": len(covered)},

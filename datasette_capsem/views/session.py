@@ -15,14 +15,16 @@ from urllib.parse import unquote
 
 from datasette.utils.asgi import Response
 
+from datasette_capsem import permissions
 from datasette_capsem.catalog import Session
 from datasette_capsem.graph import overview
-from datasette_capsem.graph.links import Links, with_base
+from datasette_capsem.graph.links import Links, segment, with_base
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
+from datasette_capsem.views.resolve import resolve_name
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +82,6 @@ def links_for(datasette, session: Session) -> Links:
     return Links(session.id, state.catalog.database_name(session), base)
 
 
-def _by_name(datasette, value: str) -> Session | None:
-    """A session whose display name is `value`, when exactly one has it."""
-    named = [s for s in get_state(datasette).catalog.sessions() if s.name == value]
-    return named[0] if len(named) == 1 else None
-
-
 async def unknown_session(datasette, request, value: str) -> Response:
     from datasette_capsem.views.lazy_mount import session_links
 
@@ -109,11 +105,12 @@ async def open_session(datasette, request, *, need_ledger: bool) -> Opened | Res
     catalog = get_state(datasette).catalog
     session = catalog.get(value)
     if session is None:
-        named = _by_name(datasette, value)
-        if named is None:
-            return await unknown_session(datasette, request, value)
-        return _redirect_to_id(request, datasette, named)
+        return await _by_name(datasette, request, value)
     opened = Opened(session, links_for(datasette, session))
+    if not await permissions.can_view_database(datasette, request.actor, opened.links.database):
+        return await render.error(
+            datasette, request, 403, "Forbidden", "You may not view this session."
+        )
     if not session.has_ledger:
         if need_ledger:
             return await _no_ledger(datasette, request, session)
@@ -133,6 +130,27 @@ async def open_session(datasette, request, *, need_ledger: bool) -> Opened | Res
             )
         opened.problem, opened.db, opened.schema = error, None, None
     return opened
+
+
+async def _by_name(datasette, request, value: str) -> Response:
+    """A display name in the URL: redirect to the one session it names, else explain."""
+    resolution = resolve_name(get_state(datasette).catalog, value)
+    if resolution.id:
+        session = get_state(datasette).catalog.get(resolution.id)
+        return _redirect_to_id(request, datasette, session)
+    if not resolution.ambiguous:
+        return await unknown_session(datasette, request, value)
+    return await render.error(
+        datasette,
+        request,
+        404,
+        "Ambiguous session name",
+        f"Several sessions are called {value!r}; pick one by its id.",
+        suggestions=[
+            {"id": c["id"], "name": c["name"], "href": f"/-/capsem/sessions/{segment(c['id'])}"}
+            for c in resolution.candidates
+        ],
+    )
 
 
 def _redirect_to_id(request, datasette, session: Session) -> Response:
