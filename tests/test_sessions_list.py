@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -256,3 +258,22 @@ async def test_charts_follow_the_filters(capsem_home, cache_dir):
         assert sum(d["sessions"] for d in per_day["rows"]) == sum(
             1 for r in rows if r["created_at"]
         )
+
+
+async def test_a_hostile_name_is_escaped_everywhere_it_is_shown(capsem_home, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    registry_path = home / "run" / "persistent_registry.json"
+    registry = json.loads(registry_path.read_text())
+    payload = '<img src=x onerror="alert(1)">'
+    name, entry = next(iter(registry["vms"].items()))
+    entry["name"] = payload
+    registry["vms"] = {payload: entry, **{k: v for k, v in registry["vms"].items() if k != name}}
+    registry_path.write_text(json.dumps(registry))
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    for path in ("/?_size=max&all=1", f"/-/capsem?q={payload}"):
+        page = await datasette.client.get(path)
+        assert page.status_code == 200
+        assert payload not in page.text and "&lt;img src=x" in page.text
+    body = (await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")).json()
+    assert payload in [row["name"] for row in body["sessions"]]
