@@ -153,7 +153,7 @@ def _check_every(settings: Settings, as_json: bool, workers: int, samples: int) 
     catalog = Catalog(settings)
     sessions = catalog.sessions()
     outcomes: list[Outcome] = []
-    stderr = click.get_text_stream("stderr")
+    stderr = sys.stderr
     with click.progressbar(length=len(sessions), label="Checking sessions", file=stderr,
                            show_pos=True) as bar:  # fmt: skip
         for outcome in check_all(catalog, settings, workers=workers, sample_limit=samples,

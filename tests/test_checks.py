@@ -1,0 +1,297 @@
+"""The integrity report finds exactly the generator's injected defects, era by era.
+
+The manifest lists every defect as (kind, table, row_id) per session; a report is turned into
+the same shape (row-level findings one entry per row id, file-level ones with row_id None) and
+the two must be equal for every session, clean ones included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.checks import (
+    Check,
+    CheckContext,
+    Finding,
+    SqlCheck,
+    SqlVariant,
+    check_session,
+    hookimpl,
+)
+from datasette_capsem.checks.plugins import plugin_manager
+from datasette_capsem.checks.runner import check_catalog_session
+from datasette_capsem.config import load_settings
+from datasette_capsem.findings import KINDS
+from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
+from tests.helpers import make_datasette, snapshot_tree
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+EVERY_SAMPLE = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("checks-cache")
+
+
+@pytest.fixture(scope="module")
+def settings(capsem_home, cache_dir):
+    return load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+
+
+@pytest.fixture(scope="module")
+def catalog(settings) -> Catalog:
+    return Catalog(settings)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def datasette(capsem_home, cache_dir):
+    return await make_datasette(capsem_home, cache_dir)
+
+
+def as_entries(report) -> set[tuple]:
+    """A report in the manifest's shape: {(kind, table, row_id)}."""
+    entries = set()
+    for finding in report.problems:
+        assert finding.failed is None, (finding.check, finding.failed)
+        if finding.row_ids:
+            entries |= {(finding.kind, finding.table, row_id) for row_id in finding.row_ids}
+        else:
+            entries.add((finding.kind, finding.table, None))
+    return entries
+
+
+def expected_entries(manifest: dict) -> dict[str, set[tuple]]:
+    expected: dict[str, set[tuple]] = defaultdict(set)
+    for defect in manifest["defects"]:
+        expected[defect["session"]].add((defect["kind"], defect["table"], defect["row_id"]))
+    return expected
+
+
+def sample_of(manifest: dict, **match) -> dict:
+    return next(s for s in manifest["sessions"] if all(s.get(k) == v for k, v in match.items()))
+
+
+def report_for(session_id: str, catalog: Catalog, settings, **kwargs):
+    return check_catalog_session(catalog.get(session_id), settings, **kwargs)
+
+
+# -- exactly the manifest ---------------------------------------------------------------------
+
+
+async def test_every_session_reports_exactly_its_injected_defects(manifest, catalog, settings):
+    expected = expected_entries(manifest)
+    checked_eras = set()
+    for session in manifest["sessions"]:
+        if session.get("broken"):
+            continue
+        owner = session.get("alias_of") or session["id"]  # an alias shares its owner's file
+        report = report_for(session["id"], catalog, settings, sample_limit=EVERY_SAMPLE)
+        assert as_entries(report) == expected.get(owner, set()), session["id"]
+        if session.get("clean"):
+            assert report.verdict == "ok", session["id"]
+        checked_eras.add(session.get("era"))
+    assert {"current", "march2026", "v1_1", "migrated", None} <= checked_eras
+
+
+async def test_every_finding_kind_is_exercised_by_the_manifest(manifest):
+    assert {d["kind"] for d in manifest["defects"]} == set(KINDS)
+
+
+async def test_broken_files_cannot_be_read(manifest, catalog, settings):
+    for broken in manifest["broken_files"]:
+        session = catalog.get(broken["session"])
+        if broken["kind"] in ("unreadable", "wal_without_shm"):
+            continue  # root reads a mode-000 file; a WAL without -shm is read from a snapshot
+        with pytest.raises(LedgerUnavailable):
+            check_catalog_session(session, settings)
+
+
+async def test_verdict_follows_the_most_severe_finding(manifest, catalog, settings):
+    expected = expected_entries(manifest)
+    for session_id, entries in expected.items():
+        if catalog.get(session_id) is None:
+            continue
+        severities = {KINDS[kind].severity.value for kind, _, _ in entries}
+        report = report_for(session_id, catalog, settings)
+        want = "error" if "error" in severities else "warning" if "warning" in severities else "ok"
+        assert report.verdict == want, session_id
+
+
+async def test_findings_link_to_the_rows_that_prove_them(manifest, catalog, settings, datasette):
+    for kind in ("orphan_tool_response", "bad_timestamp", "rollup_mismatch", "model_call_quality"):
+        defect = next(d for d in manifest["defects"] if d["kind"] == kind)
+        report = report_for(defect["session"], catalog, settings)
+        finding = next(f for f in report.problems if f.kind == kind)
+        assert finding.link and finding.explanation, kind
+        response = await datasette.client.get(finding.link)
+        assert response.status_code == 200, finding.link
+        if defect["row_id"] is not None:
+            assert (
+                f">{defect['row_id']}<" in response.text or str(defect["row_id"]) in response.text
+            )
+
+
+# -- eras, liveness and files -----------------------------------------------------------------
+
+
+async def test_checks_an_era_cannot_answer_say_so(manifest, catalog, settings):
+    old = sample_of(manifest, era="march2026", kind="legacy")
+    report = report_for(old["id"], catalog, settings)
+    skipped = {f.kind: f for f in report.findings if not f.applicable}
+    for kind in ("bad_event_id", "null_event_id", "unledgered_mcp_call", "orphan_body_blob",
+                 "dangling_security_event", "ask_lifecycle", "turn_trace_mismatch"):  # fmt: skip
+        assert kind in skipped, kind
+        assert "not applicable" in skipped[kind].note or "none of" in skipped[kind].note
+    assert skipped["bad_event_id"].note.endswith("event_id")
+    ran = {f.kind for f in report.findings if f.applicable}
+    assert {"orphan_tool_response", "tool_call_without_response", "model_call_quality"} <= ran
+    orphan = next(f for f in report.findings if f.kind == "orphan_tool_response")
+    assert orphan.note is None  # the call_id-only variant of the canned query ran
+
+
+async def test_a_session_without_a_ledger_gets_its_main_db_checks(manifest, catalog, settings):
+    stale = next(d for d in manifest["defects"] if d["kind"] == "stale_running")
+    report = report_for(stale["session"], catalog, settings)
+    assert report.era == "no ledger"
+    assert as_entries(report) == {("stale_running", "sessions", None)}
+    assert all(not f.applicable for f in report.findings if f.kind == "orphan_tool_response")
+
+
+async def test_live_sessions_soften_what_can_still_change(
+    manifest, catalog, settings, capsem_home, cache_dir
+):
+    orphan = next(d for d in manifest["defects"] if d["kind"] == "orphan_body_blob")
+    incomplete = next(d for d in manifest["defects"] if d["kind"] == "exec_incomplete")
+    for defect, kind in ((orphan, "orphan_body_blob"), (incomplete, "exec_incomplete")):
+        session = catalog.get(defect["session"])
+        conn = open_readonly(session.ledger_path, cache_dir)
+        try:
+            stopped = check_session(conn, session=session, live=False)
+            live = check_session(conn, session=session, live=True)
+        finally:
+            conn.close()
+        assert next(f for f in stopped.problems if f.kind == kind).severity != "info"
+        found = [f for f in live.findings if f.kind == kind]
+        if kind == "orphan_body_blob":
+            assert found[0].severity == "warning" and found[0].count == 1
+        else:
+            assert not found[0].applicable
+    running = sample_of(manifest, live=True, clean=True)
+    assert report_for(running["id"], catalog, settings).verdict == "ok"
+
+
+async def test_checking_never_changes_a_byte(capsem_home, catalog, settings):
+    before = snapshot_tree(capsem_home)
+    for session in catalog.sessions():
+        with contextlib.suppress(LedgerUnavailable):
+            check_catalog_session(session, settings)
+    after = snapshot_tree(capsem_home)
+    assert set(after) == set(before), "a file was created or removed"
+    # SQLite's reader bookkeeping in an existing -shm is the one write a correct read of a
+    # WAL file needs (spec §4.7); database and -wal bytes never change.
+    assert all(name.endswith("-shm") for name in before if before[name] != after[name])
+
+
+# -- the plugin system --------------------------------------------------------------------------
+
+
+class EvilDomains:
+    """An outside plugin: one SQL check with its own finding kind, one check that crashes."""
+
+    @hookimpl
+    def capsem_checks(self):
+        return [
+            SqlCheck(
+                id="evil_domain",
+                kind="evil_domain",
+                severity="error",
+                title="Traffic to an exfiltration domain",
+                explanation="A request went to a domain on our deny list.",
+                table="net_events",
+                variants=(
+                    SqlVariant(
+                        sql="SELECT id FROM net_events WHERE domain = :domain ORDER BY id",
+                        requires={"net_events": ("id", "domain")},
+                    ),
+                ),
+                params={"domain": "evil-exfil.example.net"},
+            ),
+            Crashes(),
+        ]
+
+
+class Crashes(Check):
+    id = "crashes"
+    kind = "crashes"
+    severity = "warning"
+    title = "A plugin check with a bug"
+    explanation = "Raises on purpose."
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        raise RuntimeError("plugin bug")
+
+
+async def test_an_outside_check_registers_through_pluggy(manifest, catalog, settings, capsem_home):
+    conn_path = capsem_home / sample_of(manifest, era="current", clean=True)["ledger"]
+    plugin = EvilDomains()
+    plugin_manager().register(plugin)
+    try:
+        session = sample_of(manifest, era="current", clean=True)
+        report = report_for(session["id"], catalog, settings)
+        evil = next(f for f in report.findings if f.kind == "evil_domain")
+        conn = sqlite3.connect(f"file:{conn_path}?immutable=1", uri=True)
+        try:
+            want = [r[0] for r in conn.execute(
+                "SELECT id FROM net_events WHERE domain = 'evil-exfil.example.net'")]  # fmt: skip
+        finally:
+            conn.close()
+        assert evil.row_ids == want and evil.count == len(want)
+        assert (evil.severity == "error") == bool(want)
+        crashed = next(f for f in report.findings if f.kind == "crashes")
+        assert crashed.failed == "RuntimeError: plugin bug" and crashed.problem
+        assert report.verdict in ("error", "warning")
+    finally:
+        plugin_manager().unregister(plugin)
+    after = report_for(sample_of(manifest, era="current", clean=True)["id"], catalog, settings)
+    assert not [f for f in after.findings if f.kind in ("evil_domain", "crashes")]
+
+
+# -- pages ------------------------------------------------------------------------------------
+
+
+async def test_check_pages_serve_the_same_report(manifest, catalog, settings, datasette):
+    defect = next(d for d in manifest["defects"] if d["kind"] == "orphan_tool_response")
+    response = await datasette.client.get(f"/-/capsem/sessions/{defect['session']}/check.json")
+    assert response.status_code == 200
+    data = response.json()
+    report = report_for(defect["session"], catalog, settings)
+    assert data["verdict"] == report.verdict == "error"
+    problems = {(f["kind"], f["table"]) for f in data["findings"] if f["problem"]}
+    assert problems == {(f.kind, f.table) for f in report.problems}
+    html = await datasette.client.get(f"/-/capsem/sessions/{defect['session']}/check")
+    assert html.status_code == 200
+    assert "orphan_tool_response" in html.text and "Verdict" in html.text
+
+
+async def test_check_pages_for_odd_sessions(manifest, datasette):
+    stale = next(d for d in manifest["defects"] if d["kind"] == "stale_running")
+    response = await datasette.client.get(f"/-/capsem/sessions/{stale['session']}/check.json")
+    assert response.status_code == 200 and response.json()["verdict"] == "warning"
+    zero = next(b for b in manifest["broken_files"] if b["kind"] == "zero_bytes")
+    broken = await datasette.client.get(f"/-/capsem/sessions/{zero['session']}/check")
+    assert broken.status_code == 422 and "zero_bytes" in broken.text
+    unknown = await datasette.client.get("/-/capsem/sessions/no-such-session/check.json")
+    assert unknown.status_code == 404
+    hostile = await datasette.client.get("/-/capsem/sessions/%3Cb%3Ex%3C%2Fb%3E/check")
+    assert hostile.status_code == 404 and "<b>x</b>" not in hostile.text
+    migrated = sample_of(manifest, era="migrated", alias_of=None)
+    named = await datasette.client.get(f"/-/capsem/sessions/{migrated['name']}/check")
+    assert named.status_code in (200, 302)
