@@ -94,8 +94,8 @@ async def browser():
 
 
 async def open_page(browser, url: str):
-    """Open `url`; returns (page, problems) where problems collects console errors,
-    page errors and failed requests as they happen."""
+    """Open `url`; returns (page, problems) where problems collects console errors, page
+    errors, failed requests and dialogs (dismissed) as they happen."""
     page = await browser.new_page()
     problems: list[str] = []
     page.on(
@@ -103,5 +103,11 @@ async def open_page(browser, url: str):
     )
     page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"requestfailed: {r.url}"))
+
+    async def refuse_dialog(dialog):
+        problems.append(f"dialog: {dialog.message}")
+        await dialog.dismiss()
+
+    page.on("dialog", refuse_dialog)
     await page.goto(url, wait_until="networkidle")
     return page, problems
