@@ -1,0 +1,62 @@
+"""The instance in a real browser: home page, a session's database and a table, no errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.browser import browser, live_server, open_page  # noqa: F401  (fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+
+
+def a_clean_session(manifest: dict) -> dict:
+    return next(
+        s
+        for s in manifest["sessions"]
+        if s["era"] == "current" and s["clean"] and s["kind"] == "persistent"
+    )
+
+
+async def test_home_session_and_table_load_without_console_errors(
+    browser,
+    capsem_home,
+    manifest,
+    tmp_path,  # noqa: F811
+):
+    session = a_clean_session(manifest)
+    with live_server(capsem_home, tmp_path / "cache") as base:
+        for path, expected in [
+            ("/", "Capsem sessions"),
+            (f"/{session['id']}", "model_calls"),
+            (f"/{session['id']}/model_calls", "rows"),
+            (f"/-/capsem/sessions/{session['id']}", session["id"]),
+        ]:
+            page, problems = await open_page(browser, base + path)
+            text = await page.inner_text("body")
+            if path == "/":
+                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+                await page.set_viewport_size({"width": 1400, "height": 1000})
+                await page.screenshot(path=str(SCREENSHOTS / "home.png"))
+            await page.close()
+            assert expected in text, path
+            assert not problems, (path, problems)
+
+
+async def test_clicking_a_session_on_the_home_page_opens_it(
+    browser,
+    capsem_home,
+    manifest,
+    tmp_path,  # noqa: F811
+):
+    session = a_clean_session(manifest)
+    with live_server(capsem_home, tmp_path / "cache") as base:
+        page, problems = await open_page(browser, base + "/")
+        await page.click(f"a[href='/-/capsem/sessions/{session['id']}']")
+        await page.wait_for_load_state("networkidle")
+        assert page.url.endswith(f"/-/capsem/sessions/{session['id']}")
+        await page.close()
+        assert not problems
