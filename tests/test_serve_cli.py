@@ -1,0 +1,82 @@
+"""`datasette capsem demo` and `serve`: from install to a browsable instance in one command."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from datasette_capsem.generate import GenerateOptions, generate_home
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> httpx.Response:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"server exited: {process.stderr.read()}")
+        try:
+            return httpx.get(url, timeout=2)
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise AssertionError(f"{url} never answered")
+
+
+def run_cli(args: list[str], env: dict[str, str]):
+    port = free_port()
+    datasette = Path(sys.executable).with_name("datasette")
+    process = subprocess.Popen(
+        [str(datasette), "capsem", *args, "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def isolated_env(tmp_path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(HOME=str(tmp_path / "user"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("CAPSEM_HOME", None)
+    env.pop("CAPSEM_RUN_DIR", None)
+    return env
+
+
+def test_demo_generates_a_home_in_the_cache_and_marks_it(isolated_env, tmp_path):
+    process, base = run_cli(["demo"], isolated_env)
+    try:
+        page = wait_for(base + "/", process)
+        assert page.status_code == 200
+        assert "Demo data" in page.text
+        assert "Capsem sessions" in page.text
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    assert list((tmp_path / "cache" / "datasette-capsem").glob("demo-home-*/manifest.json"))
+
+
+def test_serve_serves_the_real_home_when_there_is_one(isolated_env, tmp_path):
+    home = tmp_path / "user" / ".capsem"
+    manifest = generate_home(home, GenerateOptions(sessions=3, hostile=False, broken=False))
+    process, base = run_cli(["serve"], isolated_env)
+    try:
+        page = wait_for(base + "/-/capsem/sessions.json?_size=max&all=1", process)
+        listed = {s["id"] for s in page.json()["sessions"]}
+        assert {s["id"] for s in manifest["sessions"] if s.get("main_db_row")} <= listed
+        assert "Demo data" not in httpx.get(base + "/").text
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
