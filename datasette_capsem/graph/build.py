@@ -220,7 +220,7 @@ class GraphBuilder:
         if table in self.rows.primary_rows() and usable_event_id(event_id):
             self.by_event[event_id].append(node["id"])
         stamp = row.get("timestamp")
-        if stamp not in (None, "") and parse_ms(stamp) is None:
+        if stamp is not None and row.get(START_KEY, parse_ms(stamp)) is None:
             self._finding("bad_timestamp", [node["id"]])
         turn, trace = row.get("turn_id"), row.get("trace_id")
         if turn is not None and trace is not None and turn != trace and "security" not in table:

@@ -193,7 +193,8 @@ async def integrity(datasette, opened: Opened) -> dict[str, Any]:
     except ImportError:
         return {"available": False, "verdict": None, "message": "checks unavailable"}
     if opened.problem is not None:
-        return {"available": False, "verdict": None, "message": "the ledger cannot be read"}
+        message = f"the ledger cannot be read ({opened.problem.kind})"
+        return {"available": False, "verdict": "error", "message": message}
     session = opened.session
 
     def run(conn):

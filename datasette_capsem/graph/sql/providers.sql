@@ -3,7 +3,7 @@ SELECT provider, model,
        count(*) AS calls,
        sum(input_tokens) AS input_tokens,
        sum(output_tokens) AS output_tokens,
-       round(sum(estimated_cost_usd), 6) AS cost_usd,
+       sum(estimated_cost_usd) AS cost_usd,
        min(timestamp) AS first_call,
        max(timestamp) AS last_call
 FROM model_calls

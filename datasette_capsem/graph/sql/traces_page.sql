@@ -8,7 +8,7 @@ WITH traces AS (
            count(*) AS model_calls,
            sum(input_tokens) AS input_tokens,
            sum(output_tokens) AS output_tokens,
-           round(sum(estimated_cost_usd), 6) AS cost_usd,
+           sum(estimated_cost_usd) AS cost_usd,
            group_concat(DISTINCT provider) AS providers
     FROM model_calls
     WHERE trace_id IS NOT NULL
