@@ -119,7 +119,8 @@ def check_session(
         database=database or database_name_for(session),
         sample_limit=sample_limit,
     )
-    findings = [f for check in (checks or all_checks()) for f in _run_one(check, ctx)]
+    chosen = all_checks() if checks is None else checks
+    findings = [f for check in chosen for f in _run_one(check, ctx)]
     return Report(
         findings=findings,
         era=schema.era if conn is not None else "no ledger",
