@@ -169,14 +169,48 @@ async def test_crawl_changes_no_byte_of_the_capsem_home(capsem_home, manifest, c
     """Every file is byte-identical afterwards; only an existing -shm may change (spec §4.7)."""
     before = snapshot_tree(capsem_home)
     datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=4)
-    paths = ["/", "/-/capsem", "/main", "/main/sessions.json"]
+    paths = [
+        "/",
+        "/-/capsem",
+        "/main",
+        "/main/sessions.json",
+        "/main/sessions.csv",
+        "/-/capsem/index.json",
+        "/-/capsem/charts/usage.json",
+        "/-/capsem/charts/sessions.json",
+        "/-/capsem/search?q=co-work-1",
+    ]
     for session in manifest["sessions"]:
-        paths += [f"/{session['id']}", f"/{session['id']}.json"]
+        sid = session["id"]
+        paths += [
+            f"/{sid}",
+            f"/{sid}.json",
+            f"/-/capsem/sessions/{sid}",
+            f"/-/capsem/sessions/{sid}.json",
+            f"/-/capsem/sessions/{sid}/check.json",
+            f"/-/capsem/resolve.json?name={sid}",
+        ]
         for table in sorted(session.get("counts", {})):
-            paths.append(f"/{session['id']}/{table}?_size=5")
+            paths += [f"/{sid}/{table}?_size=5", f"/{sid}/{table}.csv?_size=5"]
+        for trace in (session.get("traces") or [])[:2]:
+            base = f"/-/capsem/sessions/{sid}/traces/{trace}"
+            paths += [
+                base,
+                f"{base}/graph.json",
+                f"{base}.otlp.json",
+                f"/-/capsem/search.json?q={trace}",
+            ]
     for path in paths:
         response = await datasette.client.get(path)
         assert response.status_code < 500, (path, response.text[:500])
+        if path.endswith(".json") and path.startswith(
+            tuple(f"/{s['id']}" for s in manifest["sessions"])
+        ):
+            for query in (
+                (response.json() or {}).get("queries", []) if response.status_code == 200 else []
+            ):
+                canned = await datasette.client.get(f"{path[:-5]}/{query['name']}.json")
+                assert canned.status_code < 500, (path, query["name"])
     after = snapshot_tree(capsem_home)
     assert sorted(after) == sorted(before), "no file created or removed"
     changed = [name for name in before if before[name] != after[name]]
