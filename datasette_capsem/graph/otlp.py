@@ -16,8 +16,7 @@ import hashlib
 import re
 from typing import Any
 
-from datasette_capsem.graph.build import row_start_ms
-from datasette_capsem.graph.timeparse import unix_nano
+from datasette_capsem.graph.timeparse import parse_ns
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
 
@@ -75,10 +74,18 @@ def attributes(pairs: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _times(row: dict[str, Any], duration_column: str | None) -> tuple[float | None, float | None]:
-    start = row_start_ms(row)
+def row_start_ns(row: dict[str, Any]) -> int | None:
+    """A row's start in exact nanoseconds (security tables hold integer milliseconds)."""
+    if "timestamp_unix_ms" in row:
+        millis = as_int(row.get("timestamp_unix_ms"))
+        return None if millis is None else millis * 1_000_000
+    return parse_ns(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
+
+
+def _times(row: dict[str, Any], duration_column: str | None) -> tuple[int | None, int | None]:
+    start = row_start_ns(row)
     duration = as_float(row.get(duration_column)) if duration_column else None
-    end = start + max(duration or 0.0, 0.0) if start is not None else None
+    end = start + int(round(max(duration or 0.0, 0.0) * 1_000_000)) if start is not None else None
     return start, end
 
 
@@ -122,7 +129,7 @@ class OtlpExporter:
         sid: str,
         parent: str | None,
         name: str,
-        times: tuple[float | None, float | None],
+        times: tuple[int | None, int | None],
         attrs: dict[str, Any],
         *,
         kind: int = SPAN_KIND_INTERNAL,
@@ -135,8 +142,8 @@ class OtlpExporter:
             "spanId": sid,
             "name": name,
             "kind": kind,
-            "startTimeUnixNano": str(unix_nano(start)),
-            "endTimeUnixNano": str(unix_nano(end if end is not None else start)),
+            "startTimeUnixNano": str(start or 0),
+            "endTimeUnixNano": str((end if end is not None else start) or 0),
             "attributes": attributes(attrs),
             "status": {"code": STATUS_ERROR, "message": error} if error else {"code": STATUS_OK},
         }
@@ -156,7 +163,7 @@ class OtlpExporter:
                     row.get("rule_action") or row.get("effective_decision") or row.get("status")
                 )
                 event = {
-                    "timeUnixNano": str(unix_nano(row_start_ms(row))),
+                    "timeUnixNano": str(row_start_ns(row) or 0),
                     "name": name,
                     "attributes": attributes(
                         {
@@ -172,9 +179,9 @@ class OtlpExporter:
                 found.setdefault(row.get("event_id"), []).append(event)
         return found
 
-    def _consumption_times(self) -> dict[tuple[Any, Any], float]:
+    def _consumption_times(self) -> dict[tuple[Any, Any], int]:
         """(call_id, trace) -> start of the model call that carried the tool's response."""
-        starts = {r["id"]: row_start_ms(r) for r in self.rows.model_calls}
+        starts = {r["id"]: row_start_ns(r) for r in self.rows.model_calls}
         found = {}
         for response in self.rows.tool_responses:
             start = starts.get(response.get("model_call_id"))

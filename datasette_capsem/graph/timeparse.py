@@ -16,12 +16,14 @@ _RFC3339 = re.compile(
 )
 
 
-def parse_ms(value: object) -> float | None:
-    """Milliseconds since the epoch (float, µs precision), or None when unparseable."""
+def parse_ns(value: object) -> int | None:
+    """Nanoseconds since the epoch, exactly (a float of ns would lose the last digits)."""
     if value is None or isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
+    if isinstance(value, int):
+        return value * 1_000_000  # integer milliseconds (the security tables)
+    if isinstance(value, float):
+        return int(round(value * 1_000_000))
     if not isinstance(value, str) or len(value) > 64:
         return None
     match = _RFC3339.match(value.strip())
@@ -40,10 +42,16 @@ def parse_ms(value: object) -> float | None:
         )
     except ValueError:
         return None
-    millis = moment.timestamp() * 1000.0
-    if fraction:
-        millis += int(fraction.ljust(9, "0")) / 1e6
-    return millis - _zone_offset_ms(zone)
+    seconds = int(moment.timestamp()) - int(_zone_offset_ms(zone) // 1000)
+    return seconds * 1_000_000_000 + int((fraction or "").ljust(9, "0") or 0)
+
+
+def parse_ms(value: object) -> float | None:
+    """Milliseconds since the epoch (float, µs precision), or None when unparseable."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    nanos = parse_ns(value)
+    return None if nanos is None else nanos / 1_000_000
 
 
 def _zone_offset_ms(zone: str | None) -> float:
@@ -60,8 +68,3 @@ def iso_from_ms(millis: float | None) -> str | None:
         return None
     moment = datetime.fromtimestamp(millis / 1000.0, tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def unix_nano(millis: float | None) -> int:
-    """Nanoseconds since the epoch (OTLP's time unit); 0 when unknown."""
-    return 0 if millis is None else int(round(millis * 1_000_000))
