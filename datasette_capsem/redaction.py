@@ -74,29 +74,49 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "secret-field",
         re.compile(
-            rf"(?i)({_Q}(?:api[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|"
-            rf"client[_-]?secret|auth[_-]?token){_Q}\s*[:=]\s*{_Q}){_VALUE_END}{{6,}}"
+            r"(?i)\b(api[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|"
+            rf"client[_-]?secret|auth[_-]?token)({_Q}\s*[:=]\s*{_Q}){_VALUE_END}{{6,}}"
         ),
     ),
 )
 
 
+# Lower-case substrings without which a pattern cannot match: a pattern runs only when one
+# of its triggers is in the text, so most responses cost one lower() and a few `in` tests.
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "header": ("authorization", "api-key", "cookie", "auth-token"),
+    "bearer": ("bearer", "basic", "token "),
+    "api-key": ("sk-", "aiza", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "glpat-"),
+    "jwt": ("eyj",),
+    "private-key": ("private key",),
+    "secret-field": ("api_key", "api-key", "apikey", "secret", "passw", "_token", "-token"),
+}
+
+
 def _replacement(kind: str):
     def replace(match: re.Match[str]) -> str:
-        prefix = match.group(1) + match.group(2) if kind == "header" else ""
-        if kind in ("bearer",):
+        if kind == "header":
+            prefix = match.group(1) + match.group(2)
+        elif kind == "bearer":
             prefix = match.group(1) + " "
-        if kind == "secret-field":
-            prefix = match.group(1)
+        elif kind == "secret-field":
+            prefix = match.group(1) + match.group(2)
+        else:
+            prefix = ""
         return f"{prefix}[redacted:{kind}]"
 
     return replace
 
 
+REPLACEMENTS = {kind: _replacement(kind) for kind, _pattern in SECRET_PATTERNS}
+
+
 def mask_text(text: str) -> str:
     """Replace every credential-shaped substring of `text` with a `[redacted:kind]` marker."""
+    lowered = text.lower()
     for kind, pattern in SECRET_PATTERNS:
-        text = pattern.sub(_replacement(kind), text)
+        if any(trigger in lowered for trigger in TRIGGERS[kind]):
+            text = pattern.sub(REPLACEMENTS[kind], text)
     return text
 
 
