@@ -491,3 +491,37 @@ async def test_an_outside_query_registers_through_the_hook(datasette, manifest):
         f"/{by_era(manifest)['current']['id']}/biggest_bodies.json"
     )
     assert missing.status_code == 404
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
+def test_percentiles_on_large_groups_equal_python_nearest_rank(tmp_path):
+    """A long session gives tools hundreds of calls, so p50/p90/p95/p99 really differ."""
+    from datasette_capsem.generate import GenerateOptions, generate_home
+
+    home = tmp_path / "home"
+    found = generate_home(
+        home,
+        GenerateOptions(seed=2, big_session_rows=6000, defects=False, hostile=False, broken=False),
+    )
+    big = max(
+        (s for s in found["sessions"] if s["ledger"] and not s["alias_of"]),
+        key=lambda s: sum(s["counts"].values()),
+    )
+    conn = open_readonly(home / big["ledger"], tmp_path / "cache")
+    try:
+        query = canned_queries_for(read_schema(conn), "session")["tool_usage_stats"]
+        conn.row_factory = sqlite3.Row
+        stats = [dict(r) for r in conn.execute(query["sql"])]
+        durations: dict[tuple, list[int]] = {}
+        for r in conn.execute("SELECT tool_name, origin, duration_ms FROM tool_calls"):
+            if r["duration_ms"] is not None:
+                durations.setdefault((r["tool_name"], r["origin"]), []).append(r["duration_ms"])
+    finally:
+        conn.close()
+    large = [s for s in stats if len(durations[(s["tool_name"], s["origin"])]) >= 50]
+    assert large
+    for row in large:
+        values = durations[(row["tool_name"], row["origin"])]
+        for p in (50, 90, 95, 99):
+            assert row[f"p{p}_ms"] == nearest_rank(values, p), (row["tool_name"], p)
+    assert any(row["p50_ms"] < row["p90_ms"] < row["p99_ms"] for row in large)

@@ -11,13 +11,12 @@ import functools
 import sqlite3
 from typing import Any
 
+from datasette_capsem.index.database import INDEX_DATABASE  # noqa: E402
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.mount.mounter import MAIN_DATABASE
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.state import get_state
-
-INDEX_DATABASE = "index"
 
 
 def database_kind(datasette, name: str) -> str | None:
