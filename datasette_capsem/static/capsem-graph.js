@@ -19,8 +19,8 @@
   var NODE_H = 24;
   var GAP_Y = 6;
   var COL_W = 214;
-  var CLUSTER_W = 128;
-  var CLUSTER_COL_W = 152;
+  var CLUSTER_W = 142;
+  var CLUSTER_COL_W = 166;
   var LEFT = 118;
   var TOP = 28;
   var LANE_PAD = 10;
@@ -307,7 +307,7 @@
           y: (sy + ty) / 2 - 4,
           "class": "edge-label broken-" + edge.severity
         }, group);
-        label.textContent = clip(edge.title, 44);
+        label.textContent = clip(edge.title, 64);
       }
     });
   };

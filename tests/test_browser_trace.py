@@ -1,0 +1,162 @@
+"""The trace page in headless Chromium: the graph draws, its nodes lead to their rows, broken
+links show, a 500-call trace collapses and expands, hostile text stays text, and screenshots of
+a small and a 500-call graph go to docs/screenshots/ for the README."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.browser import browser, live_server, open_page  # noqa: F401  (fixture)
+from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
+
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
+
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
+READY = "#capsem-graph[data-ready='1']"
+LONG_CALLS = 500
+
+
+@pytest.fixture(scope="module")
+def long_trace(tmp_path_factory) -> tuple[Path, str, str]:
+    """A home with one session whose single trace has 500 model calls: (home, session, trace).
+
+    Built with the generator's session builder (the full `generate_home` would write two
+    dozen such sessions, about 1.4 GB, for a test that needs one).
+    """
+    from datasette_capsem.generate.content import SessionShape, build_session
+    from datasette_capsem.generate.ledger import write_ledger
+
+    rng = random.Random(500)
+    start = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)
+    builder = build_session(rng, "current", start, SessionShape(traces=1, calls=LONG_CALLS))
+    session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    home = tmp_path_factory.mktemp("long-trace") / "home"
+    write_ledger(home / "run" / "sessions" / session_id / "session.db", "current", builder.ledger)
+    trace = builder.ledger.rows["model_calls"][0]["trace_id"]
+    return home, session_id, trace
+
+
+async def graph_ready(page) -> None:
+    await page.wait_for_selector(READY, timeout=30000)
+
+
+async def screenshot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.locator("#capsem-graph").screenshot(path=str(SCREENSHOTS / name))
+
+
+async def test_clicking_graph_nodes_opens_their_rows(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+    session = clean_current(manifest)[0]
+    trace = session["traces"][0]
+    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
+        page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+        await page.set_viewport_size({"width": 1500, "height": 1100})
+        await graph_ready(page)
+        drawn = await page.locator("#capsem-graph g[data-node-id]").count()
+        total = await page.evaluate(
+            "url => fetch(url).then(r => r.json()).then(g => g.nodes.length)",
+            trace_url(session["id"], trace, "/graph.json"),
+        )
+        assert drawn == total  # a short trace is drawn whole
+        await screenshot(page, "trace-graph-small.png")
+
+        call = page.locator("#capsem-graph g[data-type='model_call']").first
+        node_id = await call.get_attribute("data-node-id")
+        await call.click()
+        await page.wait_for_load_state("networkidle")
+        assert "/events/" in page.url
+        body = await page.inner_text("body")
+        assert f"model_calls row {node_id.split(':')[1]}" in body and "Bodies" in body
+
+        await page.go_back()
+        await graph_ready(page)
+        response_node = page.locator("#capsem-graph g[data-type='tool_response']").first
+        row_id = (await response_node.get_attribute("data-node-id")).split(":")[1]
+        await response_node.click()
+        await page.wait_for_load_state("networkidle")
+        assert page.url.endswith(f"/{session['id']}/tool_responses/{row_id}")
+        assert "tool_responses" in await page.inner_text("body")
+        await page.close()
+        assert problems == []
+
+
+async def test_broken_links_are_drawn_as_such(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+    session, defect = defect_sessions(manifest, "orphan_tool_response")[0]
+    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
+        # Find the trace of the orphan response through the JSON the page itself uses.
+        page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
+        traces = await page.evaluate(
+            "url => fetch(url).then(r => r.json()).then(d => d.traces.map(t => t.trace_id))",
+            f"/-/capsem/sessions/{session['id']}.json",
+        )
+        for trace in traces:
+            await page.goto(base + trace_url(session["id"], trace), wait_until="networkidle")
+            await graph_ready(page)
+            if await page.locator(f"g[data-node-id='tool_responses:{defect['row_id']}']").count():
+                break
+        await page.set_viewport_size({"width": 1500, "height": 1100})
+        await screenshot(page, "trace-graph-broken.png")
+        assert await page.locator("#capsem-graph path.edge.broken").count() >= 1
+        assert await page.locator("#capsem-graph g.node.missing").count() >= 1
+        labels = await page.locator("#capsem-graph text.edge-label").all_text_contents()
+        assert any(label.startswith("Tool response with no matching") for label in labels)
+        await page.close()
+        assert problems == []
+
+
+async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_path):  # noqa: F811
+    home, session_id, trace = long_trace
+    with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
+        page, problems = await open_page(browser, base + trace_url(session_id, trace))
+        await page.set_viewport_size({"width": 3200, "height": 1300})
+        await graph_ready(page)
+        clusters = page.locator("#capsem-graph g[data-type='cluster']")
+        assert await clusters.count() >= 1
+        calls = await page.locator("#capsem-graph g[data-type='model_call']").count()
+        assert calls < LONG_CALLS  # most of the 500 calls are folded into blocks
+        await screenshot(page, "trace-graph-500.png")
+        await clusters.first.click()
+        more = await page.locator("#capsem-graph g[data-type='model_call']").count()
+        assert more > calls
+        first_call = page.locator("#capsem-graph g[data-type='model_call']").first
+        await first_call.click()
+        await page.wait_for_load_state("networkidle")
+        assert "/events/" in page.url
+        await page.close()
+        assert problems == []
+
+
+async def test_hostile_text_stays_text(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+    session = hostile_session(manifest)
+    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
+        for trace in session["traces"]:
+            page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+            await graph_ready(page)
+            assert await page.evaluate("window.__pwned") is None
+            await page.close()
+            assert problems == []
+        huge = next(
+            h
+            for h in manifest["hostile"]
+            if h["session"] == session["id"] and h["table"] == "event_body_blobs"
+        )
+        page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
+        event_id = await page.evaluate(
+            """async ([sid, blob]) => {
+                const r = await fetch(`/${sid}/event_body_blobs/${blob}.json?_shape=objects`);
+                const d = await r.json();
+                return d.rows[0].event_id;
+            }""",
+            [session["id"], huge["row_id"]],
+        )
+        await page.goto(base + f"/-/capsem/sessions/{session['id']}/events/{event_id}")
+        await page.click(".capsem-body-deferred button")
+        await page.wait_for_selector(".capsem-body-deferred[data-loaded='1'] pre", timeout=30000)
+        assert await page.evaluate("window.__pwned") is None
+        await page.close()
+        assert problems == []
