@@ -60,7 +60,7 @@ def extra_template_vars(datasette, template):
 @hookimpl
 def handle_exception(datasette, request, exception):
     if not isinstance(exception, LedgerUnavailable):
-        return None
+        return _bad_parameter(datasette, request, exception)
 
     async def inner():
         return await render.error(
@@ -71,6 +71,20 @@ def handle_exception(datasette, request, exception):
             exception.detail,
             path=str(exception.path),
         )
+
+    return inner
+
+
+def _bad_parameter(datasette, request, exception):
+    """A 400 instead of Datasette's 500 for a malformed core parameter (queries/hook.py)."""
+    from datasette_capsem.queries.hook import core_parameter_problem
+
+    problem = core_parameter_problem(request, exception)
+    if problem is None:
+        return None
+
+    async def inner():
+        return await render.error(datasette, request, 400, "Bad parameter", problem)
 
     return inner
 

@@ -525,3 +525,10 @@ def test_percentiles_on_large_groups_equal_python_nearest_rank(tmp_path):
         for p in (50, 90, 95, 99):
             assert row[f"p{p}_ms"] == nearest_rank(values, p), (row["tool_name"], p)
     assert any(row["p50_ms"] < row["p90_ms"] < row["p99_ms"] for row in large)
+
+
+async def test_a_malformed_core_parameter_is_a_400_not_a_500(datasette, manifest):
+    session = by_era(manifest)["current"]
+    for path in (f"/{session['id']}/trace_chain", f"/{session['id']}/trace_chain.json"):
+        response = await datasette.client.get(path, params={"_timelimit": "abc"})
+        assert response.status_code == 400 and "_timelimit" in response.text
