@@ -8,6 +8,7 @@ objects at run time; results are never cached across calls, so they take effect 
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,17 +16,20 @@ import pluggy
 
 from datasette_capsem.checks import hookspecs
 
+# Modules of this package that implement the hooks; each registers like an outside plugin.
+BUILTIN_PLUGINS = (
+    "datasette_capsem.checks.builtin",
+    "datasette_capsem.queries.builtin",
+)
+
 
 @functools.cache
 def plugin_manager() -> pluggy.PluginManager:
     """The process-wide manager, with built-ins and entry-point plugins loaded once."""
-    from datasette_capsem.checks import builtin as builtin_checks
-    from datasette_capsem.queries import builtin as builtin_queries
-
     manager = pluggy.PluginManager(hookspecs.PROJECT)
     manager.add_hookspecs(hookspecs)
-    manager.register(builtin_checks, name="datasette_capsem.builtin_checks")
-    manager.register(builtin_queries, name="datasette_capsem.builtin_queries")
+    for module_name in BUILTIN_PLUGINS:
+        manager.register(importlib.import_module(module_name), name=module_name)
     manager.load_setuptools_entrypoints(hookspecs.ENTRY_POINT_GROUP)
     return manager
 
