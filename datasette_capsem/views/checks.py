@@ -34,25 +34,35 @@ def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _grouped(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Problems, passed checks and not-applicable checks, for the HTML page."""
-    groups: dict[str, list[dict[str, Any]]] = {
-        "problem_rows": [],
-        "passed": [],
-        "not_applicable": [],
-    }
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def _by_kind(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per finding kind (explained once), its tables listed inside, worst first."""
+    kinds: dict[str, dict[str, Any]] = {}
     for finding in findings:
-        if finding["problem"]:
-            groups["problem_rows"].append(finding)
-        elif finding["applicable"]:
-            groups["passed"].append(finding)
-        else:
-            groups["not_applicable"].append(finding)
-    order = {"error": 0, "warning": 1, "info": 2}
-    groups["problem_rows"].sort(
-        key=lambda f: (order.get(f["severity"], 9), f["kind"], f["table"] or "")
-    )
-    return groups
+        entry = kinds.setdefault(
+            finding["kind"],
+            {"kind": finding["kind"], "title": finding["title"], "severity": finding["severity"],
+             "explanation": finding["explanation"], "count": 0, "parts": []},
+        )  # fmt: skip
+        if SEVERITY_RANK.get(finding["severity"], 9) < SEVERITY_RANK.get(entry["severity"], 9):
+            entry["severity"] = finding["severity"]
+        entry["count"] += finding["count"]
+        entry["parts"].append(finding)
+    return sorted(kinds.values(), key=lambda e: (SEVERITY_RANK.get(e["severity"], 9), e["kind"]))
+
+
+def _grouped(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Problems, passed checks and not-applicable checks, each grouped by kind."""
+    problems = [f for f in findings if f["problem"]]
+    passed = [f for f in findings if f["applicable"] and not f["problem"]]
+    skipped = [f for f in findings if not f["applicable"]]
+    return {
+        "problem_kinds": _by_kind(problems),
+        "passed_kinds": _by_kind(passed),
+        "skipped_kinds": _by_kind(skipped),
+    }
 
 
 async def check_page(datasette, request):
