@@ -22,7 +22,7 @@ from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
 
 HITS_PER_COLUMN = 20
-MAX_SCAN_LEDGERS = 200
+MAX_SCAN_LEDGERS = 1000
 SCAN_SECONDS = 3.0
 SCAN_WORKERS = 4
 
