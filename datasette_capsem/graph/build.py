@@ -754,6 +754,9 @@ class GraphBuilder:
             "findings": findings,
             "groups": self._group_summaries(nodes),
             "lanes": list(LANES),
+            # What one column (group) of the drawing holds: a model call and what it owns, or,
+            # in a trace with no model call, one row.
+            "group_unit": "model call" if self.rows.model_calls else "row",
             "collapse": COLLAPSE,
             "notes": list(self.rows.notes),
         }

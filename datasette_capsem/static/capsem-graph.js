@@ -390,11 +390,12 @@
     var first = cluster.groups[0];
     var last = cluster.groups[cluster.groups.length - 1];
     var line1 = svg("text", {x: 6, y: 16}, g);
-    line1.textContent = "\u25B8 calls #" + first + "\u2013#" + last;
+    var unit = this.data.group_unit === "row" ? "rows" : "calls";
+    line1.textContent = "\u25B8 " + unit + " #" + first + "\u2013#" + last;
     var line2 = svg("text", {x: 6, y: 16 + NODE_H, "class": "detail"}, g);
     line2.textContent = nodes + " nodes \u00B7 " + shortNumber(tokens) + " tok";
     var title = svg("title", {}, g);
-    title.textContent = "Collapsed: click to expand model calls #" + first + " to #" + last;
+    title.textContent = "Collapsed: click to expand " + unit + " #" + first + " to #" + last;
     function expand() {
       cluster.groups.forEach(function (index) { self.expanded[index] = true; });
       self.render();
