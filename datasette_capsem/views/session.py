@@ -255,16 +255,10 @@ def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
     return traces
 
 
-async def session_page(datasette, request):
-    opened = await open_session(datasette, request, need_ledger=False)
-    if isinstance(opened, Response):
-        return opened
-    bounds = page_bounds(request)
-    if isinstance(bounds, str):
-        return await render.error(datasette, request, 400, "Bad pagination", bounds)
-    offset, size = bounds
+def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
+    """What the page shows from the catalog alone (main.db row, registry, paths)."""
     session = opened.session
-    context: dict[str, Any] = {
+    return {
         "session": session.summary(),
         "display_name": session.display_name,
         "main_row": session.main_row,
@@ -284,20 +278,36 @@ async def session_page(datasette, request):
         "size": size,
         "next": None,
     }
+
+
+async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
+    """What the page shows from the ledger: counts, providers, traces, legacy MCP rows."""
+    data = await opened.db.execute_fn(_overview_data(opened, offset, size))
+    traces = data.pop("traces")
+    _trace_links(opened, data["ambient_traces"])
+    return {
+        **data,
+        "era": opened.schema.era,
+        "schema": opened.schema.summary(),
+        "notes": _era_notes(opened.schema) + traces["notes"],
+        "traces": _trace_links(opened, traces["traces"]),
+        "traces_total": traces["total"],
+        "next": offset + size if offset + size < traces["total"] else None,
+    }
+
+
+async def session_page(datasette, request):
+    opened = await open_session(datasette, request, need_ledger=False)
+    if isinstance(opened, Response):
+        return opened
+    bounds = page_bounds(request)
+    if isinstance(bounds, str):
+        return await render.error(datasette, request, 400, "Bad pagination", bounds)
+    offset, size = bounds
+    context = _base_context(opened, offset, size)
     if opened.db is not None:
-        data = await opened.db.execute_fn(_overview_data(opened, offset, size))
-        traces = data.pop("traces")
-        context.update(data)
-        context.update(
-            era=opened.schema.era,
-            schema=opened.schema.summary(),
-            notes=_era_notes(opened.schema) + traces["notes"],
-            traces=_trace_links(opened, traces["traces"]),
-            traces_total=traces["total"],
-            next=offset + size if offset + size < traces["total"] else None,
-        )
-        _trace_links(opened, context["ambient_traces"])
-    elif not session.has_ledger:
+        context.update(await _ledger_context(opened, offset, size))
+    elif not opened.session.has_ledger:
         context["notes"].append(
             "No session.db on disk: Capsem deletes the directory of a stopped ephemeral "
             "session, so main.db's row is all that remains."
