@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.catalog import discover
-from datasette_capsem.catalog.models import Session
+from datasette_capsem.catalog.models import MainRow, Session
 from datasette_capsem.config import Settings
 from datasette_capsem.mount import readonly
 from datasette_capsem.sqlfiles import load_sql
@@ -170,7 +170,7 @@ class Catalog:
         snapshot.sessions = sessions
         return snapshot
 
-    def _read_main_db(self, snapshot: CatalogSnapshot) -> list[dict[str, Any]]:
+    def _read_main_db(self, snapshot: CatalogSnapshot) -> list[MainRow]:
         for candidate in self.settings.main_db_candidates:
             if not candidate.exists():
                 continue
@@ -181,8 +181,9 @@ class Catalog:
                 snapshot.main_db_problem = f"main.db: {error.detail} ({candidate})"
                 return []
             try:
-                conn.row_factory = sqlite3.Row
-                return [dict(row) for row in conn.execute(load_sql(__package__, "main_sessions"))]
+                cursor = conn.execute(load_sql(__package__, "main_sessions"))
+                columns = {d[0]: i for i, d in enumerate(cursor.description)}
+                return [MainRow(columns, row) for row in cursor]
             except sqlite3.DatabaseError as error:
                 snapshot.main_db_problem = f"main.db has no readable sessions table: {error}"
                 return []
@@ -227,7 +228,7 @@ class Catalog:
                 session.created_at = _mtime_iso(found_dir.path)
             sessions[session_id] = session
 
-    def _add_main_rows(self, sessions: dict[str, Session], rows: list[dict[str, Any]]):
+    def _add_main_rows(self, sessions: dict[str, Session], rows: list[MainRow]):
         aliases = {s.same_vm_as: s.id for s in sessions.values() if s.same_vm_as}
         for row in rows:
             session_id = str(row.get("id"))

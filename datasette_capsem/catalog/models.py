@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,33 @@ from typing import Any
 KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
 
 
-@dataclass
+class MainRow(Mapping[str, Any]):
+    """One main.db `sessions` row as a read-only mapping.
+
+    A machine can have tens of thousands of rows; a tuple plus a column index shared by all
+    rows of one read costs a fraction of a dict per row.
+    """
+
+    __slots__ = ("_columns", "_values")
+
+    def __init__(self, columns: dict[str, int], values: tuple[Any, ...]):
+        self._columns = columns
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[self._columns[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __repr__(self) -> str:
+        return f"MainRow({dict(self)!r})"
+
+
+@dataclass(slots=True)
 class Session:
     """One session: the union of its main.db row, its directory and its registry entry."""
 
@@ -22,7 +49,7 @@ class Session:
     stopped_at: str | None = None
     ledger_path: Path | None = None  # session.db or session.db.gz
     dir_path: Path | None = None
-    main_row: dict[str, Any] | None = None
+    main_row: MainRow | None = None
     registry_entry: dict[str, Any] | None = None
     wal_present: bool = False
     same_vm_as: str | None = None  # the other id of a persistent VM known under two ids

@@ -261,7 +261,7 @@ def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
     return {
         "session": session.summary(),
         "display_name": session.display_name,
-        "main_row": session.main_row,
+        "main_row": dict(session.main_row) if session.main_row is not None else None,
         "links": {"session": opened.links.session(), "database": opened.links.database_url()},
         "ledger": str(session.ledger_path) if session.ledger_path else None,
         "problem": f"{opened.problem.kind}: {opened.problem.detail}" if opened.problem else None,
