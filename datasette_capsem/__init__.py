@@ -12,6 +12,7 @@ from datasette import hookimpl
 from datasette_capsem import permissions
 from datasette_capsem.index import INDEX_DATABASE, index_queries
 from datasette_capsem.index import plugin as index_plugin
+from datasette_capsem.memory import limit_malloc_arenas
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
@@ -20,6 +21,7 @@ from datasette_capsem.views import all_routes, lazy_mount, render
 
 @hookimpl
 def startup(datasette):
+    limit_malloc_arenas()
     state = get_state(datasette)
     # Re-check only databases whose files changed, instead of every one on every request.
     datasette._refresh_schemas = functools.partial(

@@ -9,8 +9,6 @@ that is replaced whole after each refresh that changed something.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import gc
 import os
 import sqlite3
 import threading
@@ -27,6 +25,7 @@ from datasette_capsem.config import Settings
 from datasette_capsem.index import store
 from datasette_capsem.index.extract import read_facts
 from datasette_capsem.ledger.schema import read_schema
+from datasette_capsem.memory import release_memory
 from datasette_capsem.mount import readonly
 from datasette_capsem.sqlfiles import load_sql
 
@@ -137,7 +136,7 @@ class IndexService:
         for listener in self.after_refresh:
             listener()
         if report.indexed:
-            _release_memory()
+            release_memory()
         return report
 
     def _refresh(self, progress: Progress | None) -> RefreshReport:
@@ -290,14 +289,6 @@ def _background_loop(ref: weakref.ref, stop: threading.Event, interval: float) -
             service.refresh()
         del service
         stop.wait(interval)
-
-
-def _release_memory() -> None:
-    """Hand the memory of a large refresh back to the OS: CPython keeps freed blocks in its
-    arenas and glibc keeps freed arenas, so without this an idle server stays at its peak."""
-    gc.collect()
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _iso(epoch: float | None) -> str | None:

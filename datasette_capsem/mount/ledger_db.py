@@ -2,8 +2,10 @@
 
 Datasette 0.65 keeps one connection per worker thread per database *name* in a module-level
 thread-local that it never closes, so remounting a name reuses stale connections and every
-mount/unmount leaks descriptors (datasette-notes.md). This class owns its connections instead:
-they are keyed by thread on the instance and all closed when the database is evicted.
+mount/unmount leaks descriptors (datasette-notes.md). This class owns a single connection
+instead, used by one SQL thread at a time and closed when the database is evicted. One
+connection per ledger (not one per thread) also keeps memory and descriptors per mount low:
+each SQLite connection holds its own parsed copy of the ~110-object ledger schema.
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ class LedgerDatabase(Database):
         super().__init__(ds, path=str(self.source_path), is_mutable=True)
         self._fingerprint = _quick_fingerprint(self.source_path)
         self._generation = 0
-        self._connections: dict[int, tuple[int, sqlite3.Connection]] = {}
-        self._lock = threading.Lock()
+        self._connection: tuple[int, sqlite3.Connection] | None = None
+        self._lock = threading.Lock()  # guards the connection and the open-mode state
+        self._use = threading.Lock()  # one query at a time on the connection
         self._in_flight = 0
         self._closed = False
         self._schema: LedgerSchema | None = None
@@ -65,7 +68,7 @@ class LedgerDatabase(Database):
 
     @property
     def open_connection_count(self) -> int:
-        return len(self._connections)
+        return 0 if self._connection is None else 1
 
     def connect(self, write: bool = False) -> sqlite3.Connection:
         if write:
@@ -87,18 +90,17 @@ class LedgerDatabase(Database):
                 self._generation += 1
             self._state = state
 
-    def _connection_for_thread(self) -> sqlite3.Connection:
-        ident = threading.get_ident()
+    def _current_connection(self) -> sqlite3.Connection:
+        """The connection for the current open mode (call with `_use` held)."""
         with self._lock:
-            held = self._connections.get(ident)
-            generation = self._generation
+            held, generation = self._connection, self._generation
         if held and held[0] == generation:
             return held[1]
         if held:
             held[1].close()
         conn = self.connect()
         with self._lock:
-            self._connections[ident] = (generation, conn)
+            self._connection = (generation, conn)
         return conn
 
     async def execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
@@ -107,9 +109,10 @@ class LedgerDatabase(Database):
         self._revalidate()
 
         def in_thread():
-            conn = self._connection_for_thread()
-            redaction.apply_policy(conn)  # connections are shared by requests of any actor
-            return fn(conn)
+            with self._use:
+                conn = self._current_connection()
+                redaction.apply_policy(conn)  # the connection serves requests of any actor
+                return fn(conn)
 
         self._in_flight += 1
         try:
@@ -142,10 +145,9 @@ class LedgerDatabase(Database):
 
     def _close_connections(self) -> None:
         with self._lock:
-            held = list(self._connections.values())
-            self._connections.clear()
-        for _, conn in held:
-            conn.close()
+            held, self._connection = self._connection, None
+        if held:
+            held[1].close()
 
     def close(self) -> None:
         """Close every connection now, or as soon as in-flight queries finish."""

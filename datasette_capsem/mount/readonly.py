@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
+CACHE_KIB = 512
 
 
 class LedgerUnavailable(Exception):
@@ -187,6 +188,9 @@ def connect(state: FileState, cache_dir: Path) -> sqlite3.Connection:
     try:
         conn = sqlite3.connect(sqlite_uri(state, cache_dir), uri=True, check_same_thread=False)
         conn.execute("PRAGMA query_only = ON")
+        # Up to 32 ledgers x one connection per SQL thread stay open; the OS page cache
+        # already holds hot pages, so a small per-connection cache bounds memory.
+        conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as error:
         kind = "unreadable" if "unable to open" in str(error) else "truncated"
