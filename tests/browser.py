@@ -1,8 +1,8 @@
 """Headless Chromium harness: a real server on loopback and Playwright driving Debian's Chromium.
 
-Use from a test module:
+The `browser` fixture is registered in conftest.py; test modules import the helpers:
 
-    from tests.browser import browser, live_server, open_page  # noqa: F401  (fixtures)
+    from tests.browser import live_server, open_page
 
 Browser tests skip with a stated reason when Chromium is absent, except in CI (env CI set),
 where its absence is a failure: `.ci/run` installs it.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ import uvicorn
 from datasette.app import Datasette
 
 CHROMIUM = "/usr/bin/chromium"
+README_SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--headless",
@@ -43,6 +45,17 @@ def require_chromium() -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{CHROMIUM} is missing in CI; .ci/run should have installed it")
     pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+
+
+def screenshot_dir() -> Path:
+    """Where tests save screenshots: the README's folder when CAPSEM_SCREENSHOTS=1 (to refresh
+    them on purpose), else a scratch folder, so a test run leaves the checkout unchanged."""
+    if os.environ.get("CAPSEM_SCREENSHOTS"):
+        folder = README_SCREENSHOTS
+    else:
+        folder = Path(tempfile.gettempdir()) / "capsem-screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def _free_port() -> int:

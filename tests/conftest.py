@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from datasette_capsem.generate import GenerateOptions, generate_home
+from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
 
 
 @pytest.fixture(scope="session")

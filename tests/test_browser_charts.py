@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import browser, live_server, open_page  # noqa: F401  (fixtures)
+from tests.browser import live_server, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
 
-async def test_home_page_charts_render_without_console_errors(browser, capsem_home, tmp_path):  # noqa: F811
+async def test_home_page_charts_render_without_console_errors(browser, capsem_home, tmp_path):
     with live_server(capsem_home, tmp_path / "cache") as base:
         page, problems = await open_page(browser, base + "/")
         try:

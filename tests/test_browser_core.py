@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.browser import browser, live_server, open_page  # noqa: F401  (fixture)
+from tests.browser import live_server, open_page, screenshot_dir
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
-
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 
 
 def a_clean_session(manifest: dict) -> dict:
@@ -25,7 +21,7 @@ async def test_home_session_and_table_load_without_console_errors(
     browser,
     capsem_home,
     manifest,
-    tmp_path,  # noqa: F811
+    tmp_path,
 ):
     session = a_clean_session(manifest)
     with live_server(capsem_home, tmp_path / "cache") as base:
@@ -38,9 +34,8 @@ async def test_home_session_and_table_load_without_console_errors(
             page, problems = await open_page(browser, base + path)
             text = await page.inner_text("body")
             if path == "/":
-                SCREENSHOTS.mkdir(parents=True, exist_ok=True)
                 await page.set_viewport_size({"width": 1400, "height": 1000})
-                await page.screenshot(path=str(SCREENSHOTS / "home.png"))
+                await page.screenshot(path=str(screenshot_dir() / "home.png"))
             await page.close()
             assert expected in text, path
             assert not problems, (path, problems)
@@ -50,7 +45,7 @@ async def test_clicking_a_session_on_the_home_page_opens_it(
     browser,
     capsem_home,
     manifest,
-    tmp_path,  # noqa: F811
+    tmp_path,
 ):
     session = a_clean_session(manifest)
     with live_server(capsem_home, tmp_path / "cache") as base:

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import browser, live_server, open_page  # noqa: F401  (fixture)
+from tests.browser import live_server, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -47,7 +47,7 @@ def hostile_pages(manifest: dict) -> list[str]:
     return list(dict.fromkeys(pages))
 
 
-async def test_no_planted_payload_runs_on_any_page(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+async def test_no_planted_payload_runs_on_any_page(browser, capsem_home, manifest, tmp_path):
     pages = hostile_pages(manifest)
     assert len(pages) > 20
     with live_server(capsem_home, tmp_path / "cache") as base:
@@ -59,7 +59,7 @@ async def test_no_planted_payload_runs_on_any_page(browser, capsem_home, manifes
             assert not [p for p in problems if p.startswith("dialog")], (path, problems)
 
 
-async def test_plugin_pages_send_a_csp_that_forbids_inline_script(browser, capsem_home, tmp_path):  # noqa: F811
+async def test_plugin_pages_send_a_csp_that_forbids_inline_script(browser, capsem_home, tmp_path):
     with live_server(capsem_home, tmp_path / "cache") as base:
         page, problems = await open_page(browser, base + "/")
         # An inline script injected after load is refused by the page's policy.

@@ -1,6 +1,6 @@
 """The trace page in headless Chromium: the graph draws, its nodes lead to their rows, broken
 links show, a 500-call trace collapses and expands, hostile text stays text, and screenshots of
-a small and a 500-call graph go to docs/screenshots/ for the README."""
+a small and a 500-call graph are saved (to docs/screenshots/ with CAPSEM_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import browser, live_server, open_page  # noqa: F401  (fixture)
+from tests.browser import live_server, open_page, screenshot_dir
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 READY = "#capsem-graph[data-ready='1']"
 LONG_CALLS = 500
 
@@ -46,11 +45,10 @@ async def graph_ready(page) -> None:
 
 
 async def screenshot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    await page.locator("#capsem-graph").screenshot(path=str(SCREENSHOTS / name))
+    await page.locator("#capsem-graph").screenshot(path=str(screenshot_dir() / name))
 
 
-async def test_clicking_graph_nodes_opens_their_rows(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+async def test_clicking_graph_nodes_opens_their_rows(browser, capsem_home, manifest, tmp_path):
     session = clean_current(manifest)[0]
     trace = session["traces"][0]
     with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
@@ -85,7 +83,7 @@ async def test_clicking_graph_nodes_opens_their_rows(browser, capsem_home, manif
         assert problems == []
 
 
-async def test_broken_links_are_drawn_as_such(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+async def test_broken_links_are_drawn_as_such(browser, capsem_home, manifest, tmp_path):
     session, defect = defect_sessions(manifest, "orphan_tool_response")[0]
     with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
         # Find the trace of the orphan response through the JSON the page itself uses.
@@ -109,7 +107,7 @@ async def test_broken_links_are_drawn_as_such(browser, capsem_home, manifest, tm
         assert problems == []
 
 
-async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_path):  # noqa: F811
+async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_path):
     home, session_id, trace = long_trace
     with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
         page, problems = await open_page(browser, base + trace_url(session_id, trace))
@@ -131,7 +129,7 @@ async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_p
         assert problems == []
 
 
-async def test_hostile_text_stays_text(browser, capsem_home, manifest, tmp_path):  # noqa: F811
+async def test_hostile_text_stays_text(browser, capsem_home, manifest, tmp_path):
     session = hostile_session(manifest)
     with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
         for trace in session["traces"]:

@@ -16,7 +16,7 @@ from datasette_capsem.redaction import mask_text
         ("git clone https://x:ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com", "ghp_abc"),
         ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcdefghijk", "eyJhbGci"),
         ("password=hunter2hunter", "hunter2hunter"),
-        (r'{\"api_key\": \"abcdefghij\"}', "abcdefghij"),
+        (r"{\"api_key\": \"abcdefghij\"}", "abcdefghij"),
         ("&quot;password&quot;: &quot;PlantedPassw0rd!&quot;", "PlantedPassw0rd"),
         ("&#34;authorization&#34;: &#34;Bearer abcdefghijklmnop&#34;", "abcdefghijklmnop"),
         ("cookie: session=abcdef0123456789", "abcdef0123456789"),
