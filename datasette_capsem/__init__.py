@@ -24,9 +24,7 @@ def startup(datasette):
     limit_malloc_arenas()
     state = get_state(datasette)
     # Re-check only databases whose files changed, instead of every one on every request.
-    datasette._refresh_schemas = functools.partial(
-        refresh_schemas, datasette, state.mounter.schema_cache
-    )
+    datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
     state.mounter.ensure_main()
     # The cross-session index: mounted as `index`, refreshed in a background thread.
     index_plugin.start(datasette)

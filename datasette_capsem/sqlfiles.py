@@ -9,4 +9,6 @@ from importlib import resources
 @cache
 def load_sql(package: str, name: str) -> str:
     """Text of `<package>/sql/<name>.sql`, read once per process."""
-    return resources.files(package).joinpath("sql", f"{name}.sql").read_text(encoding="utf-8")
+    return (
+        resources.files(package).joinpath("sql").joinpath(f"{name}.sql").read_text(encoding="utf-8")
+    )

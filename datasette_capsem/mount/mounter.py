@@ -1,9 +1,14 @@
-"""Lazy mounting of session ledgers into Datasette, bounded by least-recently-used eviction."""
+"""Lazy mounting of session ledgers into Datasette, bounded by least-recently-used eviction.
+
+A request pins the database it reads for its whole lifetime, so eviction (caused by other
+requests mounting other sessions) never pulls a ledger from under a page that is rendering;
+the bound may be exceeded briefly while more than `max_mounted` requests are in flight.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 from datasette.utils.internal_db import init_internal_db, populate_schema_tables
 
@@ -11,9 +16,9 @@ from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
 from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
 from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.sqlfiles import load_sql
 
 MAIN_DATABASE = "main"
-INTERNAL_TABLES = ("tables", "columns", "foreign_keys", "indexes", "databases")
 
 
 class Mounter:
@@ -24,6 +29,7 @@ class Mounter:
         self.catalog = catalog
         self.settings = settings
         self.mounted: OrderedDict[str, LedgerDatabase] = OrderedDict()
+        self.pins: Counter[str] = Counter()
         self._lock = asyncio.Lock()
         self.mount_count = 0
         self.evict_count = 0
@@ -32,20 +38,29 @@ class Mounter:
     async def session_database(self, session: Session) -> LedgerDatabase:
         """The mounted database of a session, mounting it first if needed."""
         name = self.catalog.database_name(session)
-        if name in self.mounted:
-            self.mounted.move_to_end(name)
-            return self.mounted[name]
-        if session.ledger_path is None:
-            raise LedgerUnavailable("missing", session.dir_path or session.id, "no ledger on disk")
-        async with self._lock:
-            if name not in self.mounted:
-                await self._mount(name, session)
-                await self._evict_beyond_bound()
+        if name not in self.mounted:
+            if session.ledger_path is None:
+                raise LedgerUnavailable(
+                    "missing", session.dir_path or session.id, "no ledger on disk"
+                )
+            async with self._lock:
+                if name not in self.mounted:
+                    await self._mount(name, session)
+        self.mounted.move_to_end(name)
+        self._evict_beyond_bound()
         return self.mounted[name]
 
-    def touch(self, name: str) -> None:
+    def pin(self, name: str) -> None:
+        """Keep `name` mounted (once mounted) until a matching `unpin`."""
+        self.pins[name] += 1
         if name in self.mounted:
             self.mounted.move_to_end(name)
+
+    def unpin(self, name: str) -> None:
+        self.pins[name] -= 1
+        if self.pins[name] <= 0:
+            del self.pins[name]
+            self._evict_beyond_bound()
 
     def ensure_main(self) -> LedgerDatabase | None:
         """Mount main.db as `main` (or re-mount it if it appeared); None when there is none."""
@@ -64,48 +79,36 @@ class Mounter:
 
     async def _mount(self, name: str, session: Session) -> None:
         database = LedgerDatabase(self.datasette, session.ledger_path, self.settings.cache_dir)
-        self.datasette.add_database(database, name=name, route=name)
-        self.mounted[name] = database
-        self.mount_count += 1
         try:
             await database.ledger_schema()  # fail now, not on the page, if SQLite rejects it
         except LedgerUnavailable:
-            await self.evict(name)
+            database.close()
             raise
+        self.datasette.add_database(database, name=name, route=name)
+        self.mounted[name] = database
+        self.mount_count += 1
 
-    async def _evict_beyond_bound(self) -> None:
-        while len(self.mounted) > self.settings.max_mounted:
-            oldest = next(iter(self.mounted))
-            await self.evict(oldest)
+    def _evict_beyond_bound(self) -> None:
+        idle = [name for name in self.mounted if name not in self.pins]  # oldest first
+        for name in idle[: max(0, len(self.mounted) - self.settings.max_mounted)]:
+            self.evict(name)
 
-    async def evict(self, name: str) -> None:
+    def evict(self, name: str) -> None:
         database = self.mounted.pop(name, None)
         if database is None:
             return
         if name in self.datasette.databases:
             self.datasette.remove_database(name)
         self.schema_cache.forget(name)
-        await _forget_internal_rows(self.datasette, name)
         database.close()
         self.evict_count += 1
 
-    async def close_all(self) -> None:
+    def close_all(self) -> None:
         for name in list(self.mounted):
-            await self.evict(name)
+            self.evict(name)
 
-
-async def _forget_internal_rows(datasette, name: str) -> None:
-    """Drop Datasette's cached schema rows of an unmounted database so they do not pile up."""
-    internal = datasette.databases.get("_internal")
-    if internal is None or not datasette.internal_db_created:
-        return
-
-    def delete(conn):
-        for table in INTERNAL_TABLES:
-            conn.execute(f"DELETE FROM {table} WHERE database_name = ?", [name])
-        conn.commit()
-
-    await internal.execute_write_fn(delete)
+    def is_session_mount(self, name: str) -> bool:
+        return name in self.mounted
 
 
 class SchemaRefreshCache:
@@ -132,18 +135,24 @@ class SchemaRefreshCache:
         self._seen.pop(name, None)
 
 
-async def refresh_schemas(datasette, schema_cache: SchemaRefreshCache) -> None:
-    """Datasette's `_refresh_schemas`, skipping databases whose files have not changed."""
+async def refresh_schemas(datasette, mounter: Mounter) -> None:
+    """Datasette's `_refresh_schemas`, for the databases that need it.
+
+    Skipped: files unchanged since the last refresh, and session ledgers altogether.
+    Datasette 0.65 itself never reads the `_internal` schema tables; filling them for every
+    mounted ledger (about 110 tables and indexes each) made mounting several times slower.
+    """
     internal = datasette.databases["_internal"]
     if not datasette.internal_db_created:
         await init_internal_db(internal)
         datasette.internal_db_created = True
+    cache = mounter.schema_cache
     known = None
     for name, database in list(datasette.databases.items()):
-        if name == "_internal" or schema_cache.unchanged(name, database):
+        if name == "_internal" or mounter.is_session_mount(name) or cache.unchanged(name, database):
             continue
         if known is None:
-            rows = await internal.execute("select database_name, schema_version from databases")
+            rows = await internal.execute(load_sql(__package__, "internal_versions"))
             known = {row["database_name"]: row["schema_version"] for row in rows}
         try:
             version = (await database.execute("PRAGMA schema_version")).first()[0]
@@ -151,9 +160,8 @@ async def refresh_schemas(datasette, schema_cache: SchemaRefreshCache) -> None:
             continue
         if version != known.get(name):
             await internal.execute_write(
-                "INSERT OR REPLACE INTO databases (database_name, path, is_memory, schema_version)"
-                " VALUES (?, ?, ?, ?)",
+                load_sql(__package__, "internal_record_database"),
                 [name, str(database.path), database.is_memory, version],
             )
             await populate_schema_tables(internal, database)
-        schema_cache.remember(name, database)
+        cache.remember(name, database)

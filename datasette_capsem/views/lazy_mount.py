@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from importlib import resources
+from urllib.parse import unquote
 
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request
@@ -24,6 +25,7 @@ from datasette_capsem.views import render, secrets_guard
 # First path segments that are Datasette's own, never a database.
 NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
 PLUGIN_PAGE_PREFIX = "/-/capsem"
+SESSION_PAGE_PREFIX = "/-/capsem/sessions/"
 
 
 def _inline_script_hashes() -> str:
@@ -76,9 +78,6 @@ async def _problem_response(datasette, scope, receive):
         if state.mounter.ensure_main() is None:
             problem = state.catalog.snapshot().main_db_problem or "main.db cannot be read"
             return await render.error(datasette, request, 404, "No session index", problem)
-        return None
-    if name in state.mounter.mounted:
-        state.mounter.touch(name)
         return None
     if name in datasette.databases:
         return None
@@ -154,6 +153,18 @@ async def _handle(app, datasette, scope, receive, send) -> None:
     return await app(scope, receive, guarded_send)
 
 
+def pinned_database(datasette, path: str) -> str | None:
+    """The session database a request will read: pinned so no other request evicts it."""
+    catalog = get_state(datasette).catalog
+    if path.startswith(SESSION_PAGE_PREFIX):
+        session = catalog.get(unquote(path[len(SESSION_PAGE_PREFIX) :].split("/", 1)[0]))
+        return catalog.database_name(session) if session else None
+    name = database_segment(path)
+    if name in NON_DATABASE_SEGMENTS or name in (MAIN_DATABASE, "_internal"):
+        return None
+    return name if catalog.session_for_database(name) else None
+
+
 def wrap(app, datasette):
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
@@ -162,9 +173,15 @@ def wrap(app, datasette):
             datasette, scope, receive, is_plugin_page(scope["path"])
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
+        mounter = get_state(datasette).mounter
+        pinned = pinned_database(datasette, scope["path"])
+        if pinned:
+            mounter.pin(pinned)
         try:
             return await _handle(app, datasette, scope, receive, send)
         finally:
+            if pinned:
+                mounter.unpin(pinned)
             redaction.policy.reset(token)
 
     return capsem_asgi
