@@ -7,6 +7,8 @@ python benchmarks/_server.py --plain FILE.db --port P      (plugin unregistered)
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 import uvicorn
 from datasette.app import Datasette
@@ -20,6 +22,8 @@ def main() -> None:
     parser.add_argument("--cache")
     parser.add_argument("--plain")
     parser.add_argument("--max-mounted", type=int, default=32)
+    parser.add_argument("--redact", action="store_true", help="mask secrets, as a team instance")
+    parser.add_argument("--settings", help="a settings.json, e.g. the repository's team settings")
     args = parser.parse_args()
     if args.plain:
         plugin = pm.get_plugin("capsem")
@@ -34,7 +38,8 @@ def main() -> None:
         }
         if args.cache:
             config["cache_dir"] = args.cache
-        datasette = Datasette(metadata={"plugins": {"datasette-capsem": config}})
+        settings = json.loads(Path(args.settings).read_text()) if args.settings else {}
+        datasette = Datasette(metadata={"plugins": {"datasette-capsem": config}}, settings=settings)
     uvicorn.run(datasette.app(), host="127.0.0.1", port=args.port, log_level="warning")
 
 

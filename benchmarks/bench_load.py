@@ -14,7 +14,7 @@ import statistics
 import time
 
 import httpx
-from common import generated_home, manifest, print_table, server
+from common import HERE, generated_home, manifest, print_table, server
 
 
 def target_urls(home) -> list[str]:
@@ -71,7 +71,8 @@ def main() -> None:
     home = generated_home(args.sessions)
     urls = target_urls(home)
     cache = home.parent / "cache-load"
-    with server("--home", str(home), "--cache", str(cache)) as (base, _pid, _start):
+    team = ("--redact", "--settings", str(HERE.parent / "settings.json"))
+    with server("--home", str(home), "--cache", str(cache), *team) as (base, _pid, _start):
         results, elapsed = asyncio.run(
             run_load(base, urls, args.clients, args.seconds, args.max_requests)
         )
@@ -81,7 +82,7 @@ def main() -> None:
     p = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
     print_table(
         f"Load: {args.clients} clients for {args.seconds:.0f} s, {len(urls)} URLs, "
-        f"{args.sessions} sessions",
+        f"{args.sessions} sessions, team settings (settings.json), secrets masked",
         [
             "requests",
             "errors (5xx/transport)",

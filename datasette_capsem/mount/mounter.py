@@ -46,9 +46,10 @@ class Mounter:
             async with self._lock:
                 if name not in self.mounted:
                     await self._mount(name, session)
+        database = self.mounted[name]
         self.mounted.move_to_end(name)
-        self._evict_beyond_bound()
-        return self.mounted[name]
+        self._evict_beyond_bound(keep=name)
+        return database
 
     def pin(self, name: str) -> None:
         """Keep `name` mounted (once mounted) until a matching `unpin`."""
@@ -88,8 +89,9 @@ class Mounter:
         self.mounted[name] = database
         self.mount_count += 1
 
-    def _evict_beyond_bound(self) -> None:
-        idle = [name for name in self.mounted if name not in self.pins]  # oldest first
+    def _evict_beyond_bound(self, keep: str | None = None) -> None:
+        # Oldest first; never a pinned one, nor `keep`, which a caller is about to use.
+        idle = [name for name in self.mounted if name not in self.pins and name != keep]
         for name in idle[: max(0, len(self.mounted) - self.settings.max_mounted)]:
             self.evict(name)
 

@@ -157,7 +157,8 @@ def pinned_database(datasette, path: str) -> str | None:
     """The session database a request will read: pinned so no other request evicts it."""
     catalog = get_state(datasette).catalog
     if path.startswith(SESSION_PAGE_PREFIX):
-        session = catalog.get(unquote(path[len(SESSION_PAGE_PREFIX) :].split("/", 1)[0]))
+        segment = unquote(path[len(SESSION_PAGE_PREFIX) :].split("/", 1)[0])
+        session = catalog.get(segment) or catalog.get(segment.removesuffix(".json"))
         return catalog.database_name(session) if session else None
     name = database_segment(path)
     if name in NON_DATABASE_SEGMENTS or name in (MAIN_DATABASE, "_internal"):
