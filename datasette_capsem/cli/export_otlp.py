@@ -76,7 +76,6 @@ def export_otlp(
         click.echo(f"cannot read {error.path}: {error.detail}", err=True)
         raise SystemExit(EXIT_NO_LEDGER) from error
     try:
-        conn.text_factory = lambda data: data.decode("utf-8", "replace")
         document = _export(conn, found.id, trace)
     finally:
         conn.close()

@@ -92,7 +92,6 @@ def search_ledger(conn: sqlite3.Connection, schema: LedgerSchema, value: str) ->
 def _scan_one(session_id: str, path: Path, cache_dir: Path, value: str) -> list[dict]:
     conn = open_readonly(path, cache_dir)
     try:
-        conn.text_factory = lambda data: data.decode("utf-8", "replace")
         hits = search_ledger(conn, read_schema(conn), value)
     finally:
         conn.close()

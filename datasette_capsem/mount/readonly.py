@@ -183,10 +183,16 @@ def sqlite_uri(state: FileState, cache_dir: Path) -> str:
     return f"file:{quote(str(state.path))}?{flag}"
 
 
+def decode_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
 def connect(state: FileState, cache_dir: Path) -> sqlite3.Connection:
     """Open a read-only connection; a file SQLite rejects raises LedgerUnavailable."""
     try:
         conn = sqlite3.connect(sqlite_uri(state, cache_dir), uri=True, check_same_thread=False)
+        # Agents write invalid UTF-8 into TEXT columns; one such cell must not fail a read.
+        conn.text_factory = decode_text
         conn.execute("PRAGMA query_only = ON")
         # Up to 32 ledgers x one connection per SQL thread stay open; the OS page cache
         # already holds hot pages, so a small per-connection cache bounds memory.
