@@ -53,14 +53,27 @@ class LedgerDatabase(Database):
         self._fingerprint = _quick_fingerprint(self.source_path)
         self._generation = 0
         self._connection: tuple[int, sqlite3.Connection] | None = None
-        self._lock = threading.Lock()  # guards the connection and the open-mode state
-        self._use = threading.Lock()  # one query at a time on the connection
-        self._in_flight = 0
+        self._queue: asyncio.Lock | None = None  # queries wait here, not in a pool thread
+        self._use = threading.Lock()  # one thread on the connection, even after a cancel
         self._closed = False
         self._schema: LedgerSchema | None = None
         self._schema_generation = -1
 
-    # -- connections --------------------------------------------------------------------------
+    # -- what Datasette asks of every database ------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        try:
+            return self.source_path.stat().st_size
+        except OSError:  # Capsem deleted the session dir while it was mounted
+            return 0
+
+    @property
+    def mtime_ns(self) -> int | None:
+        try:
+            return self.source_path.stat().st_mtime_ns
+        except OSError:
+            return None
 
     @property
     def open_mode(self) -> str:
@@ -70,6 +83,12 @@ class LedgerDatabase(Database):
     def open_connection_count(self) -> int:
         return 0 if self._connection is None else 1
 
+    @property
+    def file_exists(self) -> bool:
+        return self.source_path.exists()
+
+    # -- connections --------------------------------------------------------------------------
+
     def connect(self, write: bool = False) -> sqlite3.Connection:
         if write:
             raise ReadOnlyDatabaseError("Capsem files are never opened for writing")
@@ -78,55 +97,59 @@ class LedgerDatabase(Database):
         return conn
 
     def _revalidate(self) -> None:
-        """Re-plan the open mode when the file or its WAL changed under us."""
+        """Re-plan the open mode when the file or its WAL changed. Runs in the query's thread
+        right before connecting, so a writer that comes or goes meanwhile is seen."""
         fingerprint = _quick_fingerprint(self.source_path)
         if fingerprint == self._fingerprint:
             return
         state = readonly.inspect_file(self.source_path)
-        with self._lock:
-            self._fingerprint = fingerprint
-            # mode=ro follows a live WAL by itself; every other mode read a frozen picture.
-            if state.mode != self._state.mode or state.mode != "ro":
-                self._generation += 1
-            self._state = state
+        self._fingerprint, self._state = fingerprint, state
+        self._generation += 1
 
     def _current_connection(self) -> sqlite3.Connection:
-        """The connection for the current open mode (call with `_use` held)."""
-        with self._lock:
-            held, generation = self._connection, self._generation
-        if held and held[0] == generation:
+        """The connection for the file as it is now (call with `_use` held)."""
+        self._revalidate()
+        held = self._connection
+        if held and held[0] == self._generation:
             return held[1]
         if held:
             held[1].close()
         conn = self.connect()
-        with self._lock:
-            self._connection = (generation, conn)
+        self._connection = (self._generation, conn)
         return conn
 
-    async def execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
-        if self._closed:
-            raise readonly.LedgerUnavailable("evicted", self.source_path, "database was unmounted")
-        self._revalidate()
+    def _release(self) -> None:
+        """After a query (with `_use` held): a `mode=ro` connection is not kept, because an
+        idle reader holding the WAL open stops Capsem from removing -wal/-shm at shutdown."""
+        if self._closed or self._state.mode == "ro":
+            held, self._connection = self._connection, None
+            if held:
+                held[1].close()
 
-        def in_thread():
-            with self._use:
+    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        with self._use:
+            if self._closed:
+                raise readonly.LedgerUnavailable(
+                    "evicted", self.source_path, "database was unmounted"
+                )
+            try:
                 conn = self._current_connection()
                 redaction.apply_policy(conn)  # the connection serves requests of any actor
                 return fn(conn)
+            finally:
+                self._release()
 
-        self._in_flight += 1
-        try:
-            if self.ds.executor is None:
-                return in_thread()
+    async def execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
+        if self.ds.executor is None:
+            return self._run(fn)
+        if self._queue is None:
+            self._queue = asyncio.Lock()
+        async with self._queue:
             # The request's secret policy lives in a contextvar; carry it into the thread.
             context = contextvars.copy_context()
             return await asyncio.get_event_loop().run_in_executor(
-                self.ds.executor, context.run, in_thread
+                self.ds.executor, context.run, self._run, fn
             )
-        finally:
-            self._in_flight -= 1
-            if self._closed and self._in_flight == 0:
-                self._close_connections()
 
     async def execute_write_fn(self, fn, block=True):
         raise ReadOnlyDatabaseError("Capsem files are never opened for writing")
@@ -135,22 +158,19 @@ class LedgerDatabase(Database):
 
     async def ledger_schema(self) -> LedgerSchema:
         """Tables and columns of the file, re-read only when the file changed."""
-        self._revalidate()
-        if self._schema is None or self._schema_generation != self._generation:
-            self._schema = await self.execute_fn(read_schema)
+        changed = _quick_fingerprint(self.source_path) != self._fingerprint
+        if self._schema is None or changed or self._schema_generation != self._generation:
+            self._schema = await self.execute_fn(read_schema)  # revalidates first
             self._schema_generation = self._generation
         return self._schema
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def _close_connections(self) -> None:
-        with self._lock:
-            held, self._connection = self._connection, None
-        if held:
-            held[1].close()
-
     def close(self) -> None:
-        """Close every connection now, or as soon as in-flight queries finish."""
+        """Close the connection now, or when the query using it finishes."""
         self._closed = True
-        if self._in_flight == 0:
-            self._close_connections()
+        if self._use.acquire(blocking=False):
+            try:
+                self._release()
+            finally:
+                self._use.release()

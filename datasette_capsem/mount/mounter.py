@@ -92,6 +92,9 @@ class Mounter:
     def _evict_beyond_bound(self, keep: str | None = None) -> None:
         # Oldest first; never a pinned one, nor `keep`, which a caller is about to use.
         idle = [name for name in self.mounted if name not in self.pins and name != keep]
+        for name in [name for name in idle if not self.mounted[name].file_exists]:
+            self.evict(name)  # Capsem deleted the session dir (a stopped ephemeral VM)
+            idle.remove(name)
         for name in idle[: max(0, len(self.mounted) - self.settings.max_mounted)]:
             self.evict(name)
 
