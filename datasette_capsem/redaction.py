@@ -16,8 +16,9 @@ import contextvars
 import re
 import sqlite3
 
-# Policy for the current request, read by the database layer in its worker thread.
-OPEN, MASK, HIDE = "open", "mask", "hide"
+# Policy for the current request, read by the database layer in its worker thread. HIDE_SQL is
+# HIDE for requests that carry the actor's own SQL (`sql=`, `_where=`).
+OPEN, MASK, HIDE, HIDE_SQL = "open", "mask", "hide", "hide-sql"
 policy: contextvars.ContextVar[str] = contextvars.ContextVar("capsem_secret_policy", default=OPEN)
 
 # Columns whose content is expected to carry credentials (spec §4.2-§4.4): read as NULL under
@@ -43,9 +44,19 @@ SECRET_COLUMNS = frozenset(
         "thinking_content",
         "response_preview",
         "content_preview",
+        "request_preview",
+        "evidence_json",
+        "payload_json",
+        "detail_json",
         "env",
     }
 )
+# Secret-bearing columns whose names are SQL keywords. Datasette's table page selects them as
+# `[query]`; hidden by the authorizer, SQLite would rename the result column after that text
+# and the page would fail. So they are hidden only from the actor's own SQL, and filtering or
+# sorting on them is refused (see views/secrets_guard.py).
+KEYWORD_SECRET_COLUMNS = frozenset({"query"})
+ALL_SECRET_COLUMNS = SECRET_COLUMNS | KEYWORD_SECRET_COLUMNS
 
 _HEADER_NAMES = (
     r"authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|cookie|set-cookie|"
@@ -120,13 +131,24 @@ def mask_text(text: str) -> str:
     return text
 
 
-def hide_secret_columns(action: int, arg1, arg2, _db, _trigger) -> int:
-    """SQLite authorizer: secret-bearing columns read as NULL, everything else as usual."""
-    if action == sqlite3.SQLITE_READ and arg2 in SECRET_COLUMNS:
-        return sqlite3.SQLITE_IGNORE
-    return sqlite3.SQLITE_OK
+def _authorizer(hidden: frozenset[str]):
+    def authorize(action: int, _table, column, _db, _trigger) -> int:
+        if action == sqlite3.SQLITE_READ and column and column.lower() in hidden:
+            return sqlite3.SQLITE_IGNORE
+        return sqlite3.SQLITE_OK
+
+    return authorize
+
+
+AUTHORIZERS = {
+    HIDE: _authorizer(SECRET_COLUMNS),
+    HIDE_SQL: _authorizer(ALL_SECRET_COLUMNS),
+    # Not None: setting *an* authorizer makes SQLite re-prepare cached statements, so a
+    # statement prepared under HIDE cannot serve an actor who may see its columns.
+    OPEN: _authorizer(frozenset()),
+}
 
 
 def apply_policy(conn: sqlite3.Connection) -> None:
-    """Install (or remove) the authorizer for the current request's policy on `conn`."""
-    conn.set_authorizer(hide_secret_columns if policy.get() == HIDE else None)
+    """Install the authorizer for the current request's policy on `conn`."""
+    conn.set_authorizer(AUTHORIZERS.get(policy.get(), AUTHORIZERS[OPEN]))

@@ -131,21 +131,36 @@ def _with_security_headers(send, path: str):
     return wrapped
 
 
+def _refusal(scope, receive) -> tuple[str, str] | None:
+    """(title, message) when the actor's secret policy forbids this request outright."""
+    policy = redaction.policy.get()
+    if policy == redaction.OPEN:
+        return None
+    if secrets_guard.refuses_raw(scope["path"]):
+        return (
+            "Raw download refused",
+            "Raw database and blob downloads could reveal "
+            "credentials; they need the capsem-view-secrets permission.",
+        )
+    probed = secrets_guard.secret_column_probe(scope, receive) if policy != redaction.MASK else None
+    if probed:
+        return (
+            "Secret-bearing column",
+            f"Filtering, sorting or faceting on {probed!r} could "
+            "reveal credentials; it needs the capsem-view-secrets permission.",
+        )
+    return None
+
+
 async def _handle(app, datasette, scope, receive, send) -> None:
     path = scope["path"]
     guarded_send = _with_security_headers(send, path)
+    refusal = _refusal(scope, receive)
+    if refusal:
+        request = Request({**scope, "csrftoken": lambda: ""}, receive)
+        response = await render.error(datasette, request, 403, *refusal)
+        return await response.asgi_send(guarded_send)
     if redaction.policy.get() != redaction.OPEN:
-        if secrets_guard.refuses_raw(path):
-            request = Request({**scope, "csrftoken": lambda: ""}, receive)
-            response = await render.error(
-                datasette,
-                request,
-                403,
-                "Raw download refused",
-                "Raw database and blob downloads could reveal credentials; they need the "
-                "capsem-view-secrets permission.",
-            )
-            return await response.asgi_send(guarded_send)
         guarded_send = secrets_guard.masking_send(guarded_send, path)
     response = await _problem_response(datasette, scope, receive)
     if response is not None:

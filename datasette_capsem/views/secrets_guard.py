@@ -31,12 +31,31 @@ async def request_actor(datasette, scope, receive) -> dict | None:
     return None
 
 
+SQL_PARAMETERS = ("sql", "_where")
+COLUMN_VALUE_PARAMETERS = ("_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date")
+
+
 async def request_policy(datasette, scope, receive, plugin_page: bool) -> str:
     actor = await request_actor(datasette, scope, receive)
     if await permissions.can_view_secrets(datasette, actor):
         return redaction.OPEN
     # Plugin pages run only their own SQL; Datasette's routes run the actor's.
-    return redaction.MASK if plugin_page else redaction.HIDE
+    if plugin_page:
+        return redaction.MASK
+    params = Request(scope, receive).args
+    return redaction.HIDE_SQL if any(p in params for p in SQL_PARAMETERS) else redaction.HIDE
+
+
+def secret_column_probe(scope, receive) -> str | None:
+    """A secret-bearing column the request filters, sorts or facets on, if any: a filter is a
+    yes/no oracle on the value even when the value itself reads as NULL."""
+    args = Request(scope, receive).args
+    for key in args:
+        candidates = args.getlist(key) if key in COLUMN_VALUE_PARAMETERS else [key.split("__")[0]]
+        for column in candidates:
+            if column.lower() in redaction.ALL_SECRET_COLUMNS:
+                return column
+    return None
 
 
 def refuses_raw(path: str) -> bool:
