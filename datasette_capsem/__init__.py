@@ -16,7 +16,7 @@ from datasette_capsem.memory import limit_malloc_arenas
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
-from datasette_capsem.views import all_routes, lazy_mount, render
+from datasette_capsem.views import all_routes, core_errors, lazy_mount, render
 
 
 @hookimpl
@@ -76,15 +76,13 @@ def handle_exception(datasette, request, exception):
 
 
 def _bad_parameter(datasette, request, exception):
-    """A 400 instead of Datasette's 500 for a malformed core parameter (queries/hook.py)."""
-    from datasette_capsem.queries.hook import core_parameter_problem
-
-    problem = core_parameter_problem(request, exception)
+    """A 4xx instead of Datasette's 500 for a malformed core parameter (views/core_errors.py)."""
+    problem = core_errors.classify(request, exception)
     if problem is None:
         return None
 
     async def inner():
-        return await render.error(datasette, request, 400, "Bad parameter", problem)
+        return await render.error(datasette, request, *problem)
 
     return inner
 

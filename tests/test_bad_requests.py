@@ -146,3 +146,21 @@ async def test_canned_query_parameters_are_bound_never_interpolated(instance):
     # The SQL in a parameter was data: the table it tried to drop is still there.
     count = await datasette.client.get(f"/{database}/model_calls.json?_size=1")
     assert count.status_code == 200
+
+
+@async_test
+async def test_malformed_core_parameters_get_a_4xx_not_datasettes_500(instance):
+    datasette, valid = instance
+    table = f"/{valid['session_id']}/model_calls"
+    for url in (
+        f"{table}?_sort=nope",
+        f"{table}.json?_sort_desc=nope",
+        f"{table}.json?_through=abc",
+        f"{table}.json?_timelimit=abc",
+        f"{table}.json?_facet=nope",
+    ):
+        response = await datasette.client.get(url)
+        assert 400 <= response.status_code < 500, (url, response.status_code)
+    for url in (f"{table}.json", "/main/sessions.json"):
+        response = await datasette.client.post(url, data={"x": "1"})
+        assert response.status_code in (403, 405), (url, response.status_code)

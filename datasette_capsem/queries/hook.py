@@ -75,17 +75,3 @@ async def canned_queries_for_database(datasette, name: str) -> dict[str, dict[st
 
 # id(schema) -> (schema, key, queries); the schema is held so its id cannot be reused.
 _by_schema: dict[int, tuple[LedgerSchema, tuple, dict[str, dict[str, Any]]]] = {}
-
-
-def core_parameter_problem(request, exception: BaseException) -> str | None:
-    """Why a query page failed on a bad Datasette parameter, or None for any other failure.
-
-    Datasette 0.65 passes `_timelimit` straight to int(), so `?_timelimit=abc` on any query
-    page (canned ones included) raises ValueError and would answer 500.
-    """
-    if request is None or not isinstance(exception, ValueError):
-        return None
-    value = request.args.get("_timelimit")
-    if value is not None and not value.lstrip("-").isdigit():
-        return "_timelimit must be a whole number of milliseconds"
-    return None
