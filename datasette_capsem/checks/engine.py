@@ -14,6 +14,7 @@ import blake3
 
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
 from datasette_capsem.findings import KINDS
+from datasette_capsem.ledger.bodies import hash_verdict
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.sqlfiles import load_sql
 
@@ -56,9 +57,19 @@ def blake3_hex(value: Any) -> str | None:
     return blake3.blake3(data).hexdigest()
 
 
+def body_hash_ok(body: Any, body_hash: Any) -> int:
+    """capsem_body_hash_ok(body, body_hash) for SQL: 1 when the hash names the stored bytes.
+
+    The very function the trace graph and event pages use (`ledger.bodies.hash_verdict`), so
+    the blob_hash_mismatch check and the pages always give the same verdict.
+    """
+    return int(hash_verdict(body, body_hash))
+
+
 def prepare_connection(conn: sqlite3.Connection) -> None:
     """SQL functions checks may use. Registering a function never writes to the file."""
     conn.create_function("capsem_blake3", 1, blake3_hex, deterministic=True)
+    conn.create_function("capsem_body_hash_ok", 2, body_hash_ok, deterministic=True)
 
 
 def database_name_for(session: Any) -> str | None:

@@ -4,6 +4,7 @@ A body is whatever crossed the wire (spec §4.4): JSON, an SSE stream, text, or 
 gets the view that reads best, never more than `DISPLAY_BYTES` of it at once, and its blake3 is
 checked against `body_hash` (`blake3:<64 hex>`), because "if a compact preview and a blob
 disagree, the blob table is the ledger" (spec §6.1) and a blob that fails its own hash is not.
+The verdict is `ledger.bodies.hash_verdict`, the same function the integrity checks run in SQL.
 """
 
 from __future__ import annotations
@@ -11,24 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import blake3
+from datasette_capsem.ledger.bodies import hash_verdict
 
 DISPLAY_BYTES = 256 * 1024  # decoded for the page; the rest is behind a raw download
 HEX_BYTES = 4096  # binary bodies: hex dump of the first bytes only
 MAX_SSE_EVENTS = 500
 
 
-def blake3_ref(data: bytes) -> str:
-    return "blake3:" + blake3.blake3(data).hexdigest()
-
-
 def hash_matches(data: Any, expected: Any) -> bool:
-    """Does the blake3 of the stored bytes equal `body_hash`?"""
-    if data is None:
-        data = b""
-    if isinstance(data, str):
-        data = data.encode("utf-8", "surrogateescape")
-    return isinstance(expected, str) and blake3_ref(bytes(data)) == expected.strip().lower()
+    """Does the blake3 of the stored bytes equal `body_hash`? (`hash_verdict`, by its old name.)"""
+    return hash_verdict(data, expected)
 
 
 def _media_type(content_type: Any) -> str:
@@ -152,6 +145,6 @@ def body_summary(meta: dict[str, Any], data: Any | None) -> dict[str, Any]:
         "truncated": bool(meta.get("truncated")),
         "body_hash": meta.get("body_hash"),
         "size_ok": length == stored,
-        "hash_ok": None if data is None else hash_matches(data, meta.get("body_hash")),
+        "hash_ok": None if data is None else hash_verdict(data, meta.get("body_hash")),
     }
     return summary

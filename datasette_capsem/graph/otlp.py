@@ -13,10 +13,11 @@ OTLP/JSON encodes trace and span ids as hex and 64-bit integers as strings.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from typing import Any
 
-from datasette_capsem.graph.timeparse import parse_ns
+from datasette_capsem.graph.timeparse import parse_ns, sane_ns
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
 
@@ -57,7 +58,8 @@ def _value(value: Any) -> dict[str, Any]:
     if isinstance(value, int):
         return {"intValue": str(value)}
     if isinstance(value, float):
-        return {"doubleValue": value}
+        # OTLP/JSON has no NaN or Infinity a browser can parse: an unusable number is empty.
+        return {"doubleValue": value} if math.isfinite(value) else {}
     if isinstance(value, (list, tuple)):
         return {"arrayValue": {"values": [_value(v) for v in value]}}
     return {
@@ -68,9 +70,11 @@ def _value(value: Any) -> dict[str, Any]:
 
 
 def attributes(pairs: dict[str, Any]) -> list[dict[str, Any]]:
-    """OTLP key/value list; None values are left out."""
+    """OTLP key/value list; None values (and NaN or infinite floats) are left out."""
     return [
-        {"key": key, "value": _value(value)} for key, value in pairs.items() if value is not None
+        {"key": key, "value": _value(value)}
+        for key, value in pairs.items()
+        if value is not None and not (isinstance(value, float) and not math.isfinite(value))
     ]
 
 
@@ -78,7 +82,7 @@ def row_start_ns(row: dict[str, Any]) -> int | None:
     """A row's start in exact nanoseconds (security tables hold integer milliseconds)."""
     if "timestamp_unix_ms" in row:
         millis = as_int(row.get("timestamp_unix_ms"))
-        return None if millis is None else millis * 1_000_000
+        return None if millis is None else sane_ns(millis * 1_000_000)
     return parse_ns(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
 
 

@@ -7,12 +7,18 @@ script draws text with textContent; this module only keeps values bounded and se
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from typing import Any
 
 CLIP_CHARS = 400
 EVENT_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 PLACEHOLDER_EVENT_ID = "000000000000"  # tool_calls.event_id default of migrated files
+# Largest magnitude a ledger number may have and still be used as a duration (ms), a cost
+# (USD) or an epoch timestamp (ms): 1e15 ms is ~31,700 years. Anything bigger, and NaN or
+# infinity, is a broken value, not a measurement.
+MAX_MAGNITUDE = 1e15
 
 
 def clip(value: Any, limit: int = CLIP_CHARS) -> Any:
@@ -65,11 +71,44 @@ def as_int(value: Any) -> int | None:
 
 
 def as_float(value: Any) -> float | None:
+    """A usable number: finite and within `MAX_MAGNITUDE`, else None.
+
+    Ledger cells are typed by whoever wrote them: 'NaN', 'inf', 1e300 or a REAL Infinity
+    (9e999) would otherwise reach datetime arithmetic (OverflowError) or JSON (`NaN`,
+    `Infinity`, which browsers refuse).
+    """
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
     try:
-        return float(str(value))
-    except ValueError:
+        number = float(value) if isinstance(value, (int, float)) else float(str(value))
+    except (ValueError, OverflowError):
         return None
+    if not math.isfinite(number) or abs(number) > MAX_MAGNITUDE:
+        return None
+    return number
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None, ready for strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {
+            str(key) if isinstance(key, float) else key: json_safe(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def json_dumps(value: Any, **options: Any) -> str:
+    """Strict JSON text (never the bare tokens NaN or Infinity); `options` go to json.dumps.
+
+    Serialising is tried as is first, so the common, clean document is walked only once.
+    """
+    options = {"default": str, "ensure_ascii": False, **options, "allow_nan": False}
+    try:
+        return json.dumps(value, **options)
+    except ValueError:
+        return json.dumps(json_safe(value), **options)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from datasette.utils.asgi import Response
+
+from datasette_capsem.graph.values import json_dumps
 
 TEMPLATE_DIR = "capsem"
 
@@ -15,7 +16,8 @@ def wants_json(request) -> bool:
 
 
 def json_response(data: Any, status: int = 200, headers: dict | None = None) -> Response:
-    body = json.dumps(data, default=str, ensure_ascii=False, indent=2)
+    """Strict JSON: a NaN or infinite float (a REAL 9e999 in a ledger) becomes null."""
+    body = json_dumps(data, indent=2)
     return Response(
         body, status=status, headers=headers or {}, content_type="application/json; charset=utf-8"
     )

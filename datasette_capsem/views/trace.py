@@ -7,7 +7,6 @@ waterfall), `/graph.json` (the graph alone) and `.otlp.json` (OpenTelemetry expo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from datasette.utils.asgi import Response
@@ -15,15 +14,16 @@ from datasette.utils.asgi import Response
 from datasette_capsem.graph.build import build_graph
 from datasette_capsem.graph.otlp import export_trace
 from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
-from datasette_capsem.graph.values import as_float, as_int
+from datasette_capsem.graph.values import as_float, as_int, json_dumps
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.views import render
 from datasette_capsem.views.session import Opened, bad_value, open_session, url_value
 
 
 def compact_json(data: Any, filename: str | None = None) -> Response:
-    """JSON without indentation: graph.json of a long trace is megabytes."""
-    body = json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":"))
+    """JSON without indentation: graph.json of a long trace is megabytes. Strict: a NaN or
+    infinite float from a ledger cell becomes null, never the bare token browsers refuse."""
+    body = json_dumps(data, separators=(",", ":"))
     headers = {}
     if filename:
         headers["content-disposition"] = f'inline; filename="{filename}"'
