@@ -254,3 +254,22 @@ async def test_a_new_writer_is_noticed_and_its_rows_are_read(manifest, capsem_ho
         assert len(rows) == session["counts"]["fs_events"] + 1
     finally:
         writer.close()
+
+
+async def test_a_base_url_prefix_is_honoured(capsem_home, manifest, tmp_path):
+    """Behind a proxy at /capsem/, routing and lazy mounting see paths without the prefix."""
+    datasette = await make_datasette(
+        capsem_home, tmp_path / "cache", settings={"base_url": "/capsem/"}
+    )
+    session = readable_sessions(manifest)[0]["id"]
+    # datasette.client adds base_url itself.
+    for path in (
+        "/",
+        f"/{session}.json",
+        f"/{session}/model_calls.json",
+        "/main.json",
+        f"/-/capsem/sessions/{session}.json",
+    ):
+        response = await datasette.client.get(path)
+        assert response.status_code == 200, (path, response.text[:200])
+    assert (await datasette.client.get("/nope.json")).status_code == 404

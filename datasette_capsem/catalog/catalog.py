@@ -25,7 +25,7 @@ from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
 # under a prefixed name instead.
-RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "-", "static"})
+RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "_memory", "-", "static"})
 
 
 @dataclass

@@ -102,8 +102,9 @@ class Mounter:
         database = self.mounted.pop(name, None)
         if database is None:
             return
-        if name in self.datasette.databases:
-            self.datasette.remove_database(name)
+        # By the name Datasette gave it, which differs from ours if ours was already taken.
+        if self.datasette.databases.get(database.name) is database:
+            self.datasette.remove_database(database.name)
         self.schema_cache.forget(name)
         database.close()
         self.evict_count += 1

@@ -44,6 +44,14 @@ CONTENT_SECURITY_POLICY = (
 )
 
 
+def route_path(datasette, scope) -> str:
+    """The request path as Datasette routes it: without the `base_url` prefix, if any."""
+    path, base_url = scope["path"], datasette.setting("base_url") or "/"
+    if base_url != "/" and path.startswith(base_url):
+        return "/" + path[len(base_url) :]
+    return path
+
+
 def is_plugin_page(path: str) -> bool:
     return path == "/" or path.startswith(PLUGIN_PAGE_PREFIX)
 
@@ -66,11 +74,12 @@ async def _problem_response(datasette, scope, receive):
     """None when the request may go on to Datasette, else the error response to send."""
     # Runs before Datasette's CSRF middleware, whose token the templates expect.
     request = Request({**scope, "csrftoken": lambda: ""}, receive)
-    if "\x00" in scope["path"]:
+    path = route_path(datasette, scope)
+    if "\x00" in path:
         return await render.error(
             datasette, request, 400, "Bad path", "The path contains a NUL byte."
         )
-    name = database_segment(scope["path"])
+    name = database_segment(path)
     if name in NON_DATABASE_SEGMENTS or name == "_internal":
         return None
     state = get_state(datasette)
@@ -153,7 +162,7 @@ def _refusal(scope, receive) -> tuple[str, str] | None:
 
 
 async def _handle(app, datasette, scope, receive, send) -> None:
-    path = scope["path"]
+    path = route_path(datasette, scope)
     guarded_send = _with_security_headers(send, path)
     refusal = _refusal(scope, receive)
     if refusal:
@@ -186,11 +195,11 @@ def wrap(app, datasette):
         if scope["type"] != "http":
             return await app(scope, receive, send)
         policy = await secrets_guard.request_policy(
-            datasette, scope, receive, is_plugin_page(scope["path"])
+            datasette, scope, receive, is_plugin_page(route_path(datasette, scope))
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         mounter = get_state(datasette).mounter
-        pinned = pinned_database(datasette, scope["path"])
+        pinned = pinned_database(datasette, route_path(datasette, scope))
         if pinned:
             mounter.pin(pinned)
         try:
