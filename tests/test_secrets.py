@@ -16,6 +16,7 @@ from urllib.parse import quote
 import pytest
 import pytest_asyncio
 
+from datasette_capsem.state import get_state
 from tests.helpers import actor_cookies, make_datasette
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -247,3 +248,19 @@ async def test_trusted_header_is_ignored_unless_configured(planted):
         headers={"X-Forwarded-User": "mallory"},
     )
     assert not leaked(other.text)
+
+
+@async_test
+async def test_an_actor_outside_the_instance_triggers_no_mount_and_learns_no_ids(planted):
+    home, cache, session_id, _ids = planted
+    datasette = await make_datasette(home, cache, metadata={"allow": {"id": "*"}})
+    state = get_state(datasette)
+    for path in (f"/{session_id}.json", f"/{session_id[:-3]}.json", "/20260402-153000-86ca.json"):
+        response = await datasette.client.get(path)
+        assert response.status_code in (403, 404), path
+        assert session_id not in response.text
+    assert not state.mounter.mounted  # nothing opened or decompressed for an outsider
+    allowed = await datasette.client.get(
+        f"/{session_id}.json", cookies=actor_cookies(datasette, "alice")
+    )
+    assert allowed.status_code == 200

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request
 
-from datasette_capsem import redaction
+from datasette_capsem import permissions, redaction
 from datasette_capsem.mount.mounter import MAIN_DATABASE
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
@@ -70,8 +70,11 @@ def session_links(sessions) -> list[dict]:
     ]
 
 
-async def _problem_response(datasette, scope, receive):
-    """None when the request may go on to Datasette, else the error response to send."""
+async def _problem_response(datasette, scope, receive, actor):
+    """None when the request may go on to Datasette, else the error response to send.
+
+    Nothing is mounted, decompressed or suggested for an actor who may not see it: Datasette
+    then answers with its own 403 or 404."""
     # Runs before Datasette's CSRF middleware, whose token the templates expect.
     request = Request({**scope, "csrftoken": lambda: ""}, receive)
     path = route_path(datasette, scope)
@@ -81,6 +84,8 @@ async def _problem_response(datasette, scope, receive):
         )
     name = database_segment(path)
     if name in NON_DATABASE_SEGMENTS or name == "_internal":
+        return None
+    if not await permissions.can_view_database(datasette, actor, name):
         return None
     state = get_state(datasette)
     if name == MAIN_DATABASE:
@@ -161,7 +166,7 @@ def _refusal(scope, receive) -> tuple[str, str] | None:
     return None
 
 
-async def _handle(app, datasette, scope, receive, send) -> None:
+async def _handle(app, datasette, scope, receive, send, actor) -> None:
     path = route_path(datasette, scope)
     guarded_send = _with_security_headers(send, path)
     refusal = _refusal(scope, receive)
@@ -171,7 +176,7 @@ async def _handle(app, datasette, scope, receive, send) -> None:
         return await response.asgi_send(guarded_send)
     if redaction.policy.get() != redaction.OPEN:
         guarded_send = secrets_guard.masking_send(guarded_send, path)
-    response = await _problem_response(datasette, scope, receive)
+    response = await _problem_response(datasette, scope, receive, actor)
     if response is not None:
         return await response.asgi_send(guarded_send)
     return await app(scope, receive, guarded_send)
@@ -194,8 +199,9 @@ def wrap(app, datasette):
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
+        actor = await secrets_guard.request_actor(datasette, scope, receive)
         policy = await secrets_guard.request_policy(
-            datasette, scope, receive, is_plugin_page(route_path(datasette, scope))
+            datasette, actor, scope, receive, is_plugin_page(route_path(datasette, scope))
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         mounter = get_state(datasette).mounter
@@ -203,7 +209,7 @@ def wrap(app, datasette):
         if pinned:
             mounter.pin(pinned)
         try:
-            return await _handle(app, datasette, scope, receive, send)
+            return await _handle(app, datasette, scope, receive, send, actor)
         finally:
             if pinned:
                 mounter.unpin(pinned)

@@ -35,8 +35,7 @@ SQL_PARAMETERS = ("sql", "_where")
 COLUMN_VALUE_PARAMETERS = ("_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date")
 
 
-async def request_policy(datasette, scope, receive, plugin_page: bool) -> str:
-    actor = await request_actor(datasette, scope, receive)
+async def request_policy(datasette, actor, scope, receive, plugin_page: bool) -> str:
     if await permissions.can_view_secrets(datasette, actor):
         return redaction.OPEN
     # Plugin pages run only their own SQL; Datasette's routes run the actor's.
