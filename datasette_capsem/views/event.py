@@ -13,7 +13,6 @@ from datasette_capsem import redaction
 from datasette_capsem.graph.events import load_body, load_event, raw_body
 from datasette_capsem.views import render
 from datasette_capsem.views.session import bad_value, open_session, url_value
-from datasette_capsem.views.trace import compact_json
 
 MAX_EVENT_ID_CHARS = 64
 MAX_BLOB_ID_DIGITS = 18
@@ -112,7 +111,7 @@ async def body_page(datasette, request):
     body["raw"] = opened.links.body(event_id, blob_id, "/raw")
     body["event_href"] = opened.links.event(event_id)
     if suffix == ".json":
-        return compact_json(body)
+        return render.json_response(body)
     context = {
         "session": opened.session.summary(),
         "event_id": event_id,

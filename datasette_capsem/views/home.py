@@ -6,11 +6,8 @@ state: the catalog snapshot and the index snapshot, joined once per change by Se
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import urlencode
-
-from datasette.utils.asgi import Response
 
 from datasette_capsem import permissions
 from datasette_capsem.index import charts, filters
@@ -40,13 +37,6 @@ def url_with(request, **changes: Any) -> str:
 
 def _pairs(request) -> list[tuple[str, str]]:
     return [(key, value) for key in request.args for value in request.args.getlist(key)]
-
-
-def compact_json(data: Any) -> Response:
-    """Unindented JSON, as Datasette's own: json's C encoder only runs without indent, which
-    makes a 1,000-session answer several times faster."""
-    body = json.dumps(data, default=str, ensure_ascii=False)
-    return Response(body, content_type="application/json; charset=utf-8")
 
 
 async def _forbidden(datasette, request):
@@ -116,7 +106,7 @@ async def home(datasette, request):
         "home_exists": snapshot.home_exists,
     }
     if render.wants_json(request):
-        return compact_json(context)
+        return render.json_response(context)
     page_context = {
         **context,
         "columns": COLUMNS,
@@ -135,7 +125,7 @@ async def usage_chart(datasette, request):
     if not isinstance(result, tuple):
         return result
     _state, _query, rows, index = result
-    return compact_json({"rows": charts.usage_per_day(rows, index)})
+    return render.json_response({"rows": charts.usage_per_day(rows, index)})
 
 
 async def sessions_chart(datasette, request):
@@ -143,7 +133,7 @@ async def sessions_chart(datasette, request):
     result = await _filtered(datasette, request)
     if not isinstance(result, tuple):
         return result
-    return compact_json({"rows": charts.sessions_per_day(result[2])})
+    return render.json_response({"rows": charts.sessions_per_day(result[2])})
 
 
 async def index_freshness(datasette, request):

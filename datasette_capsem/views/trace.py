@@ -14,20 +14,10 @@ from datasette.utils.asgi import Response
 from datasette_capsem.graph.build import build_graph
 from datasette_capsem.graph.otlp import export_trace
 from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
-from datasette_capsem.graph.values import as_float, as_int, json_dumps
+from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.views import render
 from datasette_capsem.views.session import Opened, bad_value, open_session, url_value
-
-
-def compact_json(data: Any, filename: str | None = None) -> Response:
-    """JSON without indentation: graph.json of a long trace is megabytes. Strict: a NaN or
-    infinite float from a ledger cell becomes null, never the bare token browsers refuse."""
-    body = json_dumps(data, separators=(",", ":"))
-    headers = {}
-    if filename:
-        headers["content-disposition"] = f'inline; filename="{filename}"'
-    return Response(body, headers=headers, content_type="application/json; charset=utf-8")
 
 
 def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
@@ -84,15 +74,15 @@ async def trace_page(datasette, request):
     suffix = request.url_vars.get("suffix") or ""
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
-        return compact_json(export_trace(rows, session.id), filename="trace.otlp.json")
+        return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
     graph = build_graph(rows, links, live=session.live)
     graph["session_id"] = session.id
     if suffix == "/graph.json":
-        return compact_json(graph)
+        return render.json_response(graph)
     waterfall = waterfall_rows(rows, links)
     summary = trace_summary(rows, waterfall)
     if suffix == ".json":
-        return compact_json(
+        return render.json_response(
             {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
         )
     context = {
