@@ -131,6 +131,14 @@ def mask_text(text: str) -> str:
     return text
 
 
+def mask_bytes(data: bytes) -> bytes:
+    """`mask_text` over raw bytes (latin-1 keeps every byte), for the current request's
+    policy: binary bodies shown as hex are masked before they are encoded."""
+    if policy.get() == OPEN:
+        return data
+    return mask_text(data.decode("latin-1")).encode("latin-1")
+
+
 def _authorizer(hidden: frozenset[str]):
     def authorize(action: int, _table, column, _db, _trigger) -> int:
         if action == sqlite3.SQLITE_READ and column and column.lower() in hidden:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import pytest
 import pytest_asyncio
+from blake3 import blake3
 
 from datasette_capsem.state import get_state
 from tests.helpers import actor_cookies, make_datasette
@@ -28,9 +29,15 @@ SECRETS = {
     "github": "ghp_PLANTEDSECRET0123456789abcdefghijklmn",
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFudGVkIn0.UExBTlRFRFNFQ1JFVHNpZw",
     "password": "PlantedPassw0rd!",
+    "google": "AIzaPLANTEDSECRET0123456789abcdefghijk",
 }
 # Fragments a transformation could leave behind; none may appear either.
-FRAGMENTS = ["PLANTEDSECRET", "UExBTlRFRFNFQ1JFVHNpZw", "PlantedPassw0rd"]
+FRAGMENTS = [
+    "PLANTEDSECRET",
+    "UExBTlRFRFNFQ1JFVHNpZw",
+    "PlantedPassw0rd",
+    b"PLANTEDSECRET".hex(" ")[:20],
+]  # the hex-dump form of a binary body
 
 
 def plant(ledger: Path) -> dict[str, int]:
@@ -39,11 +46,12 @@ def plant(ledger: Path) -> dict[str, int]:
     trace = conn.execute("SELECT trace_id FROM model_calls LIMIT 1").fetchone()[0]
     ids = {}
     ids["net_events"] = conn.execute(
-        "INSERT INTO net_events (event_id, timestamp, domain, decision, method, path, "
+        "INSERT INTO net_events (event_id, timestamp, domain, decision, method, path, query, "
         "request_headers, request_body_preview, trace_id, turn_id) VALUES "
         "('aaaaaaaaaaa1', '2026-08-01T00:00:00.000000Z', 'api.example.com', 'allowed', 'POST', "
-        "'/v1/things', ?, ?, ?, ?)",
+        "'/v1/things', ?, ?, ?, ?, ?)",
         [
+            f"alt=sse&key={SECRETS['google']}",
             f"authorization: Bearer {SECRETS['bearer']}\r\nx-api-key: {SECRETS['openai']}",
             f'{{"api_key": "{SECRETS["openai"]}", "password": "{SECRETS["password"]}"}}',
             trace,
@@ -70,6 +78,15 @@ def plant(ledger: Path) -> dict[str, int]:
             trace,
             trace,
         ],
+    ).lastrowid
+    # A binary (gRPC-like) body: shown as a hex dump, which splits text over lines.
+    body = b"\x00\x01\x02 grpc frame x-goog-api-key: " + SECRETS["google"].encode() + b"\x00"
+    ids["event_body_blobs"] = conn.execute(
+        "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, "
+        "content_type, original_bytes, stored_bytes, truncated, body_hash, body, trace_id, "
+        "turn_id, created_at) VALUES ('aaaaaaaaaaa1', 'http.request', 'net_events', 'request', "
+        "'application/grpc', ?, ?, 0, ?, ?, ?, ?, '2026-08-01T00:00:00.000000Z')",
+        [len(body), len(body), "blake3:" + blake3(body).hexdigest(), body, trace, trace],
     ).lastrowid
     conn.commit()
     conn.close()
@@ -123,6 +140,11 @@ async def routes_for(datasette, session_id: str, ids: dict[str, int]) -> list[st
         routes += [f"{db}/{table}/{row_id}", f"{db}/{table}/{row_id}.json"]
     for query in listing.get("queries", []):
         routes.append(f"{db}/{query['name']}.json?_shape=array")
+    blob = ids["event_body_blobs"]
+    routes += [
+        f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}.json",
+        f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}",
+    ]
     for event_id in ("aaaaaaaaaaa1", "aaaaaaaaaaa2", "aaaaaaaaaaa3"):
         routes.append(f"/-/capsem/sessions/{session_id}/events/{event_id}.json")
         routes.append(f"/-/capsem/sessions/{session_id}/events/{event_id}")
@@ -133,6 +155,8 @@ async def routes_for(datasette, session_id: str, ids: dict[str, int]) -> list[st
         "select id from net_events where request_headers like '%sk-ant%'",
         "select arguments, upper(arguments), command, stdout_preview from tool_calls, exec_events",
         "select group_concat(request_headers, '') as g from net_events",
+        "select replace(query, 'AIza', 'A I z a') as q, substr(query, 5) from net_events",
+        "select id from net_events where query like '%PLANTED%'",
     ]
     routes += [f"{db}.json?sql={quote(sql)}" for sql in sql_probes]
     routes += [f"{db}.csv?sql={quote(sql)}" for sql in sql_probes]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from datasette_capsem import redaction
 from datasette_capsem.ledger.bodies import hash_verdict
 
 DISPLAY_BYTES = 256 * 1024  # decoded for the page; the rest is behind a raw download
@@ -109,6 +110,8 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
         return {**view, "kind": "empty", "text": ""}
     media = _media_type(content_type)
     if _looks_binary(shown) and not media.startswith("text/"):
+        # A hex dump splits a credential over lines the response masker cannot match.
+        shown = redaction.mask_bytes(shown)
         return {
             **view,
             "kind": "hex",
