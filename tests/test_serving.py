@@ -273,3 +273,32 @@ async def test_a_base_url_prefix_is_honoured(capsem_home, manifest, tmp_path):
         response = await datasette.client.get(path)
         assert response.status_code == 200, (path, response.text[:200])
     assert (await datasette.client.get("/nope.json")).status_code == 404
+
+
+async def test_cache_copies_are_replaced_not_accumulated(capsem_home, manifest, tmp_path):
+    """A legacy .gz is decompressed once per version; a changed file replaces its old copy."""
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    legacy = next(s for s in manifest["sessions"] if s["kind"] == "legacy_gz")
+    cache = tmp_path / "cache"
+    datasette = await make_datasette(home, cache)
+    assert (await datasette.client.get(f"/{legacy['id']}.json")).status_code == 200
+    copies = lambda: sorted(cache.rglob("gz/*/*/session.db"))  # noqa: E731
+    assert len(copies()) == 1
+    gz = home / legacy["ledger"]
+    os.utime(gz, ns=(gz.stat().st_atime_ns, gz.stat().st_mtime_ns + 10**9))  # a new version
+    assert (await datasette.client.get(f"/{legacy['id']}/model_calls.json")).status_code == 200
+    assert len(copies()) == 1
+
+
+async def test_a_session_db_appearing_in_a_known_dir_is_found(capsem_home, manifest, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    datasette = await make_datasette(home, tmp_path / "cache")
+    await datasette.client.get("/")  # the catalog has scanned
+    donor = readable_sessions(manifest)[0]
+    new_dir = home / "run" / "sessions" / "99999999-2222-4333-8444-555555555555"
+    new_dir.mkdir()
+    get_state(datasette).catalog.refresh(force=True)  # the empty dir is seen
+    shutil.copy(home / donor["ledger"], new_dir / "session.db")  # then Capsem writes into it
+    assert (await datasette.client.get(f"/{new_dir.name}.json")).status_code == 200

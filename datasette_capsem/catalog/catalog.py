@@ -112,6 +112,13 @@ class Catalog:
         ordered = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
         return [snapshot.sessions[sid] for sid in ordered[:limit]]
 
+    def recheck_ledger(self, session: Session) -> Session:
+        """Look again for a ledger in a session's dir: a session.db created after the last
+        scan changes no mtime the catalog watches (only the dir's own)."""
+        if session.ledger_path is None and session.dir_path is not None:
+            session.ledger_path, session.wal_present = discover.ledger_in(session.dir_path)
+        return session
+
     def database_name(self, session: Session) -> str:
         """The Datasette database name of a session: its id, unless that name is taken."""
         if session.id in RESERVED_DATABASE_NAMES:

@@ -48,7 +48,7 @@ def legacy_id_time(value: str) -> str | None:
     return moment.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _ledger_in(directory: Path) -> tuple[Path | None, bool]:
+def ledger_in(directory: Path) -> tuple[Path | None, bool]:
     for name in ("session.db", "session.db.gz"):
         candidate = directory / name
         if candidate.is_file() or (candidate.exists() and not candidate.is_dir()):
@@ -65,7 +65,7 @@ def _subdirs(parent: Path) -> list[Path]:
 
 
 def _run_session_dir(path: Path) -> SessionDir:
-    ledger, wal = _ledger_in(path)
+    ledger, wal = ledger_in(path)
     name = path.name
     if FAILED_MARK in name:
         original, stamp = name.split(FAILED_MARK, 1)
@@ -83,7 +83,7 @@ def scan_run_sessions(run_dir: Path) -> list[SessionDir]:
 def scan_persistent(run_dir: Path) -> list[SessionDir]:
     found = []
     for path in _subdirs(run_dir / "persistent"):
-        ledger, wal = _ledger_in(path)
+        ledger, wal = ledger_in(path)
         found.append(SessionDir(path.name, "persistent", path, ledger, wal))
     return found
 
@@ -92,7 +92,7 @@ def scan_legacy(capsem_home: Path) -> list[SessionDir]:
     """0.x dirs under `<home>/sessions/`; only those that still hold a ledger count."""
     found = []
     for path in _subdirs(capsem_home / "sessions"):
-        ledger, wal = _ledger_in(path)
+        ledger, wal = ledger_in(path)
         if ledger is None:
             continue
         kind = "legacy_gz" if ledger.suffix == ".gz" else "legacy"

@@ -29,10 +29,13 @@ from urllib.parse import quote
 SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
 CACHE_KIB = 512
+MAX_DECOMPRESSED_BYTES = 8 << 30  # a legacy ledger is a few MB; refuse a gzip bomb
 
 
 class LedgerUnavailable(Exception):
-    """A Capsem file that cannot be read; ``kind`` is one of findings.BROKEN_FILE_KINDS."""
+    """A Capsem file that cannot be read. ``kind`` is one of findings.BROKEN_FILE_KINDS, or
+    a state of the moment: ``missing`` (gone from disk), ``evicted`` (unmounted while asked),
+    ``too_large`` (a legacy .gz that decompresses beyond MAX_DECOMPRESSED_BYTES)."""
 
     def __init__(self, kind: str, path: Path, detail: str):
         self.kind = kind
@@ -121,9 +124,18 @@ def inspect_file(path: Path) -> FileState:
     )
 
 
-def _cache_key(state: FileState) -> str:
-    raw = f"{state.path}|{state.fingerprint}".encode()
-    return hashlib.sha256(raw).hexdigest()[:24]
+def _cache_folder(state: FileState, cache_dir: Path, kind: str) -> Path:
+    """`<cache>/<kind>/<source>/<version>/`: one folder per source file, holding only the
+    copy of its current version (older versions are removed when a new one is made)."""
+    source = hashlib.sha256(str(state.path).encode()).hexdigest()[:24]
+    version = hashlib.sha256(repr(state.fingerprint).encode()).hexdigest()[:16]
+    return cache_dir / kind / source / version
+
+
+def _prune_versions(folder: Path) -> None:
+    for sibling in folder.parent.iterdir():
+        if sibling != folder:
+            shutil.rmtree(sibling, ignore_errors=True)
 
 
 def _atomic_copy(write, target: Path) -> None:
@@ -138,28 +150,40 @@ def _atomic_copy(write, target: Path) -> None:
             os.unlink(tmp)
 
 
+def _copy_limited(source, out, path: Path) -> None:
+    copied = 0
+    while chunk := source.read(1 << 20):
+        copied += len(chunk)
+        if copied > MAX_DECOMPRESSED_BYTES:
+            raise LedgerUnavailable(
+                "too_large", path, f"decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes"
+            )
+        out.write(chunk)
+
+
 def _decompressed_copy(state: FileState, cache_dir: Path) -> Path:
-    target = cache_dir / "gz" / f"{_cache_key(state)}.db"
+    folder = _cache_folder(state, cache_dir, "gz")
+    target = folder / "session.db"
     if not target.exists():
 
         def write(out):
             try:
                 with gzip.open(state.path, "rb") as source:
-                    shutil.copyfileobj(source, out)
+                    _copy_limited(source, out, state.path)
             except (OSError, EOFError) as error:
                 raise LedgerUnavailable("truncated", state.path, f"gzip: {error}") from error
 
         _atomic_copy(write, target)
+        _prune_versions(folder)
         with open(target, "rb") as handle:
             _check_header(state.path, handle.read(HEADER_SIZE), target.stat().st_size)
     return target
 
 
 def _snapshot_copy(state: FileState, cache_dir: Path) -> Path:
-    folder = cache_dir / "snapshots" / _cache_key(state)
+    folder = _cache_folder(state, cache_dir, "snapshots")
     target = folder / "session.db"
     if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
         with open(f"{state.path}-wal", "rb") as wal:
             wal_bytes = wal.read()
         _atomic_copy(lambda out: out.write(wal_bytes), Path(f"{target}-wal"))
@@ -169,16 +193,28 @@ def _snapshot_copy(state: FileState, cache_dir: Path) -> Path:
                 shutil.copyfileobj(source, out)
 
         _atomic_copy(write_db, target)
+        _prune_versions(folder)
     return target
+
+
+def cached_stand_in(state: FileState, cache_dir: Path) -> Path:
+    """The plugin's own copy of a file that cannot be opened in place (gz, WAL without shm)."""
+    try:
+        if state.mode == "gz":
+            return _decompressed_copy(state, cache_dir)
+        return _snapshot_copy(state, cache_dir)
+    except LedgerUnavailable:
+        raise
+    except OSError as error:  # the source changed under us, or the cache is unwritable
+        raise LedgerUnavailable("unreadable", state.path, f"cannot copy it: {error}") from error
 
 
 def sqlite_uri(state: FileState, cache_dir: Path) -> str:
     """The URI that reads ``state.path`` (or its cached stand-in) without touching it."""
     mode = state.mode
-    if mode == "gz":
-        return f"file:{quote(str(_decompressed_copy(state, cache_dir)))}?immutable=1"
-    if mode == "snapshot":
-        return f"file:{quote(str(_snapshot_copy(state, cache_dir)))}?mode=ro"
+    if mode in ("gz", "snapshot"):
+        flag = "immutable=1" if mode == "gz" else "mode=ro"
+        return f"file:{quote(str(cached_stand_in(state, cache_dir)))}?{flag}"
     flag = "immutable=1" if mode == "immutable" else "mode=ro"
     return f"file:{quote(str(state.path))}?{flag}"
 

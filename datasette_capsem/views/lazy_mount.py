@@ -106,7 +106,7 @@ async def _problem_response(datasette, scope, receive, actor):
             f"No session or database is called {name!r}.",
             suggestions=near,
         )
-    if not session.has_ledger:
+    if not state.catalog.recheck_ledger(session).has_ledger:
         return await render.error(
             datasette,
             request,
