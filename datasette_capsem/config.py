@@ -75,15 +75,44 @@ def load_settings(plugin_config: dict[str, Any] | None, environ=os.environ) -> S
             f"cache_dir {cache_root} is inside the Capsem home {capsem_home}; "
             "the plugin never writes there"
         )
+    if _is_within(cache_dir, run_dir):
+        raise ConfigError(f"cache_dir {cache_root} is inside the Capsem run dir {run_dir}")
     max_mounted = config.get("max_mounted_sessions", DEFAULT_MAX_MOUNTED)
-    if not isinstance(max_mounted, int) or max_mounted < 1:
+    if not isinstance(max_mounted, int) or isinstance(max_mounted, bool) or max_mounted < 1:
         raise ConfigError(f"max_mounted_sessions must be a positive integer, got {max_mounted!r}")
     return Settings(
         capsem_home=capsem_home,
         run_dir=run_dir,
         cache_dir=cache_dir,
         max_mounted=max_mounted,
-        demo=bool(config.get("demo", False)),
+        demo=_boolean(config.get("demo", False), "demo"),
         trusted_actor_header=config.get("trusted_actor_header") or None,
-        index_refresh_seconds=float(config.get("index_refresh_seconds", 60.0)),
+        index_refresh_seconds=_seconds(config.get("index_refresh_seconds", 60.0)),
     )
+
+
+def _boolean(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in (
+        "true",
+        "yes",
+        "on",
+        "1",
+        "false",
+        "no",
+        "off",
+        "0",
+    ):
+        return value.lower() in ("true", "yes", "on", "1")
+    raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
+def _seconds(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not seconds >= 0:  # also rejects NaN
+        raise ConfigError(f"index_refresh_seconds must be a number >= 0, got {value!r}")
+    return seconds

@@ -80,3 +80,39 @@ def test_serve_serves_the_real_home_when_there_is_one(isolated_env, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def test_serve_with_metadata_uses_its_home_and_the_settings_beside_it(isolated_env, tmp_path):
+    home = tmp_path / "team-home"
+    manifest = generate_home(home, GenerateOptions(sessions=2, hostile=False, broken=False))
+    config = tmp_path / "instance"
+    config.mkdir()
+    (config / "metadata.yml").write_text(
+        f"plugins:\n  datasette-capsem:\n    capsem_home: {home}\n    view_secrets: true\n"
+    )
+    (config / "settings.json").write_text('{"max_returned_rows": 123}')
+    process, base = run_cli(["serve", "-m", str(config / "metadata.yml")], isolated_env)
+    try:
+        listed = wait_for(base + "/-/capsem/sessions.json?_size=max&all=1", process).json()
+        assert {s["id"] for s in manifest["sessions"] if s.get("main_db_row")} <= {
+            s["id"] for s in listed["sessions"]
+        }
+        assert httpx.get(base + "/-/settings.json").json()["max_returned_rows"] == 123
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_serve_rejects_a_broken_metadata_file_with_one_clear_line(isolated_env, tmp_path):
+    bad = tmp_path / "metadata.yml"
+    bad.write_text("plugins: [unclosed")
+    datasette = Path(sys.executable).with_name("datasette")
+    result = subprocess.run(
+        [str(datasette), "capsem", "serve", "-m", str(bad)],
+        env=isolated_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "cannot read" in result.stderr and "Traceback" not in result.stderr

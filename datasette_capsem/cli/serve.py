@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from datasette_capsem.config import PLUGIN_NAME, load_settings
+from datasette_capsem.config import PLUGIN_NAME, ConfigError, load_settings
 
 DEMO_SEED = 7
 
@@ -33,22 +34,41 @@ def _demo_home(sessions: int | None) -> Path:
     return home
 
 
-def _run(home: Path, demo: bool, host: str, port: int, metadata_path: Path | None) -> None:
-    import uvicorn
+def _instance_config(metadata_path: Path | None) -> tuple[dict, dict]:
+    """metadata.yml and, beside it, settings.json (as `datasette serve DIR` reads them)."""
     import yaml
+
+    if metadata_path is None:
+        return {}, {}
+    try:
+        metadata = yaml.safe_load(metadata_path.read_text()) or {}
+        settings_path = metadata_path.with_name("settings.json")
+        settings = json.loads(settings_path.read_text()) if settings_path.exists() else {}
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise click.ClickException(f"cannot read {metadata_path}: {error}") from error
+    if not isinstance(metadata, dict) or not isinstance(settings, dict):
+        raise click.ClickException(f"{metadata_path}: expected a mapping at the top level")
+    return metadata, settings
+
+
+def _settings_for(metadata: dict):
+    try:
+        return load_settings((metadata.get("plugins") or {}).get(PLUGIN_NAME))
+    except ConfigError as error:
+        raise click.ClickException(str(error)) from error
+
+
+def _run(home: Path, demo: bool, host: str, port: int, metadata: dict, settings: dict) -> None:
+    import uvicorn
     from datasette.app import Datasette
 
-    metadata = yaml.safe_load(metadata_path.read_text()) if metadata_path else {}
-    plugins = metadata.setdefault("plugins", {})
-    plugins.setdefault(PLUGIN_NAME, {}).update({"capsem_home": str(home), "demo": demo})
-    datasette = Datasette(metadata=metadata)
+    metadata = {**metadata, "plugins": dict(metadata.get("plugins") or {})}
+    config = dict(metadata["plugins"].get(PLUGIN_NAME) or {})
+    metadata["plugins"][PLUGIN_NAME] = {**config, "capsem_home": str(home), "demo": demo}
+    datasette = Datasette(metadata=metadata, settings=settings)
     label = "demo data" if demo else "Capsem home"
     click.echo(f"Serving {label} {home} at http://{host}:{port}/", err=True)
     uvicorn.run(datasette.app(), host=host, port=port, log_level="warning")
-
-
-def _default_home() -> Path:
-    return load_settings({}).capsem_home
 
 
 @click.command(name="demo")
@@ -62,7 +82,7 @@ def _default_home() -> Path:
 )
 def demo(host: str, port: int, sessions: int | None) -> None:
     """Serve a generated Capsem home, marked as demo data."""
-    _run(_demo_home(sessions), True, host, port, None)
+    _run(_demo_home(sessions), True, host, port, {}, {})
 
 
 @click.command(name="serve")
@@ -72,13 +92,16 @@ def demo(host: str, port: int, sessions: int | None) -> None:
     "-m",
     "--metadata",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="metadata.yml with instance settings (e.g. the repository's).",
+    help="metadata.yml with instance settings (e.g. the repository's); a settings.json "
+    "beside it is read too.",
 )
 def serve(host: str, port: int, metadata: Path | None) -> None:
-    """Serve this machine's Capsem home (CAPSEM_HOME or ~/.capsem), else the demo."""
-    home = _default_home()
+    """Serve this machine's Capsem home (from metadata.yml, CAPSEM_HOME or ~/.capsem), else
+    the demo."""
+    instance, settings = _instance_config(metadata)
+    home = _settings_for(instance).capsem_home
     if (home / "sessions" / "main.db").exists() or (home / "run").is_dir():
-        _run(home, False, host, port, metadata)
+        _run(home, False, host, port, instance, settings)
     else:
         click.echo(f"No Capsem home at {home}; serving demo data instead.", err=True)
-        _run(_demo_home(None), True, host, port, metadata)
+        _run(_demo_home(None), True, host, port, instance, settings)
