@@ -174,7 +174,7 @@ async def _handle(app, datasette, scope, receive, send, actor) -> None:
         request = Request({**scope, "csrftoken": lambda: ""}, receive)
         response = await render.error(datasette, request, 403, *refusal)
         return await response.asgi_send(guarded_send)
-    if redaction.policy.get() != redaction.OPEN:
+    if redaction.policy.get() != redaction.OPEN and scope.get("method") != "HEAD":
         guarded_send = secrets_guard.masking_send(guarded_send, path)
     response = await _problem_response(datasette, scope, receive, actor)
     if response is not None:
