@@ -63,14 +63,7 @@ def handle_exception(datasette, request, exception):
         return _bad_parameter(datasette, request, exception)
 
     async def inner():
-        return await render.error(
-            datasette,
-            request,
-            422,
-            f"Unreadable ledger ({exception.kind})",
-            exception.detail,
-            path=str(exception.path),
-        )
+        return await render.unreadable(datasette, request, exception)
 
     return inner
 

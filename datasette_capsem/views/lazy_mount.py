@@ -65,9 +65,7 @@ def database_segment(path: str) -> str:
 
 
 def session_links(sessions) -> list[dict]:
-    return [
-        {"id": s.id, "name": s.display_name, "href": f"/-/capsem/sessions/{s.id}"} for s in sessions
-    ]
+    return [render.session_link(s.id, s.display_name) for s in sessions]
 
 
 async def _problem_response(datasette, scope, receive, actor):
@@ -119,15 +117,7 @@ async def _problem_response(datasette, scope, receive, actor):
     try:
         await state.mounter.session_database(session)
     except LedgerUnavailable as problem:
-        return await render.error(
-            datasette,
-            request,
-            422,
-            f"Unreadable ledger ({problem.kind})",
-            f"The ledger of session {session.id} cannot be read: {problem.detail}.",
-            path=str(problem.path),
-            suggestions=session_links([session]),
-        )
+        return await render.unreadable(datasette, request, problem, session.id)
     return None
 
 

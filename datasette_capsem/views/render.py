@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from datasette.utils.asgi import Response
 
@@ -66,3 +67,27 @@ async def error(
         "suggestions": suggestions or [],
     }
     return await page(datasette, request, "error.html", data, status=status)
+
+
+async def unreadable(datasette, request, problem, session_id: str | None = None) -> Response:
+    """The page for a Capsem file that cannot be read (a `LedgerUnavailable`)."""
+    whose = f"The ledger of session {session_id}" if session_id else "The file"
+    suggestions = [session_link(session_id)] if session_id else []
+    return await error(
+        datasette,
+        request,
+        422,
+        f"Unreadable ledger ({problem.kind})",
+        f"{whose} cannot be read: {problem.detail}.",
+        path=str(problem.path),
+        suggestions=suggestions,
+    )
+
+
+def session_link(session_id: str, name: str | None = None) -> dict[str, Any]:
+    """A session as error pages list it: always by id, the name only displayed."""
+    return {
+        "id": session_id,
+        "name": name,
+        "href": f"/-/capsem/sessions/{quote(session_id, safe='')}",
+    }
