@@ -7,9 +7,11 @@ reads in Python through the read-only opener), never with the plugin's own SQL f
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections import Counter
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import pytest_asyncio
@@ -169,14 +171,51 @@ def time_key(text: str) -> tuple[str, str]:
     return second, fraction.ljust(9, "0")
 
 
+CHILD_TABLES = ("tool_calls", "tool_responses", "model_items")
+JOINED_TABLES = (
+    "security_rule_events", "security_decision_events", "security_ask_events", "event_body_blobs",
+)  # fmt: skip
+# Tables whose rows carry their own event id, which security rows and body blobs join to.
+PRIMARY_TABLES = (
+    "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
+    "exec_events", "audit_events", "substitution_events", "mcp_calls",
+)  # fmt: skip
+
+
 def chain_rows_in_python(conn: sqlite3.Connection, column: str, value: str) -> set[tuple]:
-    """Every (table, id) whose `column` is `value`, table by table."""
+    """Every (table, id) of the chain, table by table, the way spec §6.1 joins rows:
+
+    rows whose `column` is `value`; tool calls, tool responses and model items owned by one of
+    those model calls (files before 1.1 have no trace_id on them); security rows and body blobs
+    whose event_id names one of those rows of a primary table (not the migration placeholder).
+    """
     schema = read_schema(conn)
     found = set()
     for table in TRACE_TABLES:
         if schema.has(table, column):
             ids = conn.execute(f"SELECT id FROM {table} WHERE {column} = ?", [value])
             found |= {(table, row[0]) for row in ids}
+    calls = [row_id for table, row_id in found if table == "model_calls"]
+    for table in CHILD_TABLES:
+        if schema.has(table, "model_call_id"):
+            for call in calls:
+                ids = conn.execute(f"SELECT id FROM {table} WHERE model_call_id = ?", [call])
+                found |= {(table, row[0]) for row in ids}
+    event_ids = set()
+    for table, row_id in found:
+        if table in PRIMARY_TABLES and schema.has(table, "event_id"):
+            row = conn.execute(f"SELECT event_id FROM {table} WHERE id = ?", [row_id]).fetchone()
+            event_ids.add(row[0])
+    event_ids = {
+        e
+        for e in event_ids
+        if isinstance(e, str) and re.fullmatch("[0-9a-f]{12}", e) and e != "000000000000"
+    }
+    for table in JOINED_TABLES:
+        if schema.has(table, "event_id"):
+            for event_id in event_ids:
+                ids = conn.execute(f"SELECT id FROM {table} WHERE event_id = ?", [event_id])
+                found |= {(table, row[0]) for row in ids}
     return found
 
 
@@ -200,17 +239,82 @@ async def test_trace_chain_holds_every_row_of_the_trace_in_time_order(
             conn.close()
 
 
-async def test_turn_chain_matches_the_trace_outside_security_tables(datasette, manifest):
+async def test_turn_chain_matches_the_trace_outside_security_tables(
+    datasette, manifest, capsem_home, cache_dir
+):
     session = by_era(manifest)["current"]
-    for trace in session["traces"]:
-        turn = await rows(datasette, f"/{session['id']}/turn_chain.json", turn_id=trace)
-        chain = await rows(datasette, f"/{session['id']}/trace_chain.json", trace_id=trace)
-        outside = {
-            (r["table_name"], r["row_id"])
-            for r in chain
-            if not r["table_name"].startswith("security_")
-        }
-        assert {(r["table_name"], r["row_id"]) for r in turn} == outside
+    conn = open_ledger(capsem_home, session, cache_dir)
+    try:
+        for trace in session["traces"]:
+            turn = await rows(datasette, f"/{session['id']}/turn_chain.json", turn_id=trace)
+            chain = await rows(datasette, f"/{session['id']}/trace_chain.json", trace_id=trace)
+            outside = {
+                (r["table_name"], r["row_id"])
+                for r in chain
+                if not r["table_name"].startswith("security_")
+            }
+            found = {(r["table_name"], r["row_id"]) for r in turn}
+            assert {f for f in found if not f[0].startswith("security_")} == outside
+            assert found == chain_rows_in_python(conn, "turn_id", trace)
+            assert any(t == "security_decision_events" for t, _ in found), trace
+    finally:
+        conn.close()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
+def test_trace_chain_reads_the_tables_the_trace_page_reads():
+    """The chain's arms and the page's table lists (graph/trace_rows.py) must not drift."""
+    from datasette_capsem.graph import trace_rows
+
+    spec = next(s for s in all_specs() if s.id == "trace_chain")
+    arms = {part.aliases["t"] for part in spec.parts}
+    page = {"model_calls", "tool_calls", "tool_responses", "model_items", "event_body_blobs"}
+    page |= set(trace_rows.TRACE_TABLES) | set(trace_rows.SECURITY_TABLES)
+    # snapshot_events (trace_id on 2026-05-10..06-11 files) is in the chain, not on the page.
+    assert arms == page | {"snapshot_events"}
+    by_event = [part for part in spec.parts if "FROM chain AS c" in part.sql]
+    assert {part.aliases["t"] for part in by_event} == {
+        *trace_rows.SECURITY_TABLES,
+        "event_body_blobs",
+    }
+    for part in by_event:  # joined through the same primary tables as the page
+        listed = re.search(r"c\.table_name IN \(([^)]*)\)", part.sql).group(1)
+        assert set(re.findall(r"'(\w+)'", listed)) == set(trace_rows.PRIMARY_TABLES)
+    assert spec.parts[-len(by_event) :] == tuple(by_event), "recursive arms come last"
+
+
+def page_rows(graph: dict) -> set[tuple]:
+    """(table, row id) of every ledger row drawn on a trace page (not a missing target)."""
+    return {
+        (node["table"], node["row_id"])
+        for node in graph["nodes"]
+        if node.get("table") and not node.get("missing") and not node.get("external")
+    }
+
+
+@pytest.mark.parametrize("era", ["current", "migrated", "march2026", "v1_1"])
+async def test_trace_chain_holds_the_rows_the_trace_page_shows(datasette, manifest, era):
+    """The canned query and the trace page agree on what a trace is, in every era: on 0.16
+    files tool rows join by model_call_id, security rows by event_id in every era."""
+    sessions = [s for s in readable(manifest) if s["era"] == era and s.get("traces")]
+    assert sessions, era
+    for session in sessions[:3]:
+        tables: set[str] = set()
+        for trace in session["traces"]:
+            page = await datasette.client.get(
+                f"/-/capsem/sessions/{quote(session['id'], safe='')}/traces/"
+                f"{quote(trace, safe='')}/graph.json"
+            )
+            assert page.status_code == 200, (session["id"], trace)
+            chain = await rows(datasette, f"/{session['id']}/trace_chain.json", trace_id=trace)
+            found = [(r["table_name"], r["row_id"]) for r in chain]
+            assert len(found) == len(set(found)), "a row is listed once"
+            assert set(found) == page_rows(page.json()), (era, session["id"], trace)
+            tables |= {table for table, _ in found}
+        if era == "march2026":  # no trace_id on tool rows: joined through their model call
+            assert {"tool_calls", "tool_responses"} <= tables, session["id"]
+        if era in ("current", "migrated"):  # decision rows carry no trace_id
+            assert "security_decision_events" in tables, session["id"]
 
 
 async def test_model_call_lists_its_items_tool_calls_and_responses(
