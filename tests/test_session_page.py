@@ -3,11 +3,17 @@ era of session, and clear 4xx answers to bad input."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
+from datasette_capsem.checks import Check, hookimpl
+from datasette_capsem.checks.plugins import plugin_manager
+from datasette_capsem.views.session import ReportCache, report_cache
 from tests.helpers import make_datasette
 from tests.trace_support import (
     clean_current,
@@ -157,3 +163,147 @@ async def test_hostile_values_are_escaped(datasette, manifest):
     html = (await datasette.client.get(session_url(session["id"]))).text
     assert "<script>window.__pwned" not in html
     assert "<img src=x" not in html
+
+
+# -- the integrity report: quick profile, cached while the ledger is unchanged ---------------
+
+
+class CountedCheck(Check):
+    """An outside check that counts how often the engine runs it."""
+
+    id = kind = "counted_runs"
+    severity = "info"
+    title = "Counted"
+    explanation = "Counts its runs, for a test of the report cache."
+
+    def __init__(self):
+        self.runs = 0
+
+    def run(self, ctx):
+        self.runs += 1
+        return [self.finding(ctx)]
+
+
+class CountingPlugin:
+    def __init__(self):
+        self.check = CountedCheck()
+
+    @hookimpl
+    def capsem_checks(self):
+        return [self.check]
+
+
+@pytest.fixture
+def counting_check():
+    plugin = CountingPlugin()
+    plugin_manager().register(plugin)
+    try:
+        yield plugin.check
+    finally:
+        plugin_manager().unregister(plugin)
+
+
+async def test_the_overview_report_is_computed_once_per_ledger_state(
+    datasette, manifest, counting_check
+):
+    session = clean_current(manifest)[1]
+    cache = report_cache(datasette)
+    first = (await datasette.client.get(session_url(session["id"], ".json"))).json()["integrity"]
+    runs, checked = cache.runs, counting_check.runs
+    assert checked <= 1  # 0 when an earlier test of this module already viewed the session
+    for _ in range(3):
+        again = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+        again = again["integrity"]
+        assert again["cached"] is True
+        assert again["computed_at"] == first["computed_at"]
+        assert again["verdict"] == first["verdict"]
+    html = (await datasette.client.get(session_url(session["id"]))).text
+    assert cache.runs == runs and counting_check.runs == checked, "the checks ran again"
+    assert first["profile"] == "quick" and "quick_check" in first["profile_note"]
+    assert f'href="{session_url(session["id"], "/check")}"' in html
+    assert "Quick check" in html and first["computed_at"] in html
+
+
+async def test_the_overview_runs_the_quick_profile_and_the_check_page_the_full_one(
+    datasette, manifest
+):
+    broken, _defect = defect_sessions(manifest, "blob_hash_mismatch")[0]
+    overview = (await datasette.client.get(session_url(broken["id"], ".json"))).json()
+    full = (await datasette.client.get(session_url(broken["id"], "/check.json"))).json()
+    fired = {f["kind"] for f in full["findings"] if f["problem"]}
+    assert "blob_hash_mismatch" in fired  # the full check hashes every stored body
+    assert "blob_hash_mismatch" not in {f["kind"] for f in overview["integrity"]["findings"]}
+    assert overview["integrity"]["profile"] == "quick"
+    assert "not hashed" in overview["integrity"]["profile_note"]
+    # Everything else the full check finds, the quick profile finds too.
+    assert {f["kind"] for f in overview["integrity"]["findings"]} == fired - {"blob_hash_mismatch"}
+    # The report reuses the page's row counts instead of counting again.
+    for table, count in overview["integrity"]["tables"].items():
+        assert overview["counts"][table] == count == full["tables"][table], table
+    # quick_check stands in for integrity_check: it does not compare index contents with
+    # their tables, so a damaged index is the full check's to find (the page links to it).
+    not_ready = [d["session"] for d in manifest["defects"] if d["kind"] == "schema_not_ready"]
+    assert not_ready
+    for session_id in not_ready:
+        full = (await datasette.client.get(session_url(session_id, "/check.json"))).json()
+        found = next(f for f in full["findings"] if f["kind"] == "schema_not_ready")
+        assert found["problem"] and "missing from index" in found["details"]["file"]
+        quick = (await datasette.client.get(session_url(session_id, ".json"))).json()
+        assert "index" in quick["integrity"]["profile_note"]
+        assert quick["integrity"]["full_check"] == session_url(session_id, "/check")
+
+
+async def test_the_overview_report_is_recomputed_when_the_ledger_changes(
+    capsem_home, manifest, tmp_path
+):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    session = clean_current(manifest)[0]
+    url = session_url(session["id"], ".json")
+    before = (await datasette.client.get(url)).json()
+    cache = report_cache(datasette)
+    assert cache.runs == 1 and len(cache) == 1
+    assert (await datasette.client.get(url)).json()["integrity"]["cached"] is True
+    conn = sqlite3.connect(home / session["ledger"])
+    try:
+        conn.execute(
+            "INSERT INTO net_events (timestamp, domain, decision) "
+            "VALUES ('2026-08-01T12:00:00.000000Z', 'appended.example.com', 'allowed')"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    after = (await datasette.client.get(url)).json()
+    assert after["integrity"]["cached"] is False
+    assert cache.runs == 2 and len(cache) == 1  # the stale report was replaced, not kept
+    assert after["integrity"]["computed_at"] > before["integrity"]["computed_at"]
+    added = before["integrity"]["tables"]["net_events"] + 1
+    assert after["integrity"]["tables"]["net_events"] == added == after["counts"]["net_events"]
+    assert (await datasette.client.get(url)).json()["integrity"]["cached"] is True
+    assert cache.runs == 2
+    other = await make_datasette(home, tmp_path / "cache-2", index_refresh_seconds=0)
+    assert report_cache(other) is not cache and report_cache(other).runs == 0
+
+
+async def test_the_report_cache_is_bounded_and_shares_a_run():
+    cache = ReportCache(size=2)
+    gate = asyncio.Event()
+
+    async def slow():
+        await gate.wait()
+        return {"verdict": "ok"}
+
+    both = asyncio.gather(cache.get("a", 1, slow), cache.get("a", 1, slow))
+    await asyncio.sleep(0)
+    gate.set()
+    (first, _), (second, _) = await both
+    assert first is second and cache.runs == 1  # two concurrent views, one run
+
+    async def quick():
+        return {"verdict": "ok"}
+
+    await cache.get("b", 1, quick)
+    await cache.get("c", 1, quick)
+    assert len(cache) == 2 and cache.fresh("a", 1) is None  # least recently used went first
+    assert cache.fresh("c", 1) is not None and cache.fresh("c", 2) is None  # file changed

@@ -91,6 +91,17 @@ def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, in
     return counts
 
 
+def _counted(
+    conn: sqlite3.Connection | None, schema: LedgerSchema, known: dict[str, int] | None
+) -> dict[str, int]:
+    """The report's row counts: from `known` when the caller read them, else counted here."""
+    if conn is None:
+        return {}
+    if known is None:
+        return table_counts(conn, schema)
+    return {table: known[table] for table in COUNTED_TABLES if table in known}
+
+
 def _run_one(check: Check, ctx: CheckContext) -> list[Finding]:
     """A check's findings; a check that raises is reported as failed, never crashes a report."""
     try:
@@ -108,13 +119,20 @@ def check_session(
     database: str | None = None,
     sample_limit: int = DEFAULT_SAMPLE_LIMIT,
     checks: list[Check] | None = None,
+    profile: str = "full",
+    tables: dict[str, int] | None = None,
 ) -> Report:
     """Check one session's ledger (`conn`, or None when it has none on disk).
 
     `session` is the catalog Session (paths and WAL state for the file-level checks);
     `main_row` its main.db row (defaults to `session.main_row`); `database` the Datasette
     database name used in links (defaults to the catalog's name for the session).
+    `profile` is "full" (every check as it is) or "quick" (the overview's: no check whose cost
+    grows with the whole file, see `checks.builtin`). `tables` are row counts the caller has
+    already read (the overview counts every table); the report counts them itself otherwise.
     """
+    from datasette_capsem.checks.builtin import for_profile
+
     started = time.perf_counter()
     if main_row is None and session is not None:
         main_row = getattr(session, "main_row", None)
@@ -130,7 +148,7 @@ def check_session(
         database=database or database_name_for(session),
         sample_limit=sample_limit,
     )
-    chosen = all_checks() if checks is None else checks
+    chosen = for_profile(all_checks() if checks is None else checks, profile)
     findings = [f for check in chosen for f in _run_one(check, ctx)]
     return Report(
         findings=findings,
@@ -138,7 +156,7 @@ def check_session(
         live=live,
         session=session.summary() if session is not None else None,
         database=ctx.database,
-        tables=table_counts(conn, schema) if conn is not None else {},
+        tables=_counted(conn, schema, tables),
         duration_ms=(time.perf_counter() - started) * 1000,
         migrated=schema.migrated,
     )

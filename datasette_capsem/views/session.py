@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,7 +24,7 @@ from datasette_capsem.catalog import Session
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.links import Links, segment, with_base
 from datasette_capsem.ledger.schema import LedgerSchema
-from datasette_capsem.mount.ledger_db import LedgerDatabase
+from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
@@ -185,9 +189,133 @@ async def _no_ledger(datasette, request, session: Session) -> Response:
 
 # -- integrity ---------------------------------------------------------------------------
 
+# The overview runs the quick check profile on every view; the /check page runs the full one.
+OVERVIEW_PROFILE = "quick"
+PROFILE_NOTES = {
+    "quick": "Quick check: SQLite's quick_check instead of integrity_check (index contents "
+    "are not compared with their tables), and stored bodies are not hashed. The full check "
+    "does both.",
+    "full": "Full check: SQLite's integrity_check and a blake3 of every stored body.",
+}
+REPORT_CACHE_SERVICE = "session_reports"
+REPORT_CACHE_ENTRIES = 128
+# Some checks read the clock (a `running` row whose WAL is a day old), so even an unchanged
+# file gets a fresh report this often.
+REPORT_MAX_AGE_SECONDS = 300.0
 
-async def integrity(datasette, opened: Opened) -> dict[str, Any]:
-    """The check engine's verdict (its findings that fired), or why there is none."""
+
+@dataclass
+class CachedReport:
+    validator: Hashable
+    computed_at: float  # epoch seconds when the run started: the state it describes
+    report: dict[str, Any]
+
+
+class ReportCache:
+    """Integrity reports of the sessions viewed lately, one per (session id, profile).
+
+    An entry holds while its validator (the ledger's size and mtime, its -wal's, the main.db
+    row and liveness) is unchanged and it is younger than `max_age`. Concurrent views of a
+    session whose report is missing share one run. Owned by one Datasette instance (its
+    `services`), bounded to `size` entries, least recently used evicted first.
+    """
+
+    def __init__(self, size: int = REPORT_CACHE_ENTRIES, max_age: float = REPORT_MAX_AGE_SECONDS):
+        self.size, self.max_age = size, max_age
+        self.runs = 0  # reports computed (each runs the whole profile once)
+        self.hits = 0  # views answered from the cache
+        self._entries: OrderedDict[Hashable, CachedReport] = OrderedDict()
+        self._running: dict[Hashable, tuple[Hashable, asyncio.Future]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def fresh(self, key: Hashable, validator: Hashable) -> CachedReport | None:
+        entry = self._entries.get(key)
+        if entry is None or entry.validator != validator:
+            return None
+        if time.time() - entry.computed_at > self.max_age:
+            return None
+        self._entries.move_to_end(key)
+        return entry
+
+    async def get(
+        self,
+        key: Hashable,
+        validator: Hashable,
+        compute: Callable[[], Awaitable[dict[str, Any]]],
+    ) -> tuple[CachedReport, bool]:
+        """(entry, cached): the held report if still valid, else one computed now."""
+        entry = self.fresh(key, validator)
+        if entry is not None:
+            self.hits += 1
+            return entry, True
+        running = self._running.get(key)
+        if running is None or running[0] != validator:
+            task = asyncio.ensure_future(self._compute(key, validator, compute))
+            running = self._running[key] = (validator, task)
+        # shield: a view that is cancelled (its client left) does not cancel the others' run
+        return await asyncio.shield(running[1]), False
+
+    async def _compute(self, key, validator, compute) -> CachedReport:
+        try:
+            started = time.time()
+            report = await compute()
+            self.runs += 1
+            entry = CachedReport(validator, started, report)
+            self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+            return entry
+        finally:
+            held = self._running.get(key)
+            if held is not None and held[0] == validator:
+                del self._running[key]
+
+
+def report_cache(datasette) -> ReportCache:
+    """The report cache of this Datasette instance."""
+    services = get_state(datasette).services
+    cache = services.get(REPORT_CACHE_SERVICE)
+    if cache is None:
+        cache = services[REPORT_CACHE_SERVICE] = ReportCache()
+    return cache
+
+
+def _validator(opened: Opened) -> Hashable:
+    """What a report depends on besides the clock: the ledger's files and the main.db row."""
+    session = opened.session
+    path = opened.db.source_path if opened.db is not None else session.ledger_path
+    files = _quick_fingerprint(path) if path is not None else None
+    row = session.main_row
+    return (files, session.live, tuple(dict(row).items()) if row is not None else None)
+
+
+def _freshness(entry: CachedReport, cached: bool, profile: str) -> dict[str, Any]:
+    computed = datetime.fromtimestamp(entry.computed_at, tz=timezone.utc)
+    return {
+        "profile": profile,
+        "profile_note": PROFILE_NOTES[profile],
+        "computed_at": computed.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "age_seconds": round(max(0.0, time.time() - entry.computed_at), 1),
+        "cached": cached,
+    }
+
+
+async def integrity(
+    datasette,
+    opened: Opened,
+    *,
+    profile: str = OVERVIEW_PROFILE,
+    counts: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The check engine's verdict (its findings that fired), or why there is none.
+
+    The report is cached per session and profile while the ledger is unchanged (see
+    `ReportCache`); `counts` are the row counts the page already read, so the checks do not
+    count the tables again.
+    """
     try:
         from datasette_capsem.checks import check_session
     except ImportError:
@@ -204,18 +332,32 @@ async def integrity(datasette, opened: Opened) -> dict[str, Any]:
             main_row=session.main_row,
             live=session.live,
             database=opened.links.database,
+            profile=profile,
+            tables=counts if conn is not None else None,
         ).to_dict()
 
-    try:
+    async def compute() -> dict[str, Any]:
         if opened.db is not None:
-            report = await opened.db.execute_fn(run)
-        else:
-            report = await asyncio.get_running_loop().run_in_executor(None, run, None)
+            return await opened.db.execute_fn(run)
+        return await asyncio.get_running_loop().run_in_executor(None, run, None)
+
+    try:
+        entry, cached = await report_cache(datasette).get(
+            (session.id, profile), _validator(opened), compute
+        )
     except Exception as error:  # another module's bug must not take the page down
         log.exception("integrity checks failed for %s", session.id)
         return {"available": False, "verdict": None, "message": f"checks failed: {error}"}
+    report = entry.report
     fired = [f for f in report.get("findings", []) if f.get("count") or f.get("failed")]
-    return {"available": True, "message": None, **report, "findings": fired}
+    return {
+        "available": True,
+        "message": None,
+        **report,
+        "findings": fired,
+        **_freshness(entry, cached, profile),
+        "full_check": opened.links.session() + "/check",
+    }
 
 
 # -- the overview page -------------------------------------------------------------------
@@ -312,7 +454,7 @@ async def session_page(datasette, request):
             "No session.db on disk: Capsem deletes the directory of a stopped ephemeral "
             "session, so main.db's row is all that remains."
         )
-    context["integrity"] = await integrity(datasette, opened)
+    context["integrity"] = await integrity(datasette, opened, counts=context["counts"] or None)
     return await render.page(datasette, request, "session.html", context)
 
 
