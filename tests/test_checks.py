@@ -29,6 +29,8 @@ from datasette_capsem.checks.plugins import plugin_manager
 from datasette_capsem.checks.runner import check_catalog_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.findings import KINDS
+from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.ledger import rollup
 from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
 from tests.helpers import make_datasette, snapshot_tree
 
@@ -101,6 +103,55 @@ async def test_every_session_reports_exactly_its_injected_defects(manifest, cata
     assert {"current", "march2026", "v1_1", "migrated", None} <= checked_eras
 
 
+async def test_an_old_main_db_reports_exactly_its_injected_defects(tmp_path):
+    """main.db before 2026-06-24 keeps total_mcp_calls at 0: no session may be flagged for it."""
+    home = tmp_path / "home"
+    manifest = generate_home(home, GenerateOptions(old_main_db=True))
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(tmp_path / "cache")})
+    catalog = Catalog(settings)
+    expected = expected_entries(manifest)
+    compared = 0
+    for session in manifest["sessions"]:
+        if session.get("broken"):
+            continue
+        owner = session.get("alias_of") or session["id"]
+        report = report_for(session["id"], catalog, settings, sample_limit=EVERY_SAMPLE)
+        assert as_entries(report) == expected.get(owner, set()), session["id"]
+        found = next(f for f in report.findings if f.kind == "rollup_mismatch")
+        compared += found.applicable
+    assert compared > 10
+
+
+async def test_the_rollup_comparison_rules():
+    fresh = {column: 10 for column in rollup.ROLLUP_COLUMNS}
+    row = {"status": "stopped", "mode": "ephemeral", "stopped_at": "2026-08-01T10:00:00Z",
+           **fresh, "total_mcp_calls": 0}  # fmt: skip
+    assert rollup.compare_rollup(row, fresh).verdict == rollup.OK  # total_mcp_calls: never
+    assert rollup.compare_rollup({**row, "total_tool_calls": 9}, fresh).verdict == rollup.MISMATCH
+    # capsem run rows rolled up before 2026-06-26 wrote 0 tokens, cost and tool calls.
+    zeros = dict.fromkeys(rollup.LEGACY_RUN_ZEROED, 0)
+    legacy = {**row, **zeros, "mode": "run", "stopped_at": "2026-05-02T10:00:00Z"}
+    assert rollup.compare_rollup(legacy, fresh).verdict == rollup.OK
+    assert rollup.compare_rollup({**legacy, "total_requests": 3}, fresh).verdict == rollup.MISMATCH
+    current_run = {**legacy, "stopped_at": "2026-07-02T10:00:00Z"}
+    assert rollup.compare_rollup(current_run, fresh).verdict == rollup.MISMATCH
+    # NULL: never written for this row; a figure the ledger lacks: not compared either.
+    assert rollup.compare_rollup({**row, "exec_count": None}, fresh).verdict == rollup.OK
+    assert rollup.compare_rollup(row, {**fresh, "exec_count": None}).verdict == rollup.OK
+    # One status set: vacuumed rows are compared, running and terminated ones are not.
+    assert rollup.compare_rollup({**row, "status": "vacuumed"}, fresh).applicable
+    for status in ("running", "terminated"):
+        assert not rollup.compare_rollup({**row, "status": status}, fresh).applicable
+    assert not rollup.compare_rollup(row, None).applicable  # no ledger
+    # Ahead of its row: expected for a resumed persistent VM only.
+    behind = {**row, "total_requests": 4}
+    assert rollup.compare_rollup(behind, fresh).verdict == rollup.MISMATCH
+    assert rollup.compare_rollup(behind, fresh, kind="persistent").verdict == rollup.AHEAD
+    over = {**row, "total_requests": 40}
+    assert rollup.compare_rollup(over, fresh, kind="persistent").verdict == rollup.MISMATCH
+    assert rollup.compare_rollup({**row, "total_estimated_cost": 10 + 1e-12}, fresh).verdict == "ok"
+
+
 async def test_every_finding_kind_is_exercised_by_the_manifest(manifest):
     assert {d["kind"] for d in manifest["defects"]} == set(KINDS)
 
@@ -155,80 +206,6 @@ async def test_checks_an_era_cannot_answer_say_so(manifest, catalog, settings):
     assert {"orphan_tool_response", "tool_call_without_response", "model_call_quality"} <= ran
     orphan = next(f for f in report.findings if f.kind == "orphan_tool_response")
     assert orphan.note is None  # the call_id-only variant of the canned query ran
-
-
-def mcp_in_mcp_calls(manifest: dict, capsem_home: Path, folder: Path) -> Path:
-    """A copy of the migrated ledger shaped like a 2026-06-12..06-22 file: MCP tools/call rows
-    live in mcp_calls (event_id since 06-06), not in tool_calls (event_id since 06-12)."""
-    migrated = sample_of(manifest, era="migrated", alias_of=None)
-    copy = folder / "session.db"
-    source = open_readonly(capsem_home / migrated["ledger"], folder / "cache")
-    target = sqlite3.connect(copy)
-    try:
-        source.backup(target)
-        moved = target.execute(
-            "INSERT INTO mcp_calls (timestamp, server_name, method, tool_name, request_id, "
-            "decision, duration_ms, trace_id, event_id) "
-            "SELECT timestamp, COALESCE(server_name, 'mcp'), 'tools/call', tool_name, call_id, "
-            "decision, duration_ms, trace_id, event_id FROM tool_calls WHERE origin = 'mcp'"
-        ).rowcount
-        target.execute("DELETE FROM tool_calls WHERE origin = 'mcp'")
-        target.commit()
-    finally:
-        source.close()
-        target.close()
-    assert moved == 3
-    return copy
-
-
-def findings_of(report, *kinds: str) -> dict[str, Finding]:
-    found = {f.kind: f for f in report.findings if f.kind in kinds}
-    assert set(found) == set(kinds)
-    return found
-
-
-async def test_mcp_calls_in_mcp_calls_are_ledgered(manifest, capsem_home, tmp_path):
-    """Files from 2026-06-12 to 06-22 keep MCP calls in mcp_calls: their security rows are
-    neither an unledgered MCP call nor a dangling security event."""
-    from datasette_capsem.ledger.schema import read_schema
-    from datasette_capsem.queries import canned_queries_for
-
-    copy = mcp_in_mcp_calls(manifest, capsem_home, tmp_path)
-    conn = open_readonly(copy, tmp_path / "cache")
-    try:
-        planted = conn.execute(
-            "SELECT COUNT(*) FROM security_rule_events WHERE event_type = 'mcp.tool_call' "
-            "AND event_id IN (SELECT event_id FROM mcp_calls)"
-        ).fetchone()[0]
-        assert planted == 3
-        kinds = ("unledgered_mcp_call", "dangling_security_event")
-        report = check_session(conn, sample_limit=EVERY_SAMPLE)
-        for kind, finding in findings_of(report, *kinds).items():
-            assert finding.applicable and finding.failed is None, kind
-            assert finding.count == 0, (kind, finding.row_ids)
-        query = canned_queries_for(read_schema(conn), "session")["unledgered_mcp_calls"]
-        assert conn.execute(query["sql"]).fetchall() == []
-    finally:
-        conn.close()
-    # A tools/call the policy saw with no row in either table is still found.
-    writable = sqlite3.connect(copy)
-    try:
-        row_id = writable.execute(
-            "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id, "
-            "rule_action, rule_json, event_json, trace_id) "
-            "VALUES (1781000000000, 'abcdefabcdef', 'mcp.tool_call', 'r', 'allow', '{}', '{}', "
-            "'t')"
-        ).lastrowid
-        writable.commit()
-    finally:
-        writable.close()
-    conn = open_readonly(copy, tmp_path / "cache")
-    try:
-        report = check_session(conn, sample_limit=EVERY_SAMPLE)
-    finally:
-        conn.close()
-    for kind, finding in findings_of(report, *kinds).items():
-        assert finding.row_ids == [row_id], kind
 
 
 async def test_a_session_without_a_ledger_gets_its_main_db_checks(manifest, catalog, settings):

@@ -7,6 +7,7 @@ import asyncio
 import math
 import shutil
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,6 +33,7 @@ DIRECT_SUMS = {
     "input_tokens": "SELECT COALESCE(SUM(input_tokens), 0) FROM model_calls",
     "output_tokens": "SELECT COALESCE(SUM(output_tokens), 0) FROM model_calls",
     "cost_usd": "SELECT COALESCE(SUM(estimated_cost_usd), 0) FROM model_calls",
+    "model_calls": "SELECT COUNT(*) FROM model_calls",
     "tool_calls": "SELECT COUNT(*) FROM tool_calls",
     "file_events": "SELECT COUNT(*) FROM fs_events",
     "exec_events": "SELECT COUNT(*) FROM exec_events",
@@ -68,6 +70,74 @@ def direct_sums(ledger: Path, cache_dir: Path) -> dict[str, float | int | None]:
         conn.close()
 
 
+def fork_parent(manifest: dict, fork: dict) -> dict:
+    """The manifest session a fork names in `forked_from` (an id, else a display name)."""
+    sessions = manifest["sessions"]
+    by_id = [s for s in sessions if s["id"] == fork["forked_from"]]
+    return (by_id or [s for s in sessions if s.get("name") == fork["forked_from"]])[0]
+
+
+def _ledger_copy(ledger: Path, scratch: Path) -> sqlite3.Connection:
+    """A private copy of a ledger (and its WAL), so plain sqlite3 can read it anywhere."""
+    scratch.mkdir(parents=True, exist_ok=True)
+    target = scratch / f"{ledger.parent.name}.db"
+    shutil.copyfile(ledger, target)
+    if Path(f"{ledger}-wal").exists():
+        shutil.copyfile(f"{ledger}-wal", f"{target}-wal")
+    return sqlite3.connect(target)
+
+
+def own_sums(fork: Path, parent: Path) -> dict[str, float | int | None]:
+    """direct_sums over the fork's own rows only: rows whose event_id is not in the parent's
+    same table (computed here in Python, independently of the plugin's SQL)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        fork_conn = _ledger_copy(fork, Path(scratch) / "fork")
+        parent_conn = _ledger_copy(parent, Path(scratch) / "parent")
+        try:
+            return _own_sums(fork_conn, parent_conn)
+        finally:
+            fork_conn.close()
+            parent_conn.close()
+
+
+def _own_sums(fork: sqlite3.Connection, parent: sqlite3.Connection) -> dict:
+    def rows(table: str, *columns: str) -> list[tuple]:
+        inherited = {r[0] for r in parent.execute(f"SELECT event_id FROM {table}")}
+        found = fork.execute(f"SELECT event_id, {', '.join(columns) or '1'} FROM {table}")
+        return [r[1:] for r in found if r[0] is None or r[0] not in inherited]
+
+    net = rows("net_events", "decision")
+    calls = rows("model_calls", "input_tokens", "output_tokens", "estimated_cost_usd")
+    tools = rows("tool_calls", "origin")
+    return {
+        "requests": len(net),
+        "allowed_requests": sum(1 for (d,) in net if d == "allowed"),
+        "denied_requests": sum(1 for (d,) in net if d == "denied"),
+        "input_tokens": sum(c[0] or 0 for c in calls),
+        "output_tokens": sum(c[1] or 0 for c in calls),
+        "cost_usd": sum(c[2] or 0.0 for c in calls),
+        "model_calls": len(calls),
+        "tool_calls": len(tools),
+        "mcp_calls": sum(1 for (o,) in tools if o == "mcp"),
+        "file_events": len(rows("fs_events")),
+        "exec_events": len(rows("exec_events")),
+        "audit_events": len(rows("audit_events")),
+    }
+
+
+def distinct_files(manifest: dict, indexed: set[str] | None = None) -> list[dict]:
+    """One manifest session per ledger file (an alias shares its owner's file): the readable
+    ones, or those in `indexed` (a broken file root can still read, or one read from a
+    snapshot, is indexed too)."""
+    return [
+        s
+        for s in manifest["sessions"]
+        if s.get("ledger")
+        and not s.get("alias_of")
+        and (s["id"] in indexed if indexed is not None else not s.get("broken"))
+    ]
+
+
 def same(a, b) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
@@ -99,17 +169,207 @@ def built(capsem_home, cache_dir) -> IndexService:
 async def test_index_figures_equal_direct_sums_in_every_era(
     built, manifest, capsem_home, cache_dir
 ):
-    ledgers = built.snapshot().ledgers
+    snapshot = built.snapshot()
+    ledgers = snapshot.ledgers
     eras = set()
     for session in readable(manifest):
+        if session.get("alias_of"):  # one file, indexed once, under its current route id
+            assert session["id"] not in ledgers
+            assert snapshot.aliases[session["id"]] == session["alias_of"]
+            assert snapshot.for_session(session["id"]) is ledgers[session["alias_of"]]
+            continue
         row = ledgers[session["id"]]
         assert row["problem"] is None, (session["id"], row["problem"])
-        expected = direct_sums(capsem_home / session["ledger"], cache_dir)
+        whole = direct_sums(capsem_home / session["ledger"], cache_dir)
+        expected = whole
+        if session.get("forked_from"):
+            parent = fork_parent(manifest, session)
+            expected = own_sums(capsem_home / session["ledger"], capsem_home / parent["ledger"])
+            assert row["inherited_from"] == parent["id"] and row["inherited_problem"] is None
+            for figure, value in whole.items():
+                if value is not None:
+                    assert same(row["file_totals"][figure], value), (session["id"], figure)
+        else:
+            assert row.get("file_totals") is None and row["inherited_from"] is None
         for figure, value in expected.items():
             if value is not None:
                 assert same(row[figure], value), (session["id"], session["era"], figure)
         eras.add(session["era"])
     assert {"current", "v1_1", "march2026", "migrated"} <= eras
+
+
+def expected_per_file(
+    manifest: dict, home: Path, cache_dir: Path, indexed: set[str]
+) -> dict[str, dict]:
+    """Independent figures of every distinct ledger file, a fork's without its parent's rows."""
+    found = {}
+    for session in distinct_files(manifest, indexed):
+        ledger = home / session["ledger"]
+        if session.get("forked_from"):
+            parent = home / fork_parent(manifest, session)["ledger"]
+            found[session["id"]] = own_sums(ledger, parent)
+        else:
+            found[session["id"]] = direct_sums(ledger, cache_dir)
+    return found
+
+
+def legacy_mcp_rows(ledger: Path, cache_dir: Path) -> int:
+    conn = open_readonly(ledger, cache_dir)
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "mcp_calls" not in tables:
+            return 0
+        return conn.execute(
+            "SELECT COUNT(*) FROM mcp_calls WHERE tool_name IS NOT NULL"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+
+
+async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_home, cache_dir):
+    alias = next(s for s in manifest["sessions"] if s.get("alias_of"))
+    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    parent = fork_parent(manifest, fork)
+    assert alias["ledger"] == sample_ledger(manifest, alias["alias_of"])
+    ledgers = built.snapshot().ledgers
+    assert alias["id"] not in ledgers and alias["alias_of"] in ledgers
+    assert alias["id"] in built.covered_sessions()  # search need not scan its file again
+
+    indexed = {sid: row for sid, row in ledgers.items() if not row["problem"]}
+    assert {s["id"] for s in distinct_files(manifest)} <= set(indexed)
+    per_file = expected_per_file(manifest, capsem_home, cache_dir, set(indexed))
+    assert set(indexed) == set(per_file)  # every indexed id is one distinct file
+    for figure in ("requests", "model_calls", "input_tokens", "output_tokens", "cost_usd",
+                   "tool_calls", "file_events", "exec_events", "audit_events"):  # fmt: skip
+        want = sum(f[figure] or 0 for f in per_file.values())
+        got = sum(row[figure] or 0 for row in indexed.values())
+        assert same(got, want), figure
+    # The fork holds its parent's rows: without them it has strictly fewer model calls.
+    whole = direct_sums(capsem_home / fork["ledger"], cache_dir)
+    assert 0 < per_file[fork["id"]]["model_calls"] < whole["model_calls"]
+    assert ledgers[fork["id"]]["inherited_rows"] > 0
+
+    index = sqlite3.connect(f"file:{built.path}?mode=ro", uri=True)
+    try:
+        shared = index.execute(
+            "SELECT value FROM id_lookup WHERE id_kind = 'event_id'"
+            " GROUP BY value HAVING COUNT(DISTINCT session_id) > 1"
+        ).fetchall()
+        calls = index.execute("SELECT SUM(calls) FROM model_usage").fetchone()[0]
+        tool_rows = index.execute("SELECT COUNT(*) FROM tool_calls").fetchone()[0]
+    finally:
+        index.close()
+    assert shared == []  # no event id is indexed under two sessions
+    assert calls == sum(f["model_calls"] for f in per_file.values())
+    legacy = sum(
+        legacy_mcp_rows(capsem_home / s["ledger"], cache_dir)
+        for s in distinct_files(manifest, set(indexed))
+    )
+    assert tool_rows == sum(f["tool_calls"] or 0 for f in per_file.values()) + legacy
+
+    conn = open_readonly(capsem_home / parent["ledger"], cache_dir)
+    try:
+        copied = conn.execute("SELECT event_id FROM model_calls ORDER BY id LIMIT 1").fetchone()[0]
+    finally:
+        conn.close()
+    hits = built.lookup(copied)
+    owners = {h["session_id"] for h in hits if h["copied_from"] is None}
+    copies = {(h["session_id"], h["copied_from"]) for h in hits if h["copied_from"]}
+    assert owners == {parent["id"]}, hits  # the row is the parent's
+    assert copies == {(fork["id"], parent["id"])}, hits  # the fork's file holds a copy of it
+
+
+def sample_ledger(manifest: dict, session_id: str) -> str:
+    return next(s["ledger"] for s in manifest["sessions"] if s["id"] == session_id)
+
+
+async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_path):
+    datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
+    service = index_service(get_state(datasette))
+    service.refresh()
+    indexed = service.covered_sessions() & set(service.snapshot().ledgers)
+    per_file = expected_per_file(manifest, capsem_home, tmp_path / "direct", indexed)
+
+    async def rows(name: str, query: str = "") -> list[dict]:
+        response = await datasette.client.get(f"/index/{name}.json?_shape=array&_size=max{query}")
+        assert response.status_code == 200, (name, response.text[:300])
+        return response.json()
+
+    want_calls = sum(f["model_calls"] for f in per_file.values())
+    want_tokens = sum(f["input_tokens"] for f in per_file.values())
+    want_cost = sum(f["cost_usd"] for f in per_file.values())
+    for name in ("tokens_cost_by_provider", "tokens_cost_by_day"):
+        found = await rows(name, "&since=&until=" if name.endswith("day") else "")
+        assert sum(r["calls"] for r in found) == want_calls, name
+        assert sum(r["input_tokens"] for r in found) == want_tokens, name
+    by_cost = await rows("sessions_by_cost")
+    assert sum(r["cost_usd"] or 0 for r in by_cost) == pytest.approx(want_cost, abs=1e-4)
+    alias = next(s for s in manifest["sessions"] if s.get("alias_of"))
+    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    assert alias["id"] not in {r["session_id"] for r in by_cost}
+    fork_row = next(r for r in by_cost if r["session_id"] == fork["id"])
+    assert fork_row["model_calls"] == per_file[fork["id"]]["model_calls"]
+    assert fork_row["inherited_from"] == fork_parent(manifest, fork)["id"]
+    # The home page's usage chart sums the same per-session figures.
+    usage = (await datasette.client.get("/-/capsem/charts/usage.json?all=1")).json()["rows"]
+    assert sum(u["input_tokens"] for u in usage) == want_tokens
+
+
+async def test_a_fork_is_reread_only_when_its_parent_changes_identity(
+    capsem_home, manifest, tmp_path
+):
+    home = copy_home(capsem_home, tmp_path / "home")
+    service = service_for(home, tmp_path / "cache")
+    service.refresh()
+    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    parent = fork_parent(manifest, fork)
+    before = dict(service.snapshot().ledgers[fork["id"]])
+
+    writer = sqlite3.connect(home / parent["ledger"])  # the parent resumes and writes a call
+    writer.execute(
+        "INSERT INTO model_calls (timestamp, provider, model, method, path, input_tokens,"
+        " output_tokens, estimated_cost_usd, event_id) VALUES ('2026-08-09T10:00:00.000000Z',"
+        " 'anthropic', 'claude-x', 'POST', '/v1/messages', 700, 7, 0.25, 'abcdefabcdef')"
+    )
+    writer.commit()
+    writer.close()
+    grown = service.refresh()
+    assert grown.indexed == [parent["id"]]  # new parent rows cannot be in the fork's copy
+    assert service.snapshot().ledgers[fork["id"]]["input_tokens"] == before["input_tokens"]
+
+    shutil.rmtree((home / parent["ledger"]).parent)  # the parent is deleted
+    service.catalog.refresh(force=True)
+    gone = service.refresh()
+    assert fork["id"] in gone.indexed and parent["id"] in gone.removed
+    after = service.snapshot().ledgers[fork["id"]]
+    whole = direct_sums(home / fork["ledger"], tmp_path / "direct")
+    assert after["inherited_from"] is None and after.get("file_totals") is None
+    assert after["model_calls"] == whole["model_calls"]  # counted once, now for the fork
+    assert service.refresh().indexed == []
+
+
+async def test_a_fork_whose_parent_cannot_be_read_counts_its_whole_file_until_it_can(
+    capsem_home, manifest, tmp_path
+):
+    home = copy_home(capsem_home, tmp_path / "home")
+    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    parent = fork_parent(manifest, fork)
+    parent_file = home / parent["ledger"]
+    original = parent_file.read_bytes()
+    parent_file.write_bytes(b"not a database" * 100)
+    service = service_for(home, tmp_path / "cache")
+    service.refresh()
+    row = service.snapshot().ledgers[fork["id"]]
+    whole = direct_sums(home / fork["ledger"], tmp_path / "direct")
+    assert row["inherited_problem"] and row["model_calls"] == whole["model_calls"]
+    assert service.refresh().indexed == []  # nothing changed: nothing re-read
+
+    parent_file.write_bytes(original)
+    healed = service.refresh()
+    assert set(healed.indexed) == {parent["id"], fork["id"]}
+    row = service.snapshot().ledgers[fork["id"]]
+    assert row["inherited_problem"] is None and row["inherited_from"] == parent["id"]
+    assert row["model_calls"] < whole["model_calls"]
 
 
 async def test_broken_ledgers_are_recorded_with_their_problem(built, manifest):

@@ -9,8 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.checks.runner import check_catalog_session
+from datasette_capsem.config import load_settings
+from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.index.plugin import index_service
-from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
 from tests.test_index import direct_sums, same
@@ -277,3 +281,151 @@ async def test_a_hostile_name_is_escaped_everywhere_it_is_shown(capsem_home, tmp
         assert payload not in page.text and "&lt;img src=x" in page.text
     body = (await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")).json()
     assert payload in [row["name"] for row in body["sessions"]]
+
+
+# -- one rollup comparison: old main.db, legacy run rows, resumed VMs; list == checks ----------
+
+
+@pytest.fixture(scope="module")
+def old_home(tmp_path_factory) -> tuple[Path, dict]:
+    """A home whose main.db predates 2026-06-24: it still has total_mcp_calls, always 0."""
+    path = tmp_path_factory.mktemp("old-main-db") / "home"
+    return path, generate_home(path, GenerateOptions(old_main_db=True))
+
+
+def check_verdicts(home: Path, cache_dir: Path) -> dict[str, str]:
+    """{session id: severity} of the integrity check's rollup_mismatch findings."""
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(cache_dir)})
+    found = {}
+    for session in Catalog(settings).sessions():
+        try:
+            report = check_catalog_session(session, settings)
+        except LedgerUnavailable:
+            continue
+        for finding in report.problems:
+            if finding.kind == "rollup_mismatch":
+                found[session.id] = finding.severity
+    return found
+
+
+async def list_verdicts(home: Path, cache_dir: Path) -> dict[str, dict]:
+    datasette = await indexed_datasette(home, cache_dir)
+    return {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
+
+
+def assert_list_and_checks_agree(rows: dict[str, dict], checks: dict[str, str]) -> None:
+    flagged = {sid for sid, row in rows.items() if row["rollup_mismatch"]}
+    ahead = {sid for sid, row in rows.items() if row["rollup"] == "ahead"}
+    assert flagged == {sid for sid, severity in checks.items() if severity == "error"}
+    assert ahead == {sid for sid, severity in checks.items() if severity == "warning"}
+    for sid in flagged:
+        assert rows[sid]["rollup"] == "mismatch"
+    for sid in ahead:
+        assert rows[sid]["main_db_stale"] and not rows[sid]["rollup_mismatch"]
+
+
+async def test_an_old_main_db_raises_no_false_rollup_flags(old_home, tmp_path):
+    home, manifest = old_home
+    conn = open_readonly(home / manifest["main_db"], tmp_path / "direct")
+    try:
+        columns = {r[1] for r in conn.execute("PRAGMA table_info(sessions)")}
+    finally:
+        conn.close()
+    assert "total_mcp_calls" in columns
+    rows = await list_verdicts(home, tmp_path / "cache")
+    checks = check_verdicts(home, tmp_path / "cache")
+    injected = {d["session"] for d in manifest["defects"] if d["kind"] == "rollup_mismatch"}
+    assert {sid for sid, row in rows.items() if row["rollup_mismatch"]} == injected
+    assert set(checks) == injected
+    assert_list_and_checks_agree(rows, checks)
+    for sid in injected:
+        assert "total_mcp_calls" not in rows[sid]["rollup_mismatch"]
+    # MCP calls come from the ledger, never from the column HEAD leaves at 0.
+    by_id = {s["id"]: s for s in manifest["sessions"]}
+    for sid, row in rows.items():
+        if row["indexed"] and not row["index_problem"]:
+            assert row["sources"]["mcp_calls"] == "ledger", sid
+            ledger = direct_sums(home / by_id.get(sid, by_id.get(row["same_vm_as"]))["ledger"],
+                                 tmp_path / "direct")  # fmt: skip
+            assert row["mcp_calls"] == ledger["mcp_calls"], sid
+        elif row["in_main_db"] and (row["stopped_at"] or row["created_at"]) >= "2026-06-24":
+            assert row["mcp_calls"] is None and row["sources"]["mcp_calls"] is None, sid
+
+
+def _main_db(home: Path, manifest: dict) -> sqlite3.Connection:
+    return sqlite3.connect(home / manifest["main_db"])
+
+
+async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    by_id = {s["id"]: s for s in manifest["sessions"]}
+    clean = [
+        s["id"]
+        for s in manifest["sessions"]
+        if s.get("clean") and s["status"] == "stopped" and s["kind"] == "ephemeral"
+        and s.get("ledger") and not s.get("live")
+    ]  # fmt: skip
+    vacuumed = next(s["id"] for s in manifest["sessions"] if s["status"] == "vacuumed")
+    persistent = next(
+        s for s in manifest["sessions"]
+        if s["kind"] == "persistent" and s.get("clean") and s.get("ledger")
+        and not s.get("forked_from") and not s.get("alias_of") and s["era"] == "current"
+    )  # fmt: skip
+    assert by_id["code-3"]["kind"] == by_id["co-work-2"]["kind"] == "run"
+    conn = _main_db(home, manifest)
+    with conn:
+        # capsem run before 2026-06-26: rolled up with 0 tokens, cost and tool calls (§3.5).
+        conn.execute(
+            "UPDATE sessions SET created_at = '2026-05-02T10:00:00Z',"
+            " stopped_at = '2026-05-02T10:30:00Z', total_input_tokens = 0,"
+            " total_output_tokens = 0, total_estimated_cost = 0, total_tool_calls = 0"
+            " WHERE id = 'code-3'"
+        )
+        # The same zeros on a run row stopped after the rollup was restored are a mismatch.
+        conn.execute("UPDATE sessions SET total_input_tokens = 0 WHERE id = 'co-work-2'")
+        conn.execute(
+            "UPDATE sessions SET total_requests = total_requests + 5 WHERE id = ?", (vacuumed,)
+        )
+        conn.execute(
+            "UPDATE sessions SET total_file_events = total_file_events - 1 WHERE id = ?",
+            (clean[0],),
+        )
+    conn.close()
+    writer = sqlite3.connect(home / persistent["ledger"])  # resumed: the ledger grows
+    with writer:
+        writer.execute(
+            "INSERT INTO fs_events (timestamp, action, path) VALUES"
+            " ('2026-08-20T00:00:00Z', 'created', 'after-resume')"
+        )
+    writer.close()
+
+    rows = await list_verdicts(home, tmp_path / "cache")
+    checks = check_verdicts(home, tmp_path / "cache")
+    assert_list_and_checks_agree(rows, checks)
+    injected = {d["session"] for d in manifest["defects"] if d["kind"] == "rollup_mismatch"}
+    assert set(checks) == injected | {"co-work-2", vacuumed, clean[0], persistent["id"]}
+    assert checks[persistent["id"]] == "warning" and rows[persistent["id"]]["rollup"] == "ahead"
+    assert "code-3" not in checks and rows["code-3"]["rollup"] == "ok"
+    assert set(rows["co-work-2"]["rollup_mismatch"]) == {"total_input_tokens"}
+    # A legacy run row's zeros are not figures: the ledger's are shown, or nothing.
+    assert rows["code-3"]["sources"]["tokens"] == "ledger" and rows["code-3"]["tokens"] > 0
+    legacy_run = next(
+        s["id"] for s in manifest["sessions"]
+        if s["kind"] == "run" and not s.get("ledger") and s["status"] == "stopped"
+    )  # fmt: skip
+    assert rows[legacy_run]["created_at"] < "2026-06-26"
+    for figure in ("tokens", "cost", "tool_calls"):
+        assert rows[legacy_run][figure] is None and rows[legacy_run]["sources"][figure] is None
+    assert rows[legacy_run]["sources"]["requests"] == "main.db"
+
+
+async def test_a_fork_and_an_alias_list_their_whole_file(capsem_home, manifest, cache_dir):
+    rows = await list_verdicts(capsem_home, cache_dir)
+    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    alias = next(s for s in manifest["sessions"] if s.get("alias_of"))
+    whole = direct_sums(capsem_home / fork["ledger"], cache_dir)
+    assert rows[fork["id"]]["rollup"] == "ok" and rows[fork["id"]]["inherited_from"]
+    assert rows[fork["id"]]["requests"] == whole["requests"]  # as main.db counts it
+    assert rows[alias["id"]]["indexed"] and rows[alias["id"]]["rollup"] == "ok"
+    assert rows[alias["id"]]["same_vm_as"] == alias["alias_of"]

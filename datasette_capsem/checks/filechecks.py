@@ -6,7 +6,6 @@ or SQLite's integrity check. They are Check subclasses like any plugin's would b
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from typing import Any
 from datasette.utils import tilde_encode
 
 from datasette_capsem.checks.model import Check, CheckContext, Finding
+from datasette_capsem.ledger import rollup
 from datasette_capsem.sqlfiles import load_sql
 
 SQL_PACKAGE = "datasette_capsem.checks"
@@ -38,6 +38,7 @@ ROLLUP_SOURCES: dict[str, tuple[str, ...]] = {
     "exec_events": ("exec_count",),
     "audit_events": ("audit_event_count",),
 }
+# Statuses whose session has stopped (its WAL should have been checkpointed).
 STOPPED_STATUSES = ("stopped", "crashed")
 STALE_AFTER_SECONDS = 24 * 3600
 
@@ -123,7 +124,10 @@ class LegacyTablesCheck(Check):
 
 @dataclass
 class RollupCheck(Check):
-    """main.db's counters against fresh aggregates of the ledger (spec §6.2 #17)."""
+    """main.db's counters against fresh aggregates of the ledger (spec §6.2 #17).
+
+    The comparison itself is `ledger/rollup.py::compare_rollup`, shared with the session list.
+    """
 
     id: str = "rollup_mismatch"
     kind: str = "rollup_mismatch"
@@ -131,29 +135,26 @@ class RollupCheck(Check):
         "When a session stops Capsem copies counts and sums from its ledger into its main.db row "
         "(requests, allowed, denied, tokens, cost, tool calls, file events, execs, audit events). "
         "Here the row disagrees with the ledger, so main.db dashboards are wrong for this session. "
-        "A persistent VM resumed since its last stop is expected to be ahead of its row."
+        "A persistent VM resumed since its last stop is expected to be ahead of its row. Columns "
+        "a row's writer never filled are not compared: total_mcp_calls (not written since "
+        "2026-06-24), and tokens, cost and tool calls of capsem run rows before 2026-06-26."
     )
 
     def run(self, ctx: CheckContext) -> list[Finding]:
-        reason = self._not_applicable_reason(ctx)
-        if reason:
-            return [self.not_applicable(ctx, reason, table="sessions")]
-        mismatches = self._mismatches(ctx)
-        session_id = _session_id(ctx)
-        if not mismatches:
+        fresh = None if ctx.conn is None else self._fresh(ctx)
+        kind = getattr(ctx.session, "kind", None)
+        comparison = rollup.compare_rollup(ctx.main_row, fresh, kind=kind)
+        if not comparison.applicable:
+            return [self.not_applicable(ctx, comparison.reason or "", table="sessions")]
+        if comparison.verdict == rollup.OK:
             return [self.finding(ctx, table="sessions")]
-        ahead = all(ledger > recorded for _, recorded, ledger in mismatches)
-        persistent = getattr(ctx.session, "kind", None) == "persistent" or bool(
-            (ctx.main_row or {}).get("persistent")
-        )
-        text = "; ".join(f"{col}: main.db {rec}, ledger {led}" for col, rec, led in mismatches)
         values: dict[str, Any] = {
             "table": "sessions",
             "count": 1,
-            "details": {str(session_id): text},
+            "details": {str(_session_id(ctx)): comparison.describe()},
             "link": _main_row_link(ctx),
         }
-        if ahead and persistent:
+        if comparison.verdict == rollup.AHEAD:
             values.update(
                 severity="warning",
                 note="the ledger is ahead of main.db: a resumed "
@@ -162,39 +163,17 @@ class RollupCheck(Check):
         return [self.finding(ctx, **values)]
 
     @staticmethod
-    def _not_applicable_reason(ctx: CheckContext) -> str | None:
-        if not ctx.main_row:
-            return "the session has no main.db row"
-        if ctx.main_row.get("status") not in STOPPED_STATUSES:
-            return "main.db is only rolled up when a session stops"
-        if ctx.conn is None:
-            return "no ledger on disk"
-        return None
-
-    def _mismatches(self, ctx: CheckContext) -> list[tuple[str, Any, Any]]:
-        found = []
+    def _fresh(ctx: CheckContext) -> dict[str, Any]:
+        """The rollup figures Capsem would compute from this ledger now; None where the
+        ledger has no table to compute one from."""
+        fresh: dict[str, Any] = dict.fromkeys(rollup.ROLLUP_COLUMNS)
+        wanted = set(ctx.main_row or ())
         for table, columns in ROLLUP_SOURCES.items():
-            wanted = [c for c in columns if c in ctx.main_row]
-            if not wanted or table not in ctx.schema.tables:
+            if table not in ctx.schema.tables or not wanted.intersection(columns):
                 continue
             cursor = ctx.conn.execute(load_sql(SQL_PACKAGE, f"rollup__{table}"))
-            fresh = dict(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
-            for column in wanted:
-                recorded, ledger = ctx.main_row.get(column), fresh[column]
-                if not _same(recorded, ledger):
-                    found.append((column, recorded, ledger))
-        return found
-
-
-def _same(recorded: Any, ledger: Any) -> bool:
-    if recorded is None:
-        recorded = 0
-    if isinstance(recorded, float) or isinstance(ledger, float):
-        try:
-            return math.isclose(float(recorded), float(ledger), rel_tol=1e-9, abs_tol=1e-9)
-        except (TypeError, ValueError):
-            return False
-    return recorded == ledger
+            fresh.update(zip([d[0] for d in cursor.description], cursor.fetchone(), strict=True))
+        return fresh
 
 
 @dataclass

@@ -4,12 +4,18 @@ session.db has no version marker and its shape drifted many times (spec §4.5), 
 `sql/ledger_*.sql` names columns through placeholders: a column the file has becomes its
 quoted name, one it lacks becomes NULL. Table names come only from fixed tuples here and from
 the file's own `sqlite_master`, always quoted; no value from a ledger is ever put into SQL text.
+
+A fork's ledger starts as a copy of its parent's (spec §1.3). When the parent's ledger is
+attached (`Inherited`), every query keeps only the fork's own rows through its `{own}`
+placeholder: a row is inherited when the parent's same table holds a row with the same
+event_id, or, for a row without a usable event_id (NULL, the migration placeholder, or a table
+that has none), the same id, timestamp, trace_id and call_id (VACUUM INTO keeps row ids).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -45,19 +51,80 @@ TOTAL_FIELDS = (
     "first_event_at",
     "last_event_at",
 )
+# Row counts among TOTAL_FIELDS (what `inherited_rows` adds up).
+COUNTED_FIELDS = ("requests", "model_calls", "tool_calls", *COUNTED_TABLES)
 
 
 def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-class Columns(dict):
-    """`str.format_map` mapping: a column of `table` if the file has it, else SQL NULL."""
+PARENT_SCHEMA = "capsem_parent"  # where a fork's parent ledger is attached
+# Columns that, with the row id, identify a copied row that has no usable event_id.
+ROW_SIGNATURE = ("id", "timestamp", "trace_id", "call_id")
+NOT_AN_EVENT_ID = ("", "000000000000")
 
-    def __init__(self, schema: LedgerSchema, of: str, alias: str | None = None, **extra: str):
+
+def quote_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass(frozen=True)
+class Inherited:
+    """The parent ledger of a fork, attached to the fork's connection as PARENT_SCHEMA.
+
+    `copied=True` selects the other side: the rows the fork copied from its parent.
+    """
+
+    tables: dict[str, tuple[str, ...]]
+    copied: bool = False
+
+    def own(self, schema: LedgerSchema, table: str, alias: str | None = None) -> str:
+        """SQL true for the fork's own rows of `table` (or, `copied`, for its copied rows)."""
+        shared = set(schema.tables.get(table, ())) & set(self.tables.get(table, ()))
+        if "event_id" not in shared and "id" not in shared:
+            return "0" if self.copied else "1"
+        mine = _row_key(shared, f"{alias}." if alias else "")
+        theirs = _row_key(shared, "capsem_p.")
+        source = f"{PARENT_SCHEMA}.{quote_identifier(table)}"
+        test = "IN" if self.copied else "NOT IN"
+        return f"({mine} {test} (SELECT {theirs} FROM {source} AS capsem_p))"
+
+
+def _row_key(columns: set[str], prefix: str) -> str:
+    """A text key no row maps to NULL: 'e' + event_id, else 'r' + the row's signature."""
+    signature = " || '|' || ".join(
+        f"quote({prefix}{quote_identifier(c)})" for c in ROW_SIGNATURE if c in columns
+    )
+    by_row = f"'r' || {signature}" if signature else "'r'"
+    if "event_id" not in columns:
+        return by_row
+    event = prefix + quote_identifier("event_id")
+    placeholders = ", ".join(quote_literal(v) for v in NOT_AN_EVENT_ID)
+    return (
+        f"CASE WHEN typeof({event}) = 'text' AND {event} NOT IN ({placeholders}) "
+        f"THEN 'e' || {event} ELSE {by_row} END"
+    )
+
+
+class Columns(dict):
+    """`str.format_map` mapping: a column of `table` if the file has it, else SQL NULL.
+
+    `{own}` is the filter keeping a fork's own rows (`1` unless `inherited` is given).
+    """
+
+    def __init__(
+        self,
+        schema: LedgerSchema,
+        of: str,
+        alias: str | None = None,
+        inherited: Inherited | None = None,
+        **extra: str,
+    ):
         super().__init__(extra)
         self.present = set(schema.tables.get(of, ()))
         self.prefix = f"{alias}." if alias else ""
+        self["own"] = inherited.own(schema, of, alias) if inherited else "1"
 
     def __missing__(self, column: str) -> str:
         if column in self.present:
@@ -74,6 +141,9 @@ class LedgerFacts:
     tool_calls: list[tuple] = field(default_factory=list)
     failing_domains: list[tuple] = field(default_factory=list)
     ids: list[tuple[str, str, str, int]] = field(default_factory=list)  # value, kind, table, row
+    file_totals: dict[str, Any] | None = None  # a fork's whole file, inherited rows included
+    copied_ids: list[tuple[str, str, str, int]] = field(default_factory=list)  # a fork's copies
+    inherited_rows: int = 0  # rows of a fork's counted tables copied from its parent
 
 
 def _query(conn: sqlite3.Connection, name: str, columns: Columns) -> list[sqlite3.Row]:
@@ -95,39 +165,43 @@ def _earliest(*values: Any) -> str | None:
     return min(found) if found else None
 
 
-def read_totals(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, Any]:
-    """Per-session figures comparable with main.db's rollup columns (spec §3.5)."""
+def read_totals(
+    conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
+) -> dict[str, Any]:
+    """Per-session figures comparable with main.db's rollup columns (spec §3.5); with
+    `inherited`, over the fork's own rows only."""
     totals: dict[str, Any] = dict.fromkeys(TOTAL_FIELDS)
     first, last = [], []
     if "net_events" in schema.tables:
-        net = _one(conn, "ledger_net_totals", Columns(schema, "net_events"))
+        net = _one(conn, "ledger_net_totals", Columns(schema, "net_events", inherited=inherited))
         first.append(net.pop("first_at"))
         last.append(net.pop("last_at"))
         totals.update(net)
     if "model_calls" in schema.tables:
-        model = _one(conn, "ledger_model_totals", Columns(schema, "model_calls"))
+        columns = Columns(schema, "model_calls", inherited=inherited)
+        model = _one(conn, "ledger_model_totals", columns)
         first.append(model.pop("first_at"))
         last.append(model.pop("last_at"))
         totals.update(model)
     mcp = 0
     if "tool_calls" in schema.tables:
-        tools = _one(conn, "ledger_tool_totals", Columns(schema, "tool_calls"))
+        tools = _one(conn, "ledger_tool_totals", Columns(schema, "tool_calls", inherited=inherited))
         last.append(tools["last_at"])
         totals["tool_calls"] = tools["tool_calls"]
         mcp += tools["mcp_calls"]
     if "mcp_calls" in schema.tables:
-        legacy = _one(
-            conn, "ledger_count", Columns(schema, "mcp_calls", table=quote_identifier("mcp_calls"))
+        columns = Columns(
+            schema, "mcp_calls", inherited=inherited, table=quote_identifier("mcp_calls")
         )
+        legacy = _one(conn, "ledger_count", columns)
         last.append(legacy["last_at"])
         mcp += legacy["n"]
     if "tool_calls" in schema.tables or "mcp_calls" in schema.tables:
         totals["mcp_calls"] = mcp
     for figure, table in COUNTED_TABLES.items():
         if table in schema.tables:
-            counted = _one(
-                conn, "ledger_count", Columns(schema, table, table=quote_identifier(table))
-            )
+            columns = Columns(schema, table, inherited=inherited, table=quote_identifier(table))
+            counted = _one(conn, "ledger_count", columns)
             totals[figure] = counted["n"]
             last.append(counted["last_at"])
     totals["first_event_at"] = _earliest(*first)
@@ -135,43 +209,51 @@ def read_totals(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, Any
     return totals
 
 
-def read_tool_calls(conn: sqlite3.Connection, schema: LedgerSchema) -> list[tuple]:
+def read_tool_calls(
+    conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
+) -> list[tuple]:
     """(source_table, row_id, tool_name, origin, server, day, duration, decision, status, failed)."""
     rows: list[tuple] = []
     if schema.has("tool_calls", "id") and "model_calls" in schema.tables:
-        columns = Columns(schema, "tool_calls", alias="tc")
+        columns = Columns(schema, "tool_calls", alias="tc", inherited=inherited)
         rows += [("tool_calls", *row) for row in _query(conn, "ledger_tool_calls", columns)]
     if schema.has("mcp_calls", "id"):
-        columns = Columns(schema, "mcp_calls")
+        columns = Columns(schema, "mcp_calls", inherited=inherited)
         rows += [("mcp_calls", *row) for row in _query(conn, "ledger_mcp_calls", columns)]
     return rows
 
 
-def read_failing_domains(conn: sqlite3.Connection, schema: LedgerSchema) -> list[tuple]:
+def read_failing_domains(
+    conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
+) -> list[tuple]:
     rows: list[tuple] = []
     if "net_events" in schema.tables:
-        rows += [
-            tuple(r) for r in _query(conn, "ledger_net_failures", Columns(schema, "net_events"))
-        ]
+        columns = Columns(schema, "net_events", inherited=inherited)
+        rows += [tuple(r) for r in _query(conn, "ledger_net_failures", columns)]
     if schema.has("dns_events", "qname"):
-        rows += [
-            tuple(r) for r in _query(conn, "ledger_dns_failures", Columns(schema, "dns_events"))
-        ]
+        columns = Columns(schema, "dns_events", inherited=inherited)
+        rows += [tuple(r) for r in _query(conn, "ledger_dns_failures", columns)]
     return rows
 
 
-def _id_query(kind: str, table: str, schema: LedgerSchema) -> tuple[str, Columns]:
+def _id_query(
+    kind: str, table: str, schema: LedgerSchema, inherited: Inherited | None
+) -> tuple[str, Columns]:
     extra = {"table": quote_identifier(table), "column": quote_identifier(kind)}
     if kind in EACH_ROW_KINDS:
-        return "ledger_ids_each", Columns(schema, table, **extra)
+        return "ledger_ids_each", Columns(schema, table, inherited=inherited, **extra)
     if kind == "turn_id":
-        return "ledger_ids_turn", Columns(schema, table, **extra)
+        return "ledger_ids_turn", Columns(schema, table, inherited=inherited, **extra)
     # JSON-RPC ids are all digits; real call ids (toolu_…, call_…) are not.
-    return "ledger_ids_grouped", Columns(schema, table, numeric_ok="0", **extra)
+    columns = Columns(schema, table, inherited=inherited, numeric_ok="0", **extra)
+    return "ledger_ids_grouped", columns
 
 
-def read_ids(conn: sqlite3.Connection, schema: LedgerSchema) -> list[tuple[str, str, str, int]]:
-    """Every trace, turn, event, call and message id, with the table and row it points at."""
+def read_ids(
+    conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
+) -> list[tuple[str, str, str, int]]:
+    """Every trace, turn, event, call and message id, with the table and row it points at.
+    A fork's inherited rows are left to its parent, so a copied id points at the parent."""
     found: list[tuple[str, str, str, int]] = []
     for table, columns in sorted(schema.tables.items()):
         if "id" not in columns:
@@ -179,19 +261,41 @@ def read_ids(conn: sqlite3.Connection, schema: LedgerSchema) -> list[tuple[str, 
         for kind in (*EACH_ROW_KINDS, *GROUPED_KINDS, "turn_id"):
             if kind not in columns:
                 continue
-            name, mapping = _id_query(kind, table, schema)
+            name, mapping = _id_query(kind, table, schema, inherited)
             found += [(value, kind, table, row_id) for value, row_id in _query(conn, name, mapping)]
     return found
 
 
-def read_facts(conn: sqlite3.Connection, schema: LedgerSchema) -> LedgerFacts:
-    """All facts of one ledger; raises sqlite3.Error if the file cannot answer."""
+def read_facts(
+    conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
+) -> LedgerFacts:
+    """All facts of one ledger; raises sqlite3.Error if the file cannot answer.
+
+    With `inherited` (a fork whose parent ledger is attached), every fact is of the fork's own
+    rows; `file_totals` keeps the whole file's totals, which main.db's rollup counts, and
+    `copied_ids` the ids of the copied rows (where else they occur, not whose they are).
+    """
     conn.row_factory = sqlite3.Row
-    facts = LedgerFacts(totals=read_totals(conn, schema))
+    facts = LedgerFacts(totals=read_totals(conn, schema, inherited))
+    if inherited is not None:
+        facts.file_totals = read_totals(conn, schema)
+        facts.inherited_rows = sum(
+            (facts.file_totals[f] or 0) - (facts.totals[f] or 0) for f in COUNTED_FIELDS
+        )
     if "model_calls" in schema.tables:
-        usage = _query(conn, "ledger_model_usage", Columns(schema, "model_calls"))
-        facts.model_usage = [tuple(row) for row in usage]
-    facts.tool_calls = read_tool_calls(conn, schema)
-    facts.failing_domains = read_failing_domains(conn, schema)
-    facts.ids = read_ids(conn, schema)
+        columns = Columns(schema, "model_calls", inherited=inherited)
+        facts.model_usage = [tuple(row) for row in _query(conn, "ledger_model_usage", columns)]
+    facts.tool_calls = read_tool_calls(conn, schema, inherited)
+    facts.failing_domains = read_failing_domains(conn, schema, inherited)
+    facts.ids = read_ids(conn, schema, inherited)
+    if inherited is not None:
+        facts.copied_ids = read_ids(conn, schema, replace(inherited, copied=True))
     return facts
+
+
+def read_parent_tables(conn: sqlite3.Connection) -> dict[str, tuple[str, ...]]:
+    """Tables and columns of the ledger attached as PARENT_SCHEMA."""
+    tables: dict[str, list[str]] = {}
+    for table, column in conn.execute(load_sql(__package__, "parent_columns")):
+        tables.setdefault(table, []).append(column)
+    return {name: tuple(columns) for name, columns in tables.items()}

@@ -7,13 +7,22 @@ any file, and stays in milliseconds at 10,000 sessions.
 Which source a figure comes from (spec §3.5): main.db's rollup is written only when a session
 stops, so a running session reads 0 there and a resumed persistent VM reads its previous stop.
 Such a row is *stale* and the ledger's figures are used instead; a session without a main.db
-row uses its ledger too. A stopped session whose rollup disagrees with its ledger is flagged
-(spec §6.2 check 17) and shows main.db's figure with the ledger's beside it.
+row uses its ledger too, and so does a column the row's writer never filled (total_mcp_calls
+after 2026-06-24; tokens, cost and tool calls of capsem run rows before 2026-06-26; NULLs).
+MCP calls come from the ledger whenever there is one.
+
+A stopped session whose rollup disagrees with its ledger is flagged (spec §6.2 check 17) and
+shows main.db's figure with the ledger's beside it. The comparison is
+`ledger/rollup.py::compare_rollup`, the same one the integrity check runs, so the list and the
+check flag the same sessions; a persistent VM whose ledger is ahead of its row is shown stale,
+as the check's warning says, rather than flagged.
+
+A fork's ledger figures here are its whole file, copied parent rows included, as main.db
+counts them; the index's cross-session totals count those rows once, for the parent.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +34,7 @@ from datasette.utils import tilde_encode
 
 from datasette_capsem.catalog import CatalogSnapshot, Session
 from datasette_capsem.index.service import IndexSnapshot
+from datasette_capsem.ledger import rollup
 
 MAIN_DB, LEDGER = "main.db", "ledger"
 # Figure -> (main.db columns, ledger total fields); a figure is the sum of its columns.
@@ -38,21 +48,9 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "mcp_calls": (("total_mcp_calls",), ("mcp_calls",)),
     "file_events": (("total_file_events",), ("file_events",)),
 }
-# main.db rollup column -> the ledger figure Capsem computes it from (spec §3.5).
-ROLLUP_PAIRS = {
-    "total_requests": "requests",
-    "allowed_requests": "allowed_requests",
-    "denied_requests": "denied_requests",
-    "total_input_tokens": "input_tokens",
-    "total_output_tokens": "output_tokens",
-    "total_estimated_cost": "cost_usd",
-    "total_tool_calls": "tool_calls",
-    "total_mcp_calls": "mcp_calls",
-    "total_file_events": "file_events",
-    "exec_count": "exec_events",
-    "audit_event_count": "audit_events",
-}
-ROLLUP_STATUSES = ("stopped", "crashed", "vacuumed")
+# Figures the ledger answers better than main.db whenever it is there: total_mcp_calls is a
+# column current Capsem never writes and no older writer's count of it can be checked.
+LEDGER_FIRST = ("mcp_calls",)
 SORTABLE = (
     "id", "name", "kind", "status", "created", "duration", "cost", "requests", "tokens",
     "tool_calls", "mcp_calls", "file_events", "has_ledger",
@@ -97,13 +95,18 @@ def _sum(values: list[Any]) -> float | int | None:
     return sum(numbers)  # type: ignore[arg-type]
 
 
-def _agree(main: Any, ledger: Any) -> bool:
-    if _number(main) is None or _number(ledger) is None:
-        return main == ledger
-    return math.isclose(main, ledger, rel_tol=1e-9, abs_tol=1e-9)
+def compare(session: Session, ledger: dict[str, Any] | None) -> rollup.RollupComparison:
+    """The shared rollup comparison of a session's main.db row with its whole ledger file."""
+    return rollup.compare_rollup(
+        session.main_row, rollup.fresh_from_figures(ledger), kind=session.kind
+    )
 
 
-def stale_reason(session: Session, ledger: dict[str, Any] | None) -> str | None:
+def stale_reason(
+    session: Session,
+    ledger: dict[str, Any] | None,
+    comparison: rollup.RollupComparison | None = None,
+) -> str | None:
     """Why main.db's counters cannot be trusted for this session, or None."""
     if session.main_row is None:
         return None
@@ -113,35 +116,43 @@ def stale_reason(session: Session, ledger: dict[str, Any] | None) -> str | None:
         return None
     if session.wal_present:
         return "the ledger has a live WAL: it is being written after main.db's rollup"
+    comparison = comparison or compare(session, ledger)
+    if comparison.verdict == rollup.AHEAD:
+        return (
+            "the ledger is ahead of main.db's rollup: a resumed persistent VM keeps its old "
+            f"row until it stops again ({comparison.describe()})"
+        )
     stopped, last = parse_time(session.stopped_at), parse_time(ledger.get("last_event_at"))
     if stopped and last and last.replace(microsecond=0) > stopped:
         return "the ledger has events after main.db's recorded stop (resumed VM)"
     return None
 
 
-def rollup_mismatches(session: Session, ledger: dict[str, Any] | None, stale: str | None):
+def rollup_mismatches(
+    session: Session,
+    ledger: dict[str, Any] | None,
+    comparison: rollup.RollupComparison | None = None,
+) -> dict[str, dict[str, Any]]:
     """{main.db column: {main_db, ledger}} for a stopped session whose rollup disagrees."""
-    main = session.main_row
-    if main is None or ledger is None or stale or session.status not in ROLLUP_STATUSES:
-        return {}
-    found = {}
-    for column, figure in ROLLUP_PAIRS.items():
-        present = column in main and ledger.get(figure) is not None
-        if present and not _agree(main[column], ledger[figure]):
-            found[column] = {"main_db": main[column], "ledger": ledger[figure]}
-    return found
+    comparison = comparison or compare(session, ledger)
+    return comparison.as_dict() if comparison.verdict == rollup.MISMATCH else {}
 
 
 def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None):
-    """(values, sources) per figure: main.db unless it is missing or stale, else the ledger;
-    a stale main.db figure is still shown when there is no ledger to replace it."""
+    """(values, sources) per figure: main.db unless it is missing, stale or a column its writer
+    never filled, else the ledger; a stale main.db figure is still shown when there is no
+    ledger to replace it."""
     main = session.main_row or {}
+    unwritten = rollup.unwritten_columns(main) if main else {}
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
     for figure, (main_columns, ledger_fields) in FIGURES.items():
-        in_main = bool(main) and all(c in main for c in main_columns)
+        in_main = bool(main) and all(c in main and c not in unwritten for c in main_columns)
         in_ledger = ledger is not None and all(ledger.get(f) is not None for f in ledger_fields)
-        if in_main and not (stale and in_ledger):
+        if in_ledger and figure in LEDGER_FIRST:
+            values[figure] = _sum([ledger[f] for f in ledger_fields])  # type: ignore[index]
+            sources[figure] = LEDGER
+        elif in_main and not (stale and in_ledger):
             values[figure], sources[figure] = _sum([main[c] for c in main_columns]), MAIN_DB
         elif in_ledger:
             values[figure] = _sum([ledger[f] for f in ledger_fields])  # type: ignore[index]
@@ -160,10 +171,17 @@ def session_href(session_id: str, to: str | None = None) -> str:
 def build_row(
     session: Session, index_row: dict[str, Any] | None, database_href: str | None = None
 ) -> dict[str, Any]:
-    """The public JSON of one session in the list; `database_href` is its Datasette db."""
+    """The public JSON of one session in the list; `database_href` is its Datasette db.
+
+    `index_row` is the index's row of the session's ledger file; for a fork its figures are
+    its own rows, and `file_totals` the whole file, which is what this row shows and compares.
+    """
     problem = index_row.get("problem") if index_row else None
-    ledger = index_row if index_row and not problem else None
-    stale = stale_reason(session, ledger)
+    ledger = None
+    if index_row and not problem:
+        ledger = index_row.get("file_totals") or index_row
+    comparison = compare(session, ledger)
+    stale = stale_reason(session, ledger, comparison)
     values, sources = _figures(session, ledger, stale)
     created, stopped = parse_time(session.created_at), parse_time(session.stopped_at)
     duration = (stopped - created).total_seconds() if created and stopped else None
@@ -175,8 +193,10 @@ def build_row(
         **values,
         "sources": sources,
         "main_db_stale": stale,
-        "rollup_mismatch": rollup_mismatches(session, ledger, stale),
+        "rollup": comparison.verdict,
+        "rollup_mismatch": rollup_mismatches(session, ledger, comparison),
         "indexed": index_row is not None,
+        "inherited_from": index_row.get("inherited_from") if index_row else None,
         "index_problem": problem,
         "href": session_href(session.id),
         "database_href": database_href if session.has_ledger else None,
@@ -230,7 +250,7 @@ class SessionTable:
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
         rows = [
-            build_row(s, index.ledgers.get(s.id), "/" + tilde_encode(self.database_name(s)))
+            build_row(s, index.for_session(s.id), "/" + tilde_encode(self.database_name(s)))
             for s in sessions
         ]
         return _Built(key, rows)

@@ -4,6 +4,25 @@ A refresh stats every on-disk ledger (two `stat` calls each) and re-reads only t
 size or mtime, or their WAL's, changed since they were indexed. Pages never read ledgers or
 the index per request: they use `snapshot()`, an in-memory copy of the per-session figures
 that is replaced whole after each refresh that changed something.
+
+Each ledger FILE is indexed once. Several catalog sessions can name one file: an upgraded
+persistent VM is known under its current route id and under its old, name-keyed main.db id
+(spec §2.2). The file's facts are stored under one owner (the current route id: the session
+with a registry entry) and the other ids are recorded as aliases of it.
+
+A fork's ledger starts as a copy of its parent's (spec §1.3). The fork's facts leave out the
+rows whose event_id (or, without one, row identity) is also in its `forked_from` parent's
+ledger, resolved through the catalog by id and then by unique name, so each copied row counts
+once, for the parent, and an id lookup of a copied row points at the parent. main.db's rollup
+of a fork counts the whole file, so the fork's whole-file totals are kept beside (`file_totals`)
+for the session list's rollup comparison.
+
+Refresh and forks: the rows left out are those present in the parent's file when the fork is
+read. A parent writes new rows with new event_ids, which can never be in the fork's copy, so
+the fork is NOT re-read when the parent's ledger merely grows: it is re-read when its own file
+changes, or when the parent it depends on changes identity (another session or file, or gone).
+If the parent named could not be read, the fork's figures include the copied rows (recorded in
+`ledgers.inherited_problem`) and the fork is re-read as soon as the parent's file changes.
 """
 
 from __future__ import annotations
@@ -23,7 +42,12 @@ from typing import Any
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
 from datasette_capsem.index import store
-from datasette_capsem.index.extract import read_facts
+from datasette_capsem.index.extract import (
+    PARENT_SCHEMA,
+    Inherited,
+    read_facts,
+    read_parent_tables,
+)
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.memory import release_memory
 from datasette_capsem.mount import readonly
@@ -34,17 +58,134 @@ COMMIT_EVERY_SECONDS = 0.5  # readers see a long first build fill in as it goes
 LOOKUP_LIMIT = 1000
 
 
-def stat_fingerprint(path: Path) -> store.Fingerprint | None:
-    """(size, mtime_ns, wal size, wal mtime_ns) without opening the ledger; None if gone."""
+def _stat_ledger(path: Path) -> tuple[tuple, store.Fingerprint | None]:
+    """(file identity, fingerprint) without opening the ledger. The identity is the inode, so
+    two paths of one file are one file; a file that cannot be stat'ed is known by its path."""
     try:
         stat = os.stat(path)
     except OSError:
-        return None
+        return ("path", str(path)), None
+    identity = ("inode", stat.st_dev, stat.st_ino)
     try:
         wal = os.stat(f"{path}-wal")
-        return (stat.st_size, stat.st_mtime_ns, wal.st_size, wal.st_mtime_ns)
+        return identity, (stat.st_size, stat.st_mtime_ns, wal.st_size, wal.st_mtime_ns)
     except OSError:
-        return (stat.st_size, stat.st_mtime_ns, None, None)
+        return identity, (stat.st_size, stat.st_mtime_ns, None, None)
+
+
+def stat_fingerprint(path: Path) -> store.Fingerprint | None:
+    """(size, mtime_ns, wal size, wal mtime_ns) without opening the ledger; None if gone."""
+    return _stat_ledger(path)[1]
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The ledger a fork was copied from, as the refresh resolved it."""
+
+    session_id: str  # the id the parent's file is indexed under
+    ledger_path: Path
+    fingerprint: store.Fingerprint | None
+
+    @property
+    def key(self) -> str:
+        """What the fork's figures depend on while the parent was read."""
+        return f"{self.session_id}\x1f{self.ledger_path}"
+
+    @property
+    def unreadable_key(self) -> str:
+        """What they depend on while the parent could not be read: also its content."""
+        return f"{self.key}\x1f{self.fingerprint}"
+
+
+@dataclass
+class FilePlan:
+    """The catalog's ledgers, one owner per file, and each owner's fork parent."""
+
+    owners: dict[str, Session] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # other id -> owner id
+    fingerprints: dict[str, store.Fingerprint | None] = field(default_factory=dict)
+    parents: dict[str, Parent] = field(default_factory=dict)
+
+
+def _owner_rank(session: Session) -> tuple:
+    """Which of the ids naming one file keeps its facts: the current route id (the session
+    with a registry entry, spec §2.2), else one not marked as another id of the same VM."""
+    return (
+        session.registry_entry is None,
+        session.same_vm_as is not None,
+        session.kind == "index_only",
+        session.id,
+    )
+
+
+def forked_from(session: Session) -> str | None:
+    """What the session says it was forked from (registry, else main.db), or None."""
+    entry = session.registry_entry or {}
+    row = session.main_row or {}
+    for value in (entry.get("forked_from"), entry.get("source_image"), row.get("forked_from")):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _resolve(text: str, sessions: dict[str, Session], named: dict[str, list[Session]]):
+    """A session by id, else by name (as `capsem resume` does, spec §2.3); None if unknown or
+    if the name is ambiguous."""
+    found = sessions.get(text)
+    if found is not None:
+        return found
+    candidates = named.get(text, [])
+    if len(candidates) > 1:
+        candidates = [s for s in candidates if s.registry_entry is not None]
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def plan_files(sessions: dict[str, Session]) -> FilePlan:
+    """Group the catalog's ledgers by file, pick each file's owner and each fork's parent."""
+    plan = FilePlan()
+    by_file: dict[tuple, list[Session]] = {}
+    file_of: dict[str, tuple] = {}
+    for session in sessions.values():
+        if session.ledger_path is None:
+            continue
+        identity, fingerprint = _stat_ledger(session.ledger_path)
+        by_file.setdefault(identity, []).append(session)
+        file_of[session.id] = identity
+        plan.fingerprints[session.id] = fingerprint
+    owner_of_file: dict[tuple, str] = {}
+    for identity, group in by_file.items():
+        owner, *others = sorted(group, key=_owner_rank)
+        plan.owners[owner.id] = owner
+        owner_of_file[identity] = owner.id
+        plan.aliases.update({other.id: owner.id for other in others})
+    named: dict[str, list[Session]] = {}
+    for session in sessions.values():
+        if session.name:
+            named.setdefault(session.name, []).append(session)
+    parent_ids: dict[str, str] = {}
+    for owner_id, owner in plan.owners.items():
+        text = forked_from(owner)
+        parent = _resolve(text, sessions, named) if text else None
+        if parent is None or parent.id not in file_of:
+            continue
+        identity = file_of[parent.id]
+        if identity == file_of[owner_id]:
+            continue  # names its own file
+        parent_id = owner_of_file[identity]
+        parent_ids[owner_id] = parent_id
+        plan.parents[owner_id] = Parent(parent_id, parent.ledger_path, plan.fingerprints[parent.id])
+    for owner_id in sorted(plan.parents):
+        # A cycle (A forked from B forked from A) would leave the shared rows to nobody:
+        # the lowest id of the cycle keeps all of its rows.
+        seen, current = [owner_id], parent_ids.get(owner_id)
+        while current is not None and current not in seen:
+            seen.append(current)
+            current = parent_ids.get(current)
+        if current is not None and current == owner_id:
+            keeper = min(seen)
+            plan.parents.pop(keeper, None)
+            parent_ids.pop(keeper, None)
+    return plan
 
 
 @dataclass(frozen=True)
@@ -54,11 +195,19 @@ class IndexSnapshot:
     generation: int = 0
     ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
     daily_usage: dict[str, list[tuple]] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
 
     @cached_property
     def problems(self) -> int:
         """Ledgers that could not be read (counted once per snapshot)."""
         return sum(1 for row in self.ledgers.values() if row.get("problem"))
+
+    def for_session(self, session_id: str) -> dict[str, Any] | None:
+        """The indexed row of a session's ledger file, also for an alias id of that file."""
+        row = self.ledgers.get(session_id)
+        if row is None and session_id in self.aliases:
+            row = self.ledgers.get(self.aliases[session_id])
+        return row
 
 
 @dataclass
@@ -73,17 +222,58 @@ class RefreshReport:
     seconds: float = 0.0
 
 
-def _read_ledger(session: Session, cache_dir: Path) -> tuple[Any, str | None, str | None]:
-    """(facts, era, problem) of one ledger, opened only through the read-only opener."""
+@dataclass
+class LedgerRead:
+    facts: Any = None
+    era: str | None = None
+    problem: str | None = None
+    inherited_problem: str | None = None  # a fork whose parent's rows could not be left out
+
+
+def _attach_parent(conn: sqlite3.Connection, parent: Parent, cache_dir: Path):
+    """(Inherited, None) with the parent's ledger attached read-only, or (None, why not)."""
+    try:
+        uri = readonly.sqlite_uri(readonly.inspect_file(parent.ledger_path), cache_dir)
+        conn.execute(f"ATTACH DATABASE ? AS {PARENT_SCHEMA}", (uri,))
+    except readonly.LedgerUnavailable as error:
+        return None, f"parent {parent.session_id}: {error.kind}: {error.detail}"
+    except (sqlite3.Error, OSError) as error:
+        return None, f"parent {parent.session_id}: {error}"
+    try:
+        tables = read_parent_tables(conn)
+    except sqlite3.Error as error:
+        _detach(conn)
+        return None, f"parent {parent.session_id}: unreadable: {error}"
+    return Inherited(tables), None
+
+
+def _detach(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        conn.execute(f"DETACH DATABASE {PARENT_SCHEMA}")
+
+
+def _read_ledger(session: Session, cache_dir: Path, parent: Parent | None = None) -> LedgerRead:
+    """The facts of one ledger, opened only through the read-only opener (as is a fork's
+    parent, attached to leave the copied rows out)."""
     try:
         conn = readonly.open_readonly(session.ledger_path, cache_dir)
     except readonly.LedgerUnavailable as error:
-        return None, None, f"{error.kind}: {error.detail}"
+        return LedgerRead(problem=f"{error.kind}: {error.detail}")
     try:
         schema = read_schema(conn)
-        return read_facts(conn, schema), schema.era, None
+        inherited, inherited_problem = None, None
+        if parent is not None:
+            inherited, inherited_problem = _attach_parent(conn, parent, cache_dir)
+        if inherited is not None:
+            try:
+                facts = read_facts(conn, schema, inherited)
+                return LedgerRead(facts, schema.era)
+            except sqlite3.Error as error:  # the parent fails mid-read: count the whole file
+                _detach(conn)
+                inherited_problem = f"parent {parent.session_id}: unreadable: {error}"
+        return LedgerRead(read_facts(conn, schema), schema.era, None, inherited_problem)
     except sqlite3.Error as error:
-        return None, None, f"unreadable: {error}"
+        return LedgerRead(problem=f"unreadable: {error}")
     finally:
         conn.close()
 
@@ -141,55 +331,72 @@ class IndexService:
 
     def _refresh(self, progress: Progress | None) -> RefreshReport:
         started = time.perf_counter()
-        wanted = {s.id: s for s in self.catalog.snapshot().sessions.values() if s.ledger_path}
+        plan = plan_files(self.catalog.snapshot().sessions)
+        wanted = plan.owners
         report = RefreshReport(total=len(wanted))
         conn = store.connect_writer(self.path)
         try:
             stored = store.stored_fingerprints(conn)
-            todo = self._changed(wanted, stored, report)
+            todo = self._changed(plan, stored, report)
             report.removed = sorted(set(stored) - set(wanted))
             for session_id in report.removed:
                 store.forget(conn, session_id)
             self._index_all(conn, todo, report, progress)
+            aliases_changed = store.replace_aliases(conn, plan.aliases)
             store.update_names(conn, {sid: (s.name, s.kind) for sid, s in wanted.items()})
             report.seconds = time.perf_counter() - started
             store.set_meta(conn, last_refresh_at=time.time(), last_refresh_seconds=report.seconds)
             conn.commit()
         finally:
             conn.close()
-        if report.indexed or report.removed or self._snapshot is None:
+        if report.indexed or report.removed or aliases_changed or self._snapshot is None:
             self._snapshot = self._load_snapshot()
         return report
 
-    def _changed(self, wanted: dict[str, Session], stored: dict, report: RefreshReport) -> list:
+    def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
         todo = []
-        for session_id, session in wanted.items():
-            fingerprint = stat_fingerprint(session.ledger_path)
-            if stored.get(session_id) == (str(session.ledger_path), fingerprint):
+        for session_id, session in plan.owners.items():
+            fingerprint = plan.fingerprints.get(session_id)
+            parent = plan.parents.get(session_id)
+            current = (
+                {""} if parent is None else {parent.key, parent.unreadable_key}
+            )  # the unreadable key only matches while the parent's file is unchanged
+            known = stored.get(session_id)
+            if (
+                known is not None
+                and known[:2] == (str(session.ledger_path), fingerprint)
+                and known[2] in current
+            ):
                 report.unchanged += 1
             elif fingerprint is not None:
-                todo.append((session, fingerprint))
+                todo.append((session, fingerprint, parent))
         return todo
 
     def _index_all(self, conn, todo: list, report: RefreshReport, progress) -> None:
         self._progress = (0, len(todo))
         last_commit = time.monotonic()
-        for done, (session, fingerprint) in enumerate(todo, start=1):
+        for done, (session, fingerprint, parent) in enumerate(todo, start=1):
             began = time.perf_counter()
-            facts, era, problem = _read_ledger(session, self.settings.cache_dir)
+            read = _read_ledger(session, self.settings.cache_dir, parent)
+            parent_key = ""
+            if parent is not None:
+                parent_key = parent.unreadable_key if read.inherited_problem else parent.key
             ledger = {
                 "session_id": session.id,
                 "session_name": session.name,
                 "kind": session.kind,
                 "path": session.ledger_path,
-                "era": era,
+                "era": read.era,
                 "fingerprint": fingerprint,
                 "index_ms": round((time.perf_counter() - began) * 1000, 3),
+                "inherited_from": parent.session_id if parent else None,
+                "inherited_problem": read.inherited_problem,
+                "parent_key": parent_key,
             }
-            store.write_ledger(conn, ledger, facts, problem)
+            store.write_ledger(conn, ledger, read.facts, read.problem)
             report.indexed.append(session.id)
-            if problem:
-                report.problems[session.id] = problem
+            if read.problem:
+                report.problems[session.id] = read.problem
             if time.monotonic() - last_commit > COMMIT_EVERY_SECONDS:
                 conn.commit()
                 last_commit = time.monotonic()
@@ -205,13 +412,19 @@ class IndexService:
             if conn is None:
                 return IndexSnapshot(generation=generation)
             ledgers = {
-                row["session_id"]: dict(row)
+                row["session_id"]: {**dict(row), "session_id": row["session_id"]}
                 for row in conn.execute(load_sql(store.__package__, "load_totals"))
             }
+            for row in conn.execute(load_sql(store.__package__, "load_file_totals")):
+                if row["session_id"] in ledgers:
+                    ledgers[row["session_id"]]["file_totals"] = dict(row)
             usage: dict[str, list[tuple]] = {}
             for row in conn.execute(load_sql(store.__package__, "load_daily_usage")):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
-        return IndexSnapshot(generation=generation, ledgers=ledgers, daily_usage=usage)
+            aliases = dict(conn.execute(load_sql(store.__package__, "load_aliases")).fetchall())
+        return IndexSnapshot(
+            generation=generation, ledgers=ledgers, daily_usage=usage, aliases=aliases
+        )
 
     def snapshot(self) -> IndexSnapshot:
         """The latest in-memory figures (read from disk once if no refresh ran yet)."""
@@ -225,7 +438,10 @@ class IndexService:
     # -- the API other engines use ------------------------------------------------------------
 
     def lookup(self, value: str, limit: int = LOOKUP_LIMIT) -> list[dict]:
-        """Where a trace, turn, event, call or message id occurs, across all indexed ledgers."""
+        """Where a trace, turn, event, call or message id occurs, across all indexed ledgers.
+
+        A row a fork copied from its parent is the parent's (`copied_from` None); the fork's
+        copy is listed too, with `copied_from` set to the parent's id."""
         with store.reading(self.path) as conn:
             if conn is None:
                 return []
@@ -235,8 +451,11 @@ class IndexService:
             return [dict(row) for row in rows]
 
     def covered_sessions(self) -> set[str]:
-        """Sessions whose ledgers were read without a problem."""
-        return {sid for sid, row in self.snapshot().ledgers.items() if not row.get("problem")}
+        """Sessions whose ledgers were read without a problem, alias ids of their files
+        included (the lookup answers for the file under its owner's id)."""
+        snapshot = self.snapshot()
+        covered = {sid for sid, row in snapshot.ledgers.items() if not row.get("problem")}
+        return covered | {alias for alias, owner in snapshot.aliases.items() if owner in covered}
 
     def freshness(self) -> dict[str, Any]:
         """How current the index is, for pages and JSON (no I/O)."""

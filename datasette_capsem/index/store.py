@@ -18,8 +18,9 @@ from datasette_capsem.sqlfiles import load_sql
 
 INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: forks' inherited rows left out, aliases indexed once
 Fingerprint = tuple[int, int, int | None, int | None]
+StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
 
 def index_path(cache_dir: Path) -> Path:
@@ -49,10 +50,10 @@ def connect_reader(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, tuple[str, Fingerprint]]:
-    """session id -> (ledger path, fingerprint) of what was indexed."""
+def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, StoredLedger]:
+    """session id -> (ledger path, fingerprint, parent key) of what was indexed."""
     rows = conn.execute(load_sql(__package__, "stored_fingerprints"))
-    return {row[0]: (row[1], tuple(row[2:6])) for row in rows}
+    return {row[0]: (row[1], tuple(row[2:6]), row[6]) for row in rows}
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:
@@ -71,7 +72,8 @@ def write_ledger(
     facts: LedgerFacts | None,
     problem: str | None,
 ) -> None:
-    """Replace one session's rows. `ledger` holds session_id, name, kind, path, era, fingerprint."""
+    """Replace one session's rows. `ledger` holds session_id, name, kind, path, era, fingerprint
+    and, for a fork, inherited_from, inherited_problem and parent_key."""
     session_id = ledger["session_id"]
     forget(conn, session_id)
     size, mtime_ns, wal_size, wal_mtime_ns = ledger["fingerprint"]
@@ -87,16 +89,34 @@ def write_ledger(
             "indexed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "index_ms": ledger.get("index_ms"),
             "problem": problem,
+            "inherited_from": ledger.get("inherited_from"),
+            "inherited_rows": facts.inherited_rows if facts and facts.file_totals else None,
+            "inherited_problem": ledger.get("inherited_problem"),
+            "parent_key": ledger.get("parent_key") or "",
         },
     )
     if facts is None:
         return
     totals = [facts.totals.get(name) for name in TOTAL_FIELDS]
     conn.execute(load_sql(__package__, "insert_totals"), [session_id, *totals])
+    if facts.file_totals is not None:
+        whole = [facts.file_totals.get(name) for name in TOTAL_FIELDS]
+        conn.execute(load_sql(__package__, "insert_file_totals"), [session_id, *whole])
     _insert_many(conn, "insert_model_usage", session_id, facts.model_usage)
     _insert_many(conn, "insert_tool_call", session_id, facts.tool_calls)
     _insert_many(conn, "insert_failing_domain", session_id, facts.failing_domains)
     _insert_many(conn, "insert_id", session_id, facts.ids)
+    _insert_many(conn, "insert_copied_id", session_id, facts.copied_ids)
+
+
+def replace_aliases(conn: sqlite3.Connection, aliases: dict[str, str]) -> bool:
+    """Store {alias id: owner id}; returns whether anything changed."""
+    stored = dict(conn.execute(load_sql(__package__, "load_aliases")).fetchall())
+    if stored == aliases:
+        return False
+    conn.execute(load_sql(__package__, "delete_aliases"))
+    conn.executemany(load_sql(__package__, "insert_alias"), sorted(aliases.items()))
+    return True
 
 
 def update_names(conn: sqlite3.Connection, names: dict[str, tuple[str | None, str]]) -> None:

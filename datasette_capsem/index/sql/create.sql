@@ -13,10 +13,48 @@ CREATE TABLE IF NOT EXISTS ledgers (
     wal_mtime_ns INTEGER,
     indexed_at TEXT NOT NULL,
     index_ms REAL,
-    problem TEXT
+    problem TEXT,
+    -- A fork (spec §1.3): the parent whose copied rows are left out of this session's facts,
+    -- how many counted rows that was, and why they could not be left out (parent unreadable).
+    -- parent_key is what the figures depend on; a change of it re-indexes the fork.
+    inherited_from TEXT,
+    inherited_rows INTEGER,
+    inherited_problem TEXT,
+    parent_key TEXT NOT NULL DEFAULT ''
+);
+
+-- Sessions that name a ledger file already indexed under another id (an upgraded persistent
+-- VM's old, name-keyed id, spec §2.2): its facts live under owner_id, once.
+CREATE TABLE IF NOT EXISTS ledger_aliases (
+    session_id TEXT PRIMARY KEY,
+    owner_id TEXT NOT NULL
 );
 
 CREATE TABLE IF NOT EXISTS session_totals (
+    session_id TEXT PRIMARY KEY,
+    requests INTEGER,
+    allowed_requests INTEGER,
+    denied_requests INTEGER,
+    error_requests INTEGER,
+    model_calls INTEGER,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cache_read_tokens INTEGER,
+    thinking_tokens INTEGER,
+    cost_usd REAL,
+    tool_calls INTEGER,
+    mcp_calls INTEGER,
+    file_events INTEGER,
+    exec_events INTEGER,
+    audit_events INTEGER,
+    dns_queries INTEGER,
+    first_event_at TEXT,
+    last_event_at TEXT
+);
+
+-- A fork's whole-file totals, its parent's copied rows included: what main.db's rollup counts.
+-- session_totals holds only the fork's own rows. Absent for a session that is not a fork.
+CREATE TABLE IF NOT EXISTS file_totals (
     session_id TEXT PRIMARY KEY,
     requests INTEGER,
     allowed_requests INTEGER,
@@ -93,6 +131,19 @@ CREATE TABLE IF NOT EXISTS id_lookup (
 );
 CREATE INDEX IF NOT EXISTS idx_id_lookup_value ON id_lookup(value);
 CREATE INDEX IF NOT EXISTS idx_id_lookup_session ON id_lookup(session_id);
+
+-- Ids of the rows a fork copied from its parent (spec §1.3). id_lookup holds each of them
+-- once, under the parent; these say where else the same row occurs, so a lookup still finds
+-- every file holding an id, as a scan of the files would.
+CREATE TABLE IF NOT EXISTS copied_ids (
+    value TEXT NOT NULL,
+    id_kind TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    table_name TEXT NOT NULL,
+    row_id INTEGER
+);
+CREATE INDEX IF NOT EXISTS idx_copied_ids_value ON copied_ids(value);
+CREATE INDEX IF NOT EXISTS idx_copied_ids_session ON copied_ids(session_id);
 
 CREATE TABLE IF NOT EXISTS index_meta (
     key TEXT PRIMARY KEY,

@@ -8,5 +8,6 @@ SELECT 'dns' AS source,
        0 AS status_5xx,
        MAX({timestamp}) AS last_seen
 FROM dns_events
+WHERE {own}
 GROUP BY 2
 HAVING denied + errors > 0

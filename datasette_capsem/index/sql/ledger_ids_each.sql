@@ -3,3 +3,4 @@
 SELECT {column} AS value, id AS row_id
 FROM {table}
 WHERE typeof({column}) = 'text' AND {column} NOT IN ('', '000000000000')
+  AND {own}

@@ -4,4 +4,5 @@ SELECT {column} AS value, MIN(id) AS row_id
 FROM {table}
 WHERE typeof({column}) = 'text' AND {column} != ''
   AND ({numeric_ok} OR {column} GLOB '*[^0-9]*')
+  AND {own}
 GROUP BY {column}

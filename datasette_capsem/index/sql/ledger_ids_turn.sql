@@ -2,4 +2,5 @@
 SELECT {column} AS value, MIN(id) AS row_id
 FROM {table}
 WHERE typeof({column}) = 'text' AND {column} != '' AND {column} IS NOT {trace_id}
+  AND {own}
 GROUP BY {column}

@@ -9,4 +9,4 @@ SELECT id AS row_id,
        NULL AS status,
        (COALESCE({decision}, 'allowed') != 'allowed' OR {error_message} IS NOT NULL) AS failed
 FROM mcp_calls
-WHERE {tool_name} IS NOT NULL
+WHERE {tool_name} IS NOT NULL AND {own}

@@ -12,3 +12,4 @@ SELECT COUNT(*) AS model_calls,
        MIN({timestamp}) AS first_at,
        MAX({timestamp}) AS last_at
 FROM model_calls
+WHERE {own}

@@ -15,4 +15,5 @@ SELECT {provider} AS provider,
        COALESCE(SUM({estimated_cost_usd}), 0.0) AS cost_usd,
        COALESCE(SUM({duration_ms}), 0) AS duration_ms
 FROM model_calls
+WHERE {own}
 GROUP BY 1, 2, 3

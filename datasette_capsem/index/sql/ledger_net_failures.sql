@@ -9,5 +9,6 @@ SELECT 'net' AS source,
        COALESCE(SUM(CAST({status_code} AS INTEGER) >= 500), 0) AS status_5xx,
        MAX({timestamp}) AS last_seen
 FROM net_events
+WHERE {own}
 GROUP BY 2
 HAVING denied + errors + status_4xx + status_5xx > 0

@@ -6,3 +6,4 @@ SELECT COUNT(*) AS requests,
        MIN({timestamp}) AS first_at,
        MAX({timestamp}) AS last_at
 FROM net_events
+WHERE {own}

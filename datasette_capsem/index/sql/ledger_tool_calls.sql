@@ -11,3 +11,4 @@ SELECT tc.id AS row_id,
        (COALESCE({decision}, 'allowed') != 'allowed' OR COALESCE({status}, '') = 'error') AS failed
 FROM tool_calls AS tc
 LEFT JOIN model_calls AS mc ON mc.id = tc.model_call_id
+WHERE {own}

@@ -3,3 +3,4 @@ SELECT COUNT(*) AS tool_calls,
        COALESCE(SUM({origin} = 'mcp'), 0) AS mcp_calls,
        MAX(NULLIF({timestamp}, '')) AS last_at
 FROM tool_calls
+WHERE {own}

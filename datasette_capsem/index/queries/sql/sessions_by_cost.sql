@@ -12,6 +12,8 @@ SELECT l.session_id,
        t.file_events,
        t.first_event_at,
        t.last_event_at,
+       l.inherited_from,
+       l.inherited_rows,
        l.problem
 FROM ledgers AS l
 LEFT JOIN session_totals AS t ON t.session_id = l.session_id

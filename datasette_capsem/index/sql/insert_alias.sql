@@ -1,0 +1,1 @@
+INSERT INTO ledger_aliases (session_id, owner_id) VALUES (?, ?)
