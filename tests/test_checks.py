@@ -208,6 +208,80 @@ async def test_checks_an_era_cannot_answer_say_so(manifest, catalog, settings):
     assert orphan.note is None  # the call_id-only variant of the canned query ran
 
 
+def mcp_in_mcp_calls(manifest: dict, capsem_home: Path, folder: Path) -> Path:
+    """A copy of the migrated ledger shaped like a 2026-06-12..06-22 file: MCP tools/call rows
+    live in mcp_calls (event_id since 06-06), not in tool_calls (event_id since 06-12)."""
+    migrated = sample_of(manifest, era="migrated", alias_of=None)
+    copy = folder / "session.db"
+    source = open_readonly(capsem_home / migrated["ledger"], folder / "cache")
+    target = sqlite3.connect(copy)
+    try:
+        source.backup(target)
+        moved = target.execute(
+            "INSERT INTO mcp_calls (timestamp, server_name, method, tool_name, request_id, "
+            "decision, duration_ms, trace_id, event_id) "
+            "SELECT timestamp, COALESCE(server_name, 'mcp'), 'tools/call', tool_name, call_id, "
+            "decision, duration_ms, trace_id, event_id FROM tool_calls WHERE origin = 'mcp'"
+        ).rowcount
+        target.execute("DELETE FROM tool_calls WHERE origin = 'mcp'")
+        target.commit()
+    finally:
+        source.close()
+        target.close()
+    assert moved == 3
+    return copy
+
+
+def findings_of(report, *kinds: str) -> dict[str, Finding]:
+    found = {f.kind: f for f in report.findings if f.kind in kinds}
+    assert set(found) == set(kinds)
+    return found
+
+
+async def test_mcp_calls_in_mcp_calls_are_ledgered(manifest, capsem_home, tmp_path):
+    """Files from 2026-06-12 to 06-22 keep MCP calls in mcp_calls: their security rows are
+    neither an unledgered MCP call nor a dangling security event."""
+    from datasette_capsem.ledger.schema import read_schema
+    from datasette_capsem.queries import canned_queries_for
+
+    copy = mcp_in_mcp_calls(manifest, capsem_home, tmp_path)
+    conn = open_readonly(copy, tmp_path / "cache")
+    try:
+        planted = conn.execute(
+            "SELECT COUNT(*) FROM security_rule_events WHERE event_type = 'mcp.tool_call' "
+            "AND event_id IN (SELECT event_id FROM mcp_calls)"
+        ).fetchone()[0]
+        assert planted == 3
+        kinds = ("unledgered_mcp_call", "dangling_security_event")
+        report = check_session(conn, sample_limit=EVERY_SAMPLE)
+        for kind, finding in findings_of(report, *kinds).items():
+            assert finding.applicable and finding.failed is None, kind
+            assert finding.count == 0, (kind, finding.row_ids)
+        query = canned_queries_for(read_schema(conn), "session")["unledgered_mcp_calls"]
+        assert conn.execute(query["sql"]).fetchall() == []
+    finally:
+        conn.close()
+    # A tools/call the policy saw with no row in either table is still found.
+    writable = sqlite3.connect(copy)
+    try:
+        row_id = writable.execute(
+            "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id, "
+            "rule_action, rule_json, event_json, trace_id) "
+            "VALUES (1781000000000, 'abcdefabcdef', 'mcp.tool_call', 'r', 'allow', '{}', '{}', "
+            "'t')"
+        ).lastrowid
+        writable.commit()
+    finally:
+        writable.close()
+    conn = open_readonly(copy, tmp_path / "cache")
+    try:
+        report = check_session(conn, sample_limit=EVERY_SAMPLE)
+    finally:
+        conn.close()
+    for kind, finding in findings_of(report, *kinds).items():
+        assert finding.row_ids == [row_id], kind
+
+
 async def test_a_session_without_a_ledger_gets_its_main_db_checks(manifest, catalog, settings):
     stale = next(d for d in manifest["defects"] if d["kind"] == "stale_running")
     report = report_for(stale["session"], catalog, settings)
