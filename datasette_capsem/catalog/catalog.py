@@ -28,6 +28,11 @@ from datasette_capsem.sqlfiles import load_sql
 RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "_memory", "-", "static"})
 
 
+def database_name(session_id: str) -> str:
+    """The Datasette database name of a session: its id, unless that name is taken."""
+    return f"session-{session_id}" if session_id in RESERVED_DATABASE_NAMES else session_id
+
+
 @dataclass
 class CatalogSnapshot:
     """One consistent view of the home, replaced whole on every rescan."""
@@ -120,10 +125,7 @@ class Catalog:
         return session
 
     def database_name(self, session: Session) -> str:
-        """The Datasette database name of a session: its id, unless that name is taken."""
-        if session.id in RESERVED_DATABASE_NAMES:
-            return f"session-{session.id}"
-        return session.id
+        return database_name(session.id)
 
     def session_for_database(self, database_name: str) -> Session | None:
         session = self.get(database_name)

@@ -12,32 +12,16 @@ from typing import Any
 
 import blake3
 
+from datasette_capsem.catalog.catalog import database_name
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
 from datasette_capsem.findings import KINDS
 from datasette_capsem.ledger.bodies import hash_verdict
-from datasette_capsem.ledger.schema import LedgerSchema, read_schema
+from datasette_capsem.ledger.schema import LEDGER_TABLES, LedgerSchema, read_schema
 from datasette_capsem.sqlfiles import load_sql
 
 SQL_PACKAGE = "datasette_capsem.checks"
-RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "-", "static"})
 # Tables whose row counts a report shows (check_session.py's five first).
-COUNTED_TABLES = (
-    "net_events",
-    "model_calls",
-    "tool_calls",
-    "tool_responses",
-    "fs_events",
-    "model_items",
-    "event_body_blobs",
-    "exec_events",
-    "dns_events",
-    "audit_events",
-    "substitution_events",
-    "security_rule_events",
-    "security_decision_events",
-    "security_ask_events",
-    "mcp_calls",
-)
+COUNTED_TABLES = LEDGER_TABLES
 KIND_ORDER = {kind: index for index, kind in enumerate(KINDS)}
 
 
@@ -76,7 +60,7 @@ def database_name_for(session: Any) -> str | None:
     """The Datasette database name the catalog gives a session (for links)."""
     if session is None:
         return None
-    return f"session-{session.id}" if session.id in RESERVED_DATABASE_NAMES else session.id
+    return database_name(session.id)
 
 
 def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:

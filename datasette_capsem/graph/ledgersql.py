@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from datasette_capsem.ledger.schema import LEDGER_TABLES as ALL_LEDGER_TABLES
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
 
@@ -26,27 +27,7 @@ PACKAGE = "datasette_capsem.graph"
 PREVIEW_CHARS = 240
 
 # Every table the graph package may name in a query. A name outside this set is refused.
-LEDGER_TABLES = frozenset(
-    {
-        "net_events",
-        "model_calls",
-        "model_items",
-        "tool_calls",
-        "tool_responses",
-        "event_body_blobs",
-        "fs_events",
-        "exec_events",
-        "dns_events",
-        "audit_events",
-        "substitution_events",
-        "security_rule_events",
-        "security_decision_events",
-        "security_ask_events",
-        "profile_mutation_events",
-        "mcp_calls",
-        "snapshot_events",
-    }
-)
+LEDGER_TABLES = frozenset(ALL_LEDGER_TABLES)
 
 
 # Columns a search may compare with a value.

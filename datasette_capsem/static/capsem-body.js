@@ -6,23 +6,8 @@
 (function () {
   "use strict";
 
-  function el(name, className, text, parent) {
-    var node = document.createElement(name);
-    if (className) {
-      node.className = className;
-    }
-    if (text !== undefined && text !== null) {
-      node.textContent = String(text);
-    }
-    if (parent) {
-      parent.appendChild(node);
-    }
-    return node;
-  }
-
-  function safeHref(href) {
-    return typeof href === "string" && href.charAt(0) === "/" && href.charAt(1) !== "/";
-  }
+  var el = window.capsemDom.el;
+  var safeHref = window.capsemDom.safeHref;
 
   function hexLine(line) {
     var offset = ("00000000" + line.offset.toString(16)).slice(-8);

@@ -50,19 +50,7 @@
     return node;
   }
 
-  function html(name, className, text, parent) {
-    var node = document.createElement(name);
-    if (className) {
-      node.className = className;
-    }
-    if (text !== undefined && text !== null) {
-      node.textContent = String(text);
-    }
-    if (parent) {
-      parent.appendChild(node);
-    }
-    return node;
-  }
+  var html = window.capsemDom.el;
 
   function clip(text, size) {
     var value = text === null || text === undefined ? "" : String(text);
@@ -76,10 +64,7 @@
     return value >= 1e3 ? (value / 1e3).toFixed(1) + "k" : String(value);
   }
 
-  function safeHref(href) {
-    return typeof href === "string" && href.charAt(0) === "/" && href.charAt(1) !== "/" &&
-      href.indexOf("\\") === -1;
-  }
+  var safeHref = window.capsemDom.safeHref;
 
   function CapsemGraph(container, data) {
     this.container = container;
