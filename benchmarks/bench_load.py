@@ -14,7 +14,7 @@ import statistics
 import time
 
 import httpx
-from common import HERE, generated_home, manifest, print_table, server
+from common import HERE, generated_home, manifest, print_table, server, wait_for_index
 
 
 def target_urls(home) -> list[str]:
@@ -73,6 +73,9 @@ def main() -> None:
     cache = home.parent / "cache-load"
     team = ("--redact", "--settings", str(HERE.parent / "settings.json"))
     with server("--home", str(home), "--cache", str(cache), *team) as (base, _pid, _start):
+        with httpx.Client(base_url=base, timeout=60) as client:
+            waited = wait_for_index(client)
+        print(f"index built in the background in {waited:.0f} s; starting the load")
         results, elapsed = asyncio.run(
             run_load(base, urls, args.clients, args.seconds, args.max_requests)
         )

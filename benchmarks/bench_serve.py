@@ -10,7 +10,16 @@ import argparse
 import random
 
 import httpx
-from common import generated_home, manifest, median_ms, open_fds, print_table, rss_mb, server
+from common import (
+    generated_home,
+    manifest,
+    median_ms,
+    open_fds,
+    print_table,
+    rss_mb,
+    server,
+    wait_for_index,
+)
 
 VISITS = 1000
 SAMPLES = 60
@@ -41,6 +50,7 @@ def measure_plugin(home, sessions: list[dict]) -> dict:
         for session in visited:
             client.get(f"/{session['id']}/model_calls.json?_size=5")
         fds, rss = open_fds(pid), rss_mb(pid)
+        wait_for_index(client)  # latency in the steady state, not during the first build
         # Latency with the mount table full (the steady state of a busy instance).
         hot = sample[:20]
         for session in hot:

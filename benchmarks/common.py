@@ -69,6 +69,18 @@ def server(*args: str):
         process.wait(timeout=10)
 
 
+def wait_for_index(client: httpx.Client, seconds: float = 600) -> float:
+    """Wait until the server's background cross-session index build is done (the steady
+    state of a running instance); returns how long that took."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        state = client.get("/-/capsem/index.json").json()
+        if state.get("ready") and not state.get("refreshing") and state.get("ledgers_indexed"):
+            break
+        time.sleep(0.5)
+    return time.perf_counter() - started
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -157,6 +157,16 @@ AUTHORIZERS = {
 }
 
 
-def apply_policy(conn: sqlite3.Connection) -> None:
-    """Install the authorizer for the current request's policy on `conn`."""
-    conn.set_authorizer(AUTHORIZERS.get(policy.get(), AUTHORIZERS[OPEN]))
+def apply_policy(conn: sqlite3.Connection, installed: str | None) -> str:
+    """Make `conn` enforce the current request's policy; returns the policy now installed.
+
+    `installed` is what the connection enforces already (None for a fresh connection, which
+    enforces nothing). Re-installing an authorizer expires every prepared statement, so it
+    is done only when the policy changes."""
+    wanted = policy.get()
+    if wanted == MASK:
+        wanted = OPEN  # plugin pages mask their output; their own SQL needs no authorizer
+    if wanted == installed or (installed is None and wanted == OPEN):
+        return installed if installed is not None else OPEN
+    conn.set_authorizer(AUTHORIZERS.get(wanted, AUTHORIZERS[OPEN]))
+    return wanted

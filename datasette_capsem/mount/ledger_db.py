@@ -53,6 +53,7 @@ class LedgerDatabase(Database):
         self._fingerprint = _quick_fingerprint(self.source_path)
         self._generation = 0
         self._connection: tuple[int, sqlite3.Connection] | None = None
+        self._policy: str | None = None  # the secret policy the connection enforces now
         self._queue: asyncio.Lock | None = None  # queries wait here, not in a pool thread
         self._use = threading.Lock()  # one thread on the connection, even after a cancel
         self._closed = False
@@ -115,7 +116,7 @@ class LedgerDatabase(Database):
         if held:
             held[1].close()
         conn = self.connect()
-        self._connection = (self._generation, conn)
+        self._connection, self._policy = (self._generation, conn), None
         return conn
 
     def _release(self) -> None:
@@ -134,7 +135,8 @@ class LedgerDatabase(Database):
                 )
             try:
                 conn = self._current_connection()
-                redaction.apply_policy(conn)  # the connection serves requests of any actor
+                # The connection serves requests of any actor.
+                self._policy = redaction.apply_policy(conn, self._policy)
                 return fn(conn)
             finally:
                 self._release()
