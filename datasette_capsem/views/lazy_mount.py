@@ -71,8 +71,7 @@ def session_links(sessions) -> list[dict]:
 async def _problem_response(datasette, scope, receive, actor):
     """None when the request may go on to Datasette, else the error response to send.
 
-    Nothing is mounted, decompressed or suggested for an actor who may not see it: Datasette
-    then answers with its own 403 or 404."""
+    Nothing is mounted, decompressed or suggested for an actor who may not see it."""
     # Runs before Datasette's CSRF middleware, whose token the templates expect.
     request = Request({**scope, "csrftoken": lambda: ""}, receive)
     path = route_path(datasette, scope)
@@ -84,7 +83,7 @@ async def _problem_response(datasette, scope, receive, actor):
     if name in NON_DATABASE_SEGMENTS or name == "_internal":
         return None
     if not await permissions.can_view_database(datasette, actor, name):
-        return None
+        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
     state = get_state(datasette)
     if name == MAIN_DATABASE:
         if state.mounter.ensure_main() is None:

@@ -1,0 +1,71 @@
+"""The repository's own metadata.yml and settings.json, served as a team instance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import yaml
+
+from tests.helpers import make_datasette
+
+async_test = pytest.mark.asyncio(loop_scope="session")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+async def team_instance(home: Path, cache: Path):
+    metadata = yaml.safe_load((ROOT / "metadata.yml").read_text())
+    settings = json.loads((ROOT / "settings.json").read_text())
+    return await make_datasette(home, cache, metadata=metadata, settings=settings)
+
+
+def as_user(user: str) -> dict[str, str]:
+    return {"X-Forwarded-User": user}  # what the reverse proxy sets
+
+
+@async_test
+async def test_the_shipped_team_configuration(capsem_home, manifest, tmp_path):
+    datasette = await team_instance(capsem_home, tmp_path / "cache")
+    session = next(
+        s
+        for s in manifest["sessions"]
+        if s["clean"] and s["era"] == "current" and s.get("ledger") and not s["live"]
+    )
+    sid = session["id"]
+    # No proxy header, no access at all.
+    assert (await datasette.client.get("/")).status_code == 403
+    assert (await datasette.client.get(f"/{sid}/model_calls.json")).status_code == 403
+    # An authenticated user reads pages and JSON.
+    for path in ("/", f"/{sid}", f"/{sid}/model_calls.json", f"/-/capsem/sessions/{sid}.json"):
+        response = await datasette.client.get(path, headers=as_user("alice"))
+        assert response.status_code == 200, path
+    # Arbitrary SQL is for the named operators only.
+    sql = f"/{sid}.json?sql={quote('select count(*) from model_calls')}"
+    assert (await datasette.client.get(sql, headers=as_user("alice"))).status_code == 403
+    assert (await datasette.client.get(sql, headers=as_user("capsem-admin"))).status_code == 200
+    # Downloads are off; the settings are the tight ones.
+    assert (
+        await datasette.client.get(f"/{sid}.db", headers=as_user("capsem-admin"))
+    ).status_code == 403
+    live = (await datasette.client.get("/-/settings.json", headers=as_user("alice"))).json()
+    assert live["allow_download"] is False and live["allow_csv_stream"] is False
+    assert live["default_allow_sql"] is False and live["max_returned_rows"] <= 1000
+
+
+@async_test
+async def test_only_the_named_operator_sees_unmasked_credentials(capsem_home, manifest, tmp_path):
+    datasette = await team_instance(capsem_home, tmp_path / "cache")
+    registry_name = next(s["name"] for s in manifest["sessions"] if s.get("name"))
+    assert registry_name
+    sid = next(
+        s["id"]
+        for s in manifest["sessions"]
+        if s["clean"] and s["era"] == "current" and s.get("ledger") and not s["live"]
+    )
+    table = f"/{sid}/net_events.json?_shape=array&_size=5"
+    alice = (await datasette.client.get(table, headers=as_user("alice"))).json()
+    admin = (await datasette.client.get(table, headers=as_user("capsem-admin"))).json()
+    assert all(row["request_headers"] is None for row in alice)  # secret-bearing: hidden
+    assert any(row["request_headers"] for row in admin)
