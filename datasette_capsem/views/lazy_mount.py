@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 from importlib import resources
-from urllib.parse import unquote
 
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request
@@ -64,17 +63,19 @@ def database_segment(path: str) -> str:
     return tilde_decode(first.split(".", 1)[0]) if first else ""
 
 
+def _request(scope, receive) -> Request:
+    # This layer runs before Datasette's CSRF middleware, whose token the templates expect.
+    return Request({**scope, "csrftoken": lambda: ""}, receive)
+
+
 def session_links(sessions) -> list[dict]:
     return [render.session_link(s.id, s.display_name) for s in sessions]
 
 
-async def _problem_response(datasette, scope, receive, actor):
+async def _problem_response(datasette, path: str, request, actor):
     """None when the request may go on to Datasette, else the error response to send.
 
     Nothing is mounted, decompressed or suggested for an actor who may not see it."""
-    # Runs before Datasette's CSRF middleware, whose token the templates expect.
-    request = Request({**scope, "csrftoken": lambda: ""}, receive)
-    path = route_path(datasette, scope)
     if "\x00" in path:
         return await render.error(
             datasette, request, 400, "Bad path", "The path contains a NUL byte."
@@ -134,12 +135,12 @@ def _with_security_headers(send, path: str):
     return wrapped
 
 
-def _refusal(scope, receive) -> tuple[str, str] | None:
+def _refusal(path: str, scope, receive) -> tuple[str, str] | None:
     """(title, message) when the actor's secret policy forbids this request outright."""
     policy = redaction.policy.get()
     if policy == redaction.OPEN:
         return None
-    if secrets_guard.refuses_raw(scope["path"]):
+    if secrets_guard.refuses_raw(path):
         return (
             "Raw download refused",
             "Raw database and blob downloads could reveal "
@@ -155,17 +156,15 @@ def _refusal(scope, receive) -> tuple[str, str] | None:
     return None
 
 
-async def _handle(app, datasette, scope, receive, send, actor) -> None:
-    path = route_path(datasette, scope)
+async def _handle(app, datasette, path: str, scope, receive, send, actor) -> None:
     guarded_send = _with_security_headers(send, path)
-    refusal = _refusal(scope, receive)
+    refusal = _refusal(path, scope, receive)
     if refusal:
-        request = Request({**scope, "csrftoken": lambda: ""}, receive)
-        response = await render.error(datasette, request, 403, *refusal)
+        response = await render.error(datasette, _request(scope, receive), 403, *refusal)
         return await response.asgi_send(guarded_send)
     if redaction.policy.get() != redaction.OPEN and scope.get("method") != "HEAD":
         guarded_send = secrets_guard.masking_send(guarded_send, path)
-    response = await _problem_response(datasette, scope, receive, actor)
+    response = await _problem_response(datasette, path, _request(scope, receive), actor)
     if response is not None:
         return await response.asgi_send(guarded_send)
     return await app(scope, receive, guarded_send)
@@ -175,7 +174,7 @@ def pinned_database(datasette, path: str) -> str | None:
     """The session database a request will read: pinned so no other request evicts it."""
     catalog = get_state(datasette).catalog
     if path.startswith(SESSION_PAGE_PREFIX):
-        segment = unquote(path[len(SESSION_PAGE_PREFIX) :].split("/", 1)[0])
+        segment = path[len(SESSION_PAGE_PREFIX) :].split("/", 1)[0]  # already %-decoded
         session = catalog.get(segment) or catalog.get(segment.removesuffix(".json"))
         return catalog.database_name(session) if session else None
     name = database_segment(path)
@@ -188,17 +187,18 @@ def wrap(app, datasette):
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
+        path = route_path(datasette, scope)
         actor = await secrets_guard.request_actor(datasette, scope, receive)
         policy = await secrets_guard.request_policy(
-            datasette, actor, scope, receive, is_plugin_page(route_path(datasette, scope))
+            datasette, actor, scope, receive, is_plugin_page(path)
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         mounter = get_state(datasette).mounter
-        pinned = pinned_database(datasette, route_path(datasette, scope))
+        pinned = pinned_database(datasette, path)
         if pinned:
             mounter.pin(pinned)
         try:
-            return await _handle(app, datasette, scope, receive, send, actor)
+            return await _handle(app, datasette, path, scope, receive, send, actor)
         finally:
             if pinned:
                 mounter.unpin(pinned)
