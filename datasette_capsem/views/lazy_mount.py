@@ -187,6 +187,8 @@ def wrap(app, datasette):
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
+        # Error pages render templates; without ASGI lifespan nothing else has started yet.
+        await datasette.invoke_startup()
         path = route_path(datasette, scope)
         actor = await secrets_guard.request_actor(datasette, scope, receive)
         policy = await secrets_guard.request_policy(
