@@ -45,6 +45,7 @@ class Mounter:
                 )
             async with self._lock:
                 if name not in self.mounted:
+                    self._evict_vanished()
                     await self._mount(name, session)
         database = self.mounted[name]
         self.mounted.move_to_end(name)
@@ -92,11 +93,15 @@ class Mounter:
     def _evict_beyond_bound(self, keep: str | None = None) -> None:
         # Oldest first; never a pinned one, nor `keep`, which a caller is about to use.
         idle = [name for name in self.mounted if name not in self.pins and name != keep]
-        for name in [name for name in idle if not self.mounted[name].file_exists]:
-            self.evict(name)  # Capsem deleted the session dir (a stopped ephemeral VM)
-            idle.remove(name)
         for name in idle[: max(0, len(self.mounted) - self.settings.max_mounted)]:
             self.evict(name)
+
+    def _evict_vanished(self) -> None:
+        """Unmount idle ledgers whose file Capsem deleted (a stopped ephemeral VM), so their
+        descriptors are released. Checked when mounting, not on every request."""
+        for name in [n for n in self.mounted if n not in self.pins]:
+            if not self.mounted[name].file_exists:
+                self.evict(name)
 
     def evict(self, name: str) -> None:
         database = self.mounted.pop(name, None)
