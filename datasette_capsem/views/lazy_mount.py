@@ -68,10 +68,6 @@ def _request(scope, receive) -> Request:
     return Request({**scope, "csrftoken": lambda: ""}, receive)
 
 
-def session_links(sessions) -> list[dict]:
-    return [render.session_link(s.id, s.display_name) for s in sessions]
-
-
 async def _problem_response(datasette, path: str, request, actor):
     """None when the request may go on to Datasette, else the error response to send.
 
@@ -95,7 +91,7 @@ async def _problem_response(datasette, path: str, request, actor):
         return None
     session = state.catalog.session_for_database(name)
     if session is None:
-        near = session_links(state.catalog.near_matches(name))
+        near = render.session_links(datasette, state.catalog.near_matches(name))
         return await render.error(
             datasette,
             request,
@@ -105,19 +101,11 @@ async def _problem_response(datasette, path: str, request, actor):
             suggestions=near,
         )
     if not state.catalog.recheck_ledger(session).has_ledger:
-        return await render.error(
-            datasette,
-            request,
-            404,
-            "No ledger on disk",
-            f"Session {session.id} has no session.db on disk (Capsem deletes the directory "
-            "of a stopped ephemeral session; its main.db row remains).",
-            suggestions=session_links([session]),
-        )
+        return await render.no_ledger(datasette, request, session)
     try:
         await state.mounter.session_database(session)
     except LedgerUnavailable as problem:
-        return await render.unreadable(datasette, request, problem, session.id)
+        return await render.unreadable(datasette, request, problem, session)
     return None
 
 

@@ -69,10 +69,9 @@ async def error(
     return await page(datasette, request, "error.html", data, status=status)
 
 
-async def unreadable(datasette, request, problem, session_id: str | None = None) -> Response:
+async def unreadable(datasette, request, problem, session=None) -> Response:
     """The page for a Capsem file that cannot be read (a `LedgerUnavailable`)."""
-    whose = f"The ledger of session {session_id}" if session_id else "The file"
-    suggestions = [session_link(session_id)] if session_id else []
+    whose = f"The ledger of session {session.id}" if session else "The file"
     return await error(
         datasette,
         request,
@@ -80,14 +79,30 @@ async def unreadable(datasette, request, problem, session_id: str | None = None)
         f"Unreadable ledger ({problem.kind})",
         f"{whose} cannot be read: {problem.detail}.",
         path=str(problem.path),
-        suggestions=suggestions,
+        suggestions=session_links(datasette, [session] if session else []),
     )
 
 
-def session_link(session_id: str, name: str | None = None) -> dict[str, Any]:
-    """A session as error pages list it: always by id, the name only displayed."""
-    return {
-        "id": session_id,
-        "name": name,
-        "href": f"/-/capsem/sessions/{quote(session_id, safe='')}",
-    }
+async def no_ledger(datasette, request, session) -> Response:
+    """The page for a session whose directory, and so its ledger, is gone."""
+    return await error(
+        datasette,
+        request,
+        404,
+        "No ledger on disk",
+        f"Session {session.id} has no session.db on disk (Capsem deletes the directory of a "
+        "stopped ephemeral session; its main.db row remains).",
+        suggestions=session_links(datasette, [session]),
+    )
+
+
+def session_links(datasette, sessions) -> list[dict[str, Any]]:
+    """Sessions as error pages list them: always by id, the name only displayed."""
+    return [
+        {
+            "id": s.id,
+            "name": s.display_name,
+            "href": datasette.urls.path(f"/-/capsem/sessions/{quote(s.id, safe='')}"),
+        }
+        for s in sessions
+    ]

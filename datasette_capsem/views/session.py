@@ -87,9 +87,7 @@ def links_for(datasette, session: Session) -> Links:
 
 
 async def unknown_session(datasette, request, value: str) -> Response:
-    from datasette_capsem.views.lazy_mount import session_links
-
-    near = session_links(get_state(datasette).catalog.near_matches(value))
+    near = render.session_links(datasette, get_state(datasette).catalog.near_matches(value))
     return await render.error(
         datasette,
         request,
@@ -117,7 +115,7 @@ async def open_session(datasette, request, *, need_ledger: bool) -> Opened | Res
         )
     if not session.has_ledger:
         if need_ledger:
-            return await _no_ledger(datasette, request, session)
+            return await render.no_ledger(datasette, request, session)
         return opened
     try:
         opened.db = await get_state(datasette).mounter.session_database(session)
@@ -167,24 +165,6 @@ def _redirect_to_id(request, datasette, session: Session) -> Response:
     query = request.query_string
     target = links_for(datasette, session).session() + rest
     return Response.redirect(target + (f"?{query}" if query else ""))
-
-
-async def _no_ledger(datasette, request, session: Session) -> Response:
-    return await render.error(
-        datasette,
-        request,
-        404,
-        "No ledger on disk",
-        f"Session {session.id} has no session.db on disk (Capsem deletes the directory of a "
-        "stopped ephemeral session; its main.db row remains).",
-        suggestions=[
-            {
-                "id": session.id,
-                "name": session.display_name,
-                "href": links_for(datasette, session).session(),
-            }
-        ],
-    )
 
 
 # -- integrity ---------------------------------------------------------------------------
