@@ -372,7 +372,7 @@ async def test_an_outside_check_registers_through_pluggy(manifest, catalog, sett
         session = sample_of(manifest, era="current", clean=True)
         report = report_for(session["id"], catalog, settings)
         evil = next(f for f in report.findings if f.kind == "evil_domain")
-        conn = sqlite3.connect(f"file:{conn_path}?immutable=1", uri=True)
+        conn = open_readonly(conn_path, settings.cache_dir)
         try:
             want = [r[0] for r in conn.execute(
                 "SELECT id FROM net_events WHERE domain = 'evil-exfil.example.net'")]  # fmt: skip
