@@ -82,6 +82,7 @@ PRIMARY = (
     "model_items",
 )
 LEGACY = {
+    "policy_hook_events",
     "mcp_calls",
     "snapshot_events",
     "session_identity",
@@ -105,7 +106,18 @@ SECURITY_TARGET = {
     "credential.substitution": "substitution_events",
 }
 AI_DOMAINS = "(domain LIKE '%.anthropic.com' OR domain LIKE '%.openai.com' OR domain LIKE '%.googleapis.com')"
-ROW_KINDS = set(findings.KINDS) - {"rollup_mismatch", "stale_running", "unclean_wal"}
+# mitm_proxy/util.rs is_llm_api_path: only these POSTs become model calls (spec §6.2 #13).
+LLM_PATH = "(path LIKE '/v1/messages%' OR path LIKE '/v1/complete%' OR path LIKE '/v1/chat/completions%' OR path LIKE '/v1/responses%' OR path LIKE '/v1/completions%' OR path LIKE '/v1/embeddings%' OR path LIKE '%:generateContent%' OR path LIKE '%:streamGenerateContent%' OR path LIKE '%:embedContent%')"
+# Writer habits (spec §4.3): ids that can never pair. Every result of an Ollama call; Gemini
+# results written 03-13..06-10 (gemini_<name>_<n>) against calls named by the bare tool name.
+UNPAIRABLE_RESPONSE = "((SELECT provider FROM model_calls WHERE id = tr.model_call_id) = 'ollama' AND tr.call_id GLOB 'ollama_tool_result_*') OR ((SELECT provider FROM model_calls WHERE id = tr.model_call_id) = 'google' AND tr.call_id GLOB 'gemini_*' AND NOT EXISTS (SELECT 1 FROM tool_calls WHERE call_id GLOB 'gemini_*'))"
+UNPAIRABLE_CALL = "((SELECT provider FROM model_calls WHERE id = tc.model_call_id) = 'google' AND tc.call_id NOT GLOB 'gemini_*')"
+# Only Anthropic and OpenAI chat completions mark tool turns with tool_use (spec §4.3).
+MARKS_TOOL_TURNS = (
+    "(provider = 'anthropic' OR (provider = 'openai' AND path LIKE '/v1/chat/completions%'))"
+)
+HABIT_KINDS = {"unpairable_tool_ids"}  # the checker reports this writer habit as info
+ROW_KINDS = set(findings.KINDS) - {"rollup_mismatch", "stale_running", "unclean_wal"} - HABIT_KINDS
 
 
 # -- helpers ----------------------------------------------------------------------------
@@ -200,7 +212,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
             "tool_responses",
             ids(
                 conn,
-                "SELECT tr.id FROM tool_responses tr WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id)",
+                f"SELECT tr.id FROM tool_responses tr WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id) AND NOT ({UNPAIRABLE_RESPONSE})",
             ),
         )
         add(
@@ -208,7 +220,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
             "tool_responses",
             ids(
                 conn,
-                "SELECT DISTINCT tr.id FROM tool_responses tr JOIN tool_calls tc ON tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id WHERE tr.model_call_id <= tc.model_call_id",
+                "SELECT DISTINCT tr.id FROM tool_responses tr JOIN tool_calls tc ON tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id WHERE NOT EXISTS (SELECT 1 FROM tool_calls e WHERE e.call_id = tr.call_id AND e.trace_id IS tr.trace_id AND e.model_call_id < tr.model_call_id)",
             ),
         )
         if has("tool_calls", "origin"):
@@ -217,7 +229,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
                 "tool_calls",
                 ids(
                     conn,
-                    "SELECT tc.id FROM tool_calls tc WHERE tc.origin IN ('native','local','mcp_proxy') AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND tr.trace_id IS tc.trace_id)",
+                    f"SELECT tc.id FROM tool_calls tc WHERE tc.origin IN ('native','local','mcp_proxy') AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND tr.trace_id IS tc.trace_id) AND NOT {UNPAIRABLE_CALL}",
                 ),
             )
     add(
@@ -294,14 +306,16 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
                 "SELECT id FROM event_body_blobs WHERE length(body) != stored_bytes OR truncated != (stored_bytes < original_bytes) OR stored_bytes > 10485760",
             ),
         )
-        for rid, body, digest in conn.execute("SELECT id, body, body_hash FROM event_body_blobs"):
+        for rid, body, digest in conn.execute(
+            "SELECT id, body, body_hash FROM event_body_blobs WHERE truncated = 0"
+        ):
             if digest != "blake3:" + blake3.blake3(body).hexdigest():
                 add("blob_hash_mismatch", "event_body_blobs", [rid])
     if conn.execute("SELECT count(*) FROM model_calls").fetchone()[0] == 0:
         add(
             "ai_traffic_unparsed",
             "net_events",
-            ids(conn, f"SELECT id FROM net_events WHERE {AI_DOMAINS}"),
+            ids(conn, f"SELECT id FROM net_events WHERE {AI_DOMAINS} AND {LLM_PATH}"),
         )
     elif has("net_events", "trace_id"):
         add(
@@ -309,7 +323,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
             "net_events",
             ids(
                 conn,
-                f"SELECT id FROM net_events WHERE method = 'POST' AND {AI_DOMAINS} AND (trace_id IS NULL OR trace_id NOT IN (SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL))",
+                f"SELECT id FROM net_events WHERE method = 'POST' AND {AI_DOMAINS} AND {LLM_PATH} AND (trace_id IS NULL OR trace_id NOT IN (SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL))",
             ),
         )
     add(
@@ -325,7 +339,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
         "model_calls",
         ids(
             conn,
-            "SELECT id FROM model_calls mc WHERE (stop_reason = 'tool_use') != EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.model_call_id = mc.id)",
+            f"SELECT id FROM model_calls mc WHERE {MARKS_TOOL_TURNS} AND (stop_reason = 'tool_use') != EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.model_call_id = mc.id)",
         ),
     )
     if "exec_events" in have:
@@ -386,9 +400,10 @@ def manifest_rows(manifest: dict, session: str) -> set[tuple[str, str | None, in
 # -- manifest ---------------------------------------------------------------------------
 def test_manifest_vocabulary(manifest: dict) -> None:
     assert manifest["format"] == 1 and manifest["main_db"] == "sessions/main.db"
-    assert {d["kind"] for d in manifest["defects"]} == set(findings.KINDS), (
+    assert {d["kind"] for d in manifest["defects"]} == set(findings.KINDS) - HABIT_KINDS, (
         "every finding kind is injected"
     )
+    assert not {d["kind"] for d in manifest["defects"]} & {h["kind"] for h in manifest["habits"]}
     assert {h["kind"] for h in manifest["hostile"]} == set(findings.HOSTILE_KINDS)
     assert {b["kind"] for b in manifest["broken_files"]} == set(findings.BROKEN_FILE_KINDS) - {
         "registry_invalid"
@@ -447,20 +462,20 @@ INVALID = [
     "INSERT INTO tool_calls (call_index, call_id, tool_name, status) VALUES (0, 'c', 't', 'bogus')",
     "INSERT INTO tool_calls (call_index, call_id, tool_name, transport) VALUES (0, 'c', 't', 'carrier-pigeon')",
     "INSERT INTO tool_calls (call_index, call_id, tool_name, credential_ref) VALUES (0, 'c', 't', 'credential:blake3:short')",
-    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at) VALUES ('0123456789ab', 'http.request', 'fs_events', 'request', 1, 1, 0, 'blake3:' || lower(hex(zeroblob(32))), 't')",
-    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at) VALUES ('0123456789ab', 'http.request', 'net_events', 'sideways', 1, 1, 0, 'blake3:' || lower(hex(zeroblob(32))), 't')",
-    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at) VALUES ('0123456789ab', 'http.request', 'net_events', 'request', 1, 2, 0, 'blake3:' || lower(hex(zeroblob(32))), 't')",
-    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at) VALUES ('0123456789ab', 'nope', 'net_events', 'request', 1, 1, 0, 'blake3:' || lower(hex(zeroblob(32))), 't')",
-    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at) VALUES ('0123456789ab', 'http.request', 'net_events', 'request', 1, 1, 2, 'blake3:' || lower(hex(zeroblob(32))), 't')",
-    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at) VALUES ('0123456789ab', 'http.request', 'net_events', 'request', 1, 1, 0, 'md5:abc', 't')",
-    "INSERT INTO substitution_events (timestamp, source, event_type, substitution_ref, outcome) VALUES ('t', 's', 'e', 'credential:blake3:' || lower(hex(zeroblob(32))), 'stolen')",
+    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at, body) VALUES ('0123456789ab', 'http.request', 'fs_events', 'request', 1, 1, 0, 'blake3:' || lower(hex(zeroblob(32))), 't', x'00')",
+    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at, body) VALUES ('0123456789ab', 'http.request', 'net_events', 'sideways', 1, 1, 0, 'blake3:' || lower(hex(zeroblob(32))), 't', x'00')",
+    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at, body) VALUES ('0123456789ab', 'http.request', 'net_events', 'request', 1, 2, 0, 'blake3:' || lower(hex(zeroblob(32))), 't', x'00')",
+    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at, body) VALUES ('0123456789ab', 'nope', 'net_events', 'request', 1, 1, 0, 'blake3:' || lower(hex(zeroblob(32))), 't', x'00')",
+    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at, body) VALUES ('0123456789ab', 'http.request', 'net_events', 'request', 1, 1, 2, 'blake3:' || lower(hex(zeroblob(32))), 't', x'00')",
+    "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, original_bytes, stored_bytes, truncated, body_hash, created_at, body) VALUES ('0123456789ab', 'http.request', 'net_events', 'request', 1, 1, 0, 'md5:abc', 't', x'00')",
+    "INSERT INTO substitution_events (timestamp, material_class, algorithm, source, event_type, substitution_ref, outcome) VALUES ('t', 'credential', 'blake3', 's', 'e', 'credential:blake3:' || lower(hex(zeroblob(32))), 'stolen')",
     "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id, rule_action, rule_json, event_json) VALUES (1, '0123456789ab', 'http.request', 'r', 'shrug', '{}', '{}')",
     "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id, rule_action, detection_level, rule_json, event_json) VALUES (1, '0123456789ab', 'http.request', 'r', 'allow', 'extreme', '{}', '{}')",
     "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id, rule_action, rule_json, event_json) VALUES (1, '0123456789ab', 'http.request', 'r', 'allow', '{not json', '{}')",
-    "INSERT INTO security_decision_events (timestamp_unix_ms, event_id, event_type, stage, actor, effective_decision) VALUES (1, '0123456789ab', 'http.request', 'lunch', 'a', 'allow')",
-    "INSERT INTO security_decision_events (timestamp_unix_ms, event_id, event_type, stage, actor, effective_decision) VALUES (1, '0123456789ab', 'http.request', 'rule', 'a', 'maybe')",
-    "INSERT INTO security_ask_events (timestamp_unix_ms, ask_id, event_id, event_type, rule_id, status) VALUES (1, '0123456789ab', '0123456789ab', 'http.request', 'r', 'ignored')",
-    "INSERT INTO profile_mutation_events (timestamp_unix_ms, mutation_id, profile_id, actor, category, operation, status) VALUES (1, '0123456789ab', 'p', 'a', 'c', 'o', 'pending')",
+    "INSERT INTO security_decision_events (timestamp_unix_ms, event_id, event_type, stage, actor, previous_decision, requested_decision, effective_decision, event_json) VALUES (1, '0123456789ab', 'http.request', 'lunch', 'a', 'allow', 'allow', 'allow', '{}')",
+    "INSERT INTO security_decision_events (timestamp_unix_ms, event_id, event_type, stage, actor, previous_decision, requested_decision, effective_decision, event_json) VALUES (1, '0123456789ab', 'http.request', 'rule', 'a', 'allow', 'allow', 'maybe', '{}')",
+    "INSERT INTO security_ask_events (timestamp_unix_ms, ask_id, event_id, event_type, rule_id, rule_name, status, rule_json, event_json) VALUES (1, '0123456789ab', '0123456789ab', 'http.request', 'r', 'n', 'ignored', '{}', '{}')",
+    "INSERT INTO profile_mutation_events (timestamp_unix_ms, mutation_id, profile_id, actor, category, filename, affected_path, target_kind, target_key, operation, old_hash, old_size, new_hash, new_size, status) VALUES (1, '0123456789ab', 'p', 'a', 'c', 'f', 'p/f', 'rule', 'k', 'o', 'blake3:' || lower(hex(zeroblob(32))), 1, 'blake3:' || lower(hex(zeroblob(32))), 1, 'pending')",
 ]
 
 
@@ -526,10 +541,13 @@ def test_old_eras(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
 
 
 def test_file_headers_and_leftovers(capsem_home: Path, manifest: dict) -> None:
-    """Capsem's files are WAL mode; only live, unclean and broken ledgers keep -wal/-shm."""
+    """Capsem's files are WAL mode; only live, unclean and broken ledgers keep a non-empty
+    -wal; a finished ledger someone read with mode=ro has a 0-byte -wal and a 32 KiB -shm."""
     walled = {s["id"] for s in manifest["sessions"] if s["live"]} | {
         d["session"] for d in manifest["defects"] if d["kind"] == "unclean_wal"
     }
+    read = {s["id"] for s in manifest["sessions"] if s["habits"].get("reader_left_wal")}
+    assert read and not read & walled
     for s in ledgers(manifest):
         path = capsem_home / s["ledger"]
         if path.suffix == ".gz":
@@ -537,7 +555,12 @@ def test_file_headers_and_leftovers(capsem_home: Path, manifest: dict) -> None:
             continue
         header = path.read_bytes()[:20]
         assert header[18:20] == b"\x02\x02", s["id"]
-        assert Path(f"{path}-wal").exists() == (s["id"] in walled), s["id"]
+        wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+        assert wal.exists() == (s["id"] in walled | read), s["id"]
+        if s["id"] in read:
+            assert wal.stat().st_size == 0 and shm.stat().st_size == 32768, s["id"]
+        elif s["id"] in walled:
+            assert wal.stat().st_size > 0, s["id"]
     main = capsem_home / "sessions" / "main.db"
     assert main.read_bytes()[18:20] == b"\x02\x02" and not Path(f"{main}-wal").exists()
 
@@ -613,7 +636,15 @@ def test_current_traces_are_agentic_loops(
         if s["clean"] and s["era"] == "current" and s["kind"] == "ephemeral" and not s["live"]
     )
     conn = open_copy(capsem_home, s["ledger"], tmp_path)
+    ambient = s["habits"]["ambient_trace"]
+    assert len(ambient) == 1 and len(ambient[0]) == 16 and ambient[0] in s["traces"]
+    assert conn.execute(
+        "SELECT count(*) FROM model_calls WHERE trace_id = ? AND stop_reason = 'end_turn'",
+        ambient,
+    ).fetchone()[0] == 1, "the title call takes the ambient trace"  # fmt: skip
     for trace in s["traces"]:
+        if trace in ambient:
+            continue
         calls = conn.execute(
             "SELECT id, stop_reason, turn_id FROM model_calls WHERE trace_id = ? ORDER BY id",
             (trace,),
@@ -711,6 +742,13 @@ def test_rollups_match_ledgers(capsem_home: Path, manifest: dict, tmp_path: Path
             "SELECT coalesce(sum(estimated_cost_usd), 0) FROM model_calls"
         ).fetchone()[0]
         same = same and abs(row["total_estimated_cost"] - cost) < 1e-9
+        if s["habits"].get("legacy_run_zeros"):
+            zeroed = ("total_input_tokens", "total_output_tokens", "total_estimated_cost",
+                      "total_tool_calls", "exec_count", "audit_event_count")  # fmt: skip
+            assert all(row[k] == 0 for k in zeroed) and not same, s["id"]
+            assert all(row[k] == ledger.execute(q).fetchone()[0]
+                       for k, q in fresh.items() if k not in zeroed), s["id"]  # fmt: skip
+            continue
         assert same == (s["id"] not in mismatched), s["id"]
         checked += 1
     assert checked >= 10
@@ -917,7 +955,8 @@ def test_cli_generates_sizes(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     m = json.loads((tmp_path / "h" / "manifest.json").read_text())
     bulk = [s for s in m["sessions"] if s["ledger"] and s["name"] and s["name"].startswith("bulk-")]
-    assert bulk and all(s["counts"]["model_calls"] == 2 for s in bulk)
+    # One loop of 2 calls per trace, plus the title call on the ambient trace.
+    assert bulk and all(s["counts"]["model_calls"] == 3 for s in bulk)
 
 
 # -- live -------------------------------------------------------------------------------
@@ -967,3 +1006,175 @@ def test_fork_starts_with_parent_rows(capsem_home: Path, manifest: dict, tmp_pat
         )
     }
     assert parent_ids <= {r[0] for r in shared}
+
+
+# -- writer habits (spec §3.5, §4.3, §4.4, §4.7) -----------------------------------------
+def habit_rows(conn: sqlite3.Connection) -> dict[str, set]:
+    """The habits a ledger shows, found from its rows alone."""
+    have = tables(conn)
+    found: dict[str, set] = {
+        "tool_responses": set(
+            ids(conn, f"SELECT tr.id FROM tool_responses tr WHERE {UNPAIRABLE_RESPONSE}")
+        ),
+        "tool_calls": set(
+            ids(
+                conn,
+                "SELECT tc.id FROM tool_calls tc WHERE (SELECT provider FROM model_calls WHERE id = tc.model_call_id) = 'google' AND tc.call_id NOT GLOB 'gemini_*' AND NOT EXISTS (SELECT 1 FROM tool_responses r WHERE r.call_id = tc.call_id)",
+            )
+        ),
+        "provider_posts": set(
+            ids(
+                conn,
+                f"SELECT id FROM net_events WHERE method = 'POST' AND {AI_DOMAINS} AND NOT {LLM_PATH}",
+            )
+        ),
+        "end_turn_tool_calls": set(
+            ids(
+                conn,
+                "SELECT id FROM model_calls mc WHERE stop_reason = 'end_turn' AND EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.model_call_id = mc.id)",
+            )
+        ),
+        "truncated_blobs": set(),
+        "gemini_reused_ids": set(),
+    }
+    if "event_body_blobs" in have:
+        found["truncated_blobs"] = set(
+            ids(conn, "SELECT id FROM event_body_blobs WHERE truncated = 1")
+        )
+    if has_column(conn, "tool_calls", "trace_id"):
+        found["gemini_reused_ids"] = set(
+            ids(
+                conn,
+                "SELECT call_id FROM tool_calls WHERE call_id GLOB 'gemini_*' GROUP BY call_id, trace_id HAVING count(DISTINCT model_call_id) > 1",
+            )
+        )
+    return found
+
+
+def has_column(conn: sqlite3.Connection, table: str, column: str) -> bool:
+    return table in tables(conn) and column in cols(conn, table)
+
+
+def test_habits_are_what_the_files_show(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
+    seen: Counter = Counter()
+    for s in ledgers(manifest):
+        habits = s["habits"]
+        found = habit_rows(open_copy(capsem_home, s["ledger"], tmp_path))
+        listed = {
+            "tool_responses": set(habits["unpairable_tool_ids"]["tool_responses"]),
+            "tool_calls": set(habits["unpairable_tool_ids"]["tool_calls"]),
+            "provider_posts": set(habits["provider_posts"]),
+            "end_turn_tool_calls": set(habits["end_turn_tool_calls"]),
+            "truncated_blobs": set(habits["truncated_blobs"]),
+            "gemini_reused_ids": set(habits["gemini_reused_ids"]),
+        }
+        assert found == listed, s["id"]
+        seen.update(k for k, v in found.items() if v)
+        seen.update(k for k in ("legacy_run_zeros", "reader_left_wal") if habits[k])
+    assert set(seen) == {
+        "tool_responses",
+        "tool_calls",
+        "provider_posts",
+        "end_turn_tool_calls",
+        "truncated_blobs",
+        "gemini_reused_ids",
+        "legacy_run_zeros",
+        "reader_left_wal",
+    }, "every habit occurs in the default home"
+    top = {(h["kind"], h["session"], h["table"], h["row_id"]) for h in manifest["habits"]}
+    assert ("unpairable_tool_ids", "tool_responses") in {(k, t) for k, _s, t, _r in top}
+
+
+def test_ids_and_stop_reasons_follow_the_writer(
+    capsem_home: Path, manifest: dict, tmp_path: Path
+) -> None:
+    """Gemini synthesizes gemini_<name>_<i> (i from 0 in each response); Ollama's calls are never
+    parsed and its results are ollama_tool_result_<message index>; only Anthropic and chat
+    completions say tool_use."""
+    stops: set[tuple[str, str, str]] = set()
+    for s in ledgers(manifest):
+        if s["era"] not in ("current", "v1_3") or not s["clean"]:
+            continue
+        conn = open_copy(capsem_home, s["ledger"], tmp_path)
+        for provider, path, stop, emitted in conn.execute(
+            "SELECT provider, path, stop_reason, EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.model_call_id = mc.id) FROM model_calls mc"
+        ):
+            api = "chat" if path.startswith("/v1/chat/") else provider
+            stops.add((api, stop, "tools" if emitted else "none"))
+        for call_id, index in conn.execute(
+            "SELECT call_id, call_index FROM tool_calls WHERE provider = 'google'"
+        ):
+            assert call_id.startswith("gemini_") and call_id.endswith(f"_{index}"), call_id
+        assert not ids(
+            conn,
+            "SELECT tc.id FROM tool_calls tc JOIN model_calls mc ON mc.id = tc.model_call_id WHERE mc.provider = 'ollama'",
+        )
+        ambient = s["habits"]["ambient_trace"]
+        for mc, trace, port, domain in conn.execute(
+            "SELECT mc.id, mc.trace_id, n.port, n.domain FROM model_calls mc JOIN net_events n ON n.trace_id = mc.trace_id AND n.path = mc.path WHERE mc.provider = 'ollama'"
+        ):
+            assert trace in ambient and port == 11434 and domain == "host.docker.internal", mc
+        responses = conn.execute(
+            "SELECT tr.model_call_id, tr.call_id FROM tool_responses tr JOIN model_calls mc ON mc.id = tr.model_call_id WHERE mc.provider = 'ollama' ORDER BY tr.id"
+        ).fetchall()
+        by_call: dict[int, list[str]] = {}
+        for mc, call_id in responses:
+            assert call_id.startswith("ollama_tool_result_"), call_id
+            by_call.setdefault(mc, []).append(call_id)
+        lists = list(by_call.values())
+        for earlier, later in zip(lists, lists[1:], strict=False):
+            if set(earlier) <= set(later) or len(later) < len(earlier):
+                continue
+            pytest.fail(f"results of earlier requests are not repeated: {earlier} {later}")
+        assert conn.execute(
+            "SELECT count(*) FROM security_decision_events WHERE previous_decision IS NULL"
+        ).fetchone()[0] == 0  # fmt: skip
+        for source, confidence in conn.execute(
+            "SELECT source, confidence FROM substitution_events"
+        ):
+            assert source.startswith("http.header.") and confidence is None
+    assert ("anthropic", "tool_use", "tools") in stops and ("chat", "tool_use", "tools") in stops
+    assert ("google", "end_turn", "tools") in stops and ("openai", "end_turn", "tools") in stops
+    assert not any(
+        api in ("google", "openai", "ollama") and stop == "tool_use" for api, stop, _ in stops
+    )
+
+
+def test_truncated_blob_hash_covers_the_original(
+    capsem_home: Path, manifest: dict, tmp_path: Path
+) -> None:
+    s = next(s for s in ledgers(manifest) if s["habits"].get("truncated_blobs"))
+    conn = open_copy(capsem_home, s["ledger"], tmp_path)
+    for rid in s["habits"]["truncated_blobs"]:
+        stored, original, body, digest = conn.execute(
+            "SELECT stored_bytes, original_bytes, body, body_hash FROM event_body_blobs WHERE id = ?",
+            (rid,),
+        ).fetchone()
+        assert stored == len(body) == 10 * 1024 * 1024 < original
+        assert digest != "blake3:" + blake3.blake3(body).hexdigest()
+
+
+def test_legacy_run_rows_and_main_db_dates(
+    capsem_home: Path, manifest: dict, tmp_path: Path
+) -> None:
+    main = open_copy(capsem_home, "sessions/main.db", tmp_path)
+    zeroed = [s for s in manifest["sessions"] if s["habits"].get("legacy_run_zeros")]
+    assert zeroed and all(s["counts"].get("model_calls") for s in zeroed)
+    for mode, created in main.execute("SELECT mode, created_at FROM sessions"):
+        if mode in ("persistent", "ephemeral"):
+            assert created >= "2026-06-26", (mode, created)
+
+
+def test_session_dirs_hold_what_capsem_leaves(capsem_home: Path, manifest: dict) -> None:
+    for s in ledgers(manifest):
+        directory = (capsem_home / s["ledger"]).parent
+        if s["kind"] in ("legacy", "legacy_gz"):
+            assert (directory / "capsem.log").is_file(), s["id"]
+            continue
+        for name in ("process.log", "serial.log", "pty.log", "mcp-aggregator.stderr.log",
+                     "machine_identifier", "vm/active_profile.toml",
+                     "auto_snapshots/0/metadata.json"):  # fmt: skip
+            assert (directory / name).is_file(), (s["id"], name)
+        assert (directory / "workspace").is_symlink() and (directory / "guest").is_dir()
+        for line in (directory / "process.log").read_text().splitlines():
+            assert {"timestamp", "level", "target"} <= set(json.loads(line))

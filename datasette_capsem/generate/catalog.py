@@ -18,6 +18,8 @@ class Provider:
     call_prefix: str
     models: dict[str, tuple[float, float]]
     native_tools: tuple[str, ...]
+    port: int = 443  # 443: HTTPS through the MITM proxy; Ollama is plain HTTP on 11434
+    key_header: str = "authorization"  # where the guest puts the (substituted) API key
 
 
 PROVIDERS: dict[str, Provider] = {
@@ -33,6 +35,7 @@ PROVIDERS: dict[str, Provider] = {
             "claude-haiku-4-5": (1.0, 5.0),
         },
         ("Bash", "Read", "Edit", "Write", "Grep"),
+        key_header="x-api-key",
     ),
     "openai": Provider(
         "openai",
@@ -51,15 +54,20 @@ PROVIDERS: dict[str, Provider] = {
         "fc_",
         {"gemini-2.5-pro": (1.25, 10.0), "gemini-2.5-flash": (0.30, 2.50)},
         ("run_shell_command", "read_file", "write_file", "replace"),
+        key_header="x-goog-api-key",
     ),
+    # The local Ollama endpoint Capsem matches (default_provider_rules.toml [ai.ollama]):
+    # localhost / 127.0.0.1 / host.docker.internal / local.ollama on port 11434.
     "ollama": Provider(
         "ollama",
-        "ollama.com",
+        "host.docker.internal",
         "/api/chat",
         "opencode",
         "call_",
         {"qwen3-coder:30b": (0.0, 0.0), "gpt-oss:20b": (0.0, 0.0)},
         ("bash", "read", "edit"),
+        port=11434,
+        key_header="",
     ),
 }
 PROVIDER_NAMES = tuple(PROVIDERS)
@@ -103,6 +111,17 @@ COMMANDS = (
     ("make lint", "/usr/bin/make", 2),
     ("cat /etc/os-release", "/usr/bin/cat", 0),
 )
+# POSTs to model provider domains that are not model calls (spec §6.2 #13): OAuth refresh,
+# client telemetry, file uploads. Ordinary net_events; Capsem builds no model call for them.
+PROVIDER_POSTS = {
+    "google": (
+        ("oauth2.googleapis.com", "/token"),
+        ("play.googleapis.com", "/log"),
+    ),
+    "anthropic": (("api.anthropic.com", "/api/event_logging/batch"),),
+    "openai": (("api.openai.com", "/v1/files"),),
+}
+UPLOAD = ("generativelanguage.googleapis.com", "/upload/v1beta/files")
 OTHER_DOMAINS = (
     ("pypi.org", "/simple/requests/", "allowed", 200),
     ("files.pythonhosted.org", "/packages/requests-2.32.3.tar.gz", "allowed", 200),

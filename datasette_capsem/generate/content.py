@@ -7,6 +7,7 @@ dropped at insert time.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import uuid
@@ -20,6 +21,7 @@ from datasette_capsem.generate import catalog
 from datasette_capsem.generate.ledger import Ledger
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+TITLE_PROMPT = "Write a five-word title for this conversation."
 SYSTEM_PROMPT = "You are a coding agent running inside a Capsem sandbox. Work in /root/project."
 
 
@@ -36,15 +38,27 @@ class EraTraits:
     mcp_in_tool_calls: bool  # MCP calls are tool_calls rows (else mcp_calls)
     nano: bool  # 9 fractional digits in timestamps (before 06-11)
     snapshots: bool  # snapshot_events rows
+    ambient: bool  # CAPSEM_TRACE_ID: non-tool model calls join the session's ambient trace (1.1 on)
+    # How Gemini tool-call ids were written (spec §4.3): "bare" tool name on both sides
+    # (03-01..03-13), "split" bare name for calls but gemini_<name>_<n> for results (03-13..06-10,
+    # never pairable), "synth" gemini_<name>_<i> on both sides, i restarting in every response.
+    gemini_ids: str
 
 
 TRAITS: dict[str, EraTraits] = {
-    "current": EraTraits("current", True, True, True, True, True, True, False, False),
-    "march2026": EraTraits("march2026", False, False, False, False, False, False, True, True),
-    "v1_1": EraTraits("v1_1", False, False, False, False, True, False, True, True),
-    # Rows a 1.2 writer put in a file that was later migrated (see session_migrated.sql).
-    "v1_2": EraTraits("v1_2", False, False, False, False, True, False, True, False),
+    "v0_9": EraTraits("v0_9", *(False,) * 6, True, False, False, "bare"),
+    "v0_10": EraTraits("v0_10", *(False,) * 6, True, False, False, "split"),
+    "march2026": EraTraits("march2026", *(False,) * 6, True, True, False, "split"),
+    "v1_1": EraTraits("v1_1", False, False, False, False, True, False, True, True, True, "split"),
+    # Also the rows a 1.2 writer put in a file that was later migrated (migrated.py).
+    "v1_2": EraTraits("v1_2", False, False, False, False, True, False, True, True, True, "split"),
+    "v1_3": EraTraits("v1_3", True, True, True, True, True, True, False, False, True, "synth"),
+    "current": EraTraits(
+        "current", True, True, True, True, True, True, False, False, True, "synth"
+    ),
 }
+# Blobs keep at most this many bytes (MAX_BODY_BLOB_BYTES); body_hash covers the original.
+MAX_BODY_BLOB_BYTES = 10 * 1024 * 1024
 
 SHELL_TOOLS = {"Bash", "shell", "run_shell_command", "bash"}
 WRITE_TOOLS = {"Edit", "Write", "apply_patch", "write_file", "replace", "edit"}
@@ -94,6 +108,20 @@ def cost_usd(
     return (max(inp - cache, 0) * prices[0] + out * prices[1]) / 1e6
 
 
+# APIs whose stop_reason marks tool turns (tool_use); the others end every turn with end_turn.
+TOOL_STOP_APIS = frozenset({"anthropic", "chat"})
+
+
+def api_path(provider: catalog.Provider, model: str) -> tuple[str, str]:
+    """(request path, API family) of a model call: OpenAI's gpt-4.1 goes through chat
+    completions, its other models through the Responses API."""
+    if provider.name == "openai":
+        return (
+            ("/v1/chat/completions", "chat") if model == "gpt-4.1" else (provider.path, "responses")
+        )
+    return provider.path.format(model=model), provider.name
+
+
 class Builder:
     """Appends one session's rows to a ledger, advancing a private clock."""
 
@@ -103,12 +131,25 @@ class Builder:
         era: str,
         start: datetime,
         ledger: Ledger | None = None,
+        ambient: str | None = None,
     ) -> None:
         self.rng = rng
         self.era = TRAITS[era]
         self.t = start
         self.ledger = ledger or Ledger()
-        self.ambient = new_uuid(rng)
+        # CAPSEM_TRACE_ID: 16 hex, one per VM process; UUIDs are agentic loops (spec §4.4).
+        self.ambient = ambient or hex_id(rng, 16)
+        # Writer habits of this session, for the manifest (see manifest.py).
+        self.unpairable: list[int] = []  # tool_responses rows no call id can ever match
+        self.unpairable_calls: list[int] = []  # tool_calls rows no result id can ever match
+        self.truncated: list[int] = []  # event_body_blobs rows with truncated=1
+        self.provider_posts: list[int] = []  # non-model POSTs to model provider domains
+        self.end_turn_tools: list[int] = []  # model calls with tool calls but stop end_turn
+        # (trace, call id) -> the model calls that emitted it
+        self.gemini_ids: dict[tuple[str, str], set[int]] = {}
+        self.inherited_ambient: list[str] = []  # ambient traces of rows this builder continues
+        # (table, column, value, row id) written after the inserts past CHECK constraints.
+        self.forced: list[tuple[str, str, Any, int]] = []
         self.exec_id = 0
         self.pid = rng.randint(300, 900)
         self.credential = "credential:blake3:" + hex_id(rng, 64)
@@ -174,7 +215,7 @@ class Builder:
             actor=extra.get("actor", "policy"),
             rule_id=extra.get("rule_id", f"{event_type.split('.')[0]}.{effective}.default"),
             plugin_id=None,
-            previous_decision=extra.get("previous"),
+            previous_decision=extra.get("previous", "allow"),
             requested_decision=extra.get("requested", effective),
             effective_decision=effective,
             reason=extra.get("reason"),
@@ -193,11 +234,15 @@ class Builder:
         body: bytes,
         trace: str | None,
         content_type: str = "application/json",
+        body_hash: str | None = None,
     ) -> None:
-        """An event_body_blobs row whose hash really is the blake3 of its body."""
+        """An event_body_blobs row. body_hash is blake3 of the original captured bytes; a body
+        over 10 MiB keeps its first 10 MiB only (truncated=1), so its hash cannot be verified
+        from the ledger (spec §4.4). Pass ``body_hash`` when it is already known."""
         if not self.era.items_and_blobs or event_id is None:
             return
-        self.ledger.add(
+        stored = body[:MAX_BODY_BLOB_BYTES]
+        rid = self.ledger.add(
             "event_body_blobs",
             event_id=event_id,
             event_type=event_type,
@@ -205,14 +250,16 @@ class Builder:
             direction=direction,
             content_type=content_type,
             original_bytes=len(body),
-            stored_bytes=len(body),
-            truncated=0,
-            body_hash=blake3_ref(body),
-            body=body,
+            stored_bytes=len(stored),
+            truncated=int(len(stored) < len(body)),
+            body_hash=body_hash or blake3_ref(body),
+            body=stored,
             trace_id=trace,
             turn_id=self.turn(trace),
             created_at=self.ts(),
         )
+        if len(stored) < len(body):
+            self.truncated.append(rid)
 
     # -- host events --------------------------------------------------------------------
     def dns(self, qname: str, decision: str = "allowed", trace: str | None = None) -> None:
@@ -260,19 +307,27 @@ class Builder:
         request: str | None = None,
         response: str | None = None,
         ai: bool = False,
+        port: int = 443,
+        capture: bool | None = None,
+        request_bytes: int | None = None,
     ) -> tuple[int, str | None]:
-        """One net_events row (plus its rule, decision and, for AI traffic, body blobs)."""
+        """One net_events row (plus its rule, decision and, for AI traffic or another captured
+        body, body blobs). Port 443 is HTTPS through the MITM proxy; others are plain HTTP."""
         eid = self.event_id()
         trace = trace or self.ambient
         denied = decision == "denied"
-        req_bytes = len(request or "") + self.rng.randint(200, 600)
+        req_bytes = (
+            request_bytes
+            if request_bytes is not None
+            else len(request or "") + self.rng.randint(200, 600)
+        )
         resp_bytes = len(response or "") + self.rng.randint(100, 400)
         rid = self.ledger.add(
             "net_events",
             event_id=eid,
             timestamp=self.ts(),
             domain=domain,
-            port=443,
+            port=port,
             decision=decision,
             process_name=self.rng.choice(("claude", "python3", "git", "node")) if not ai else None,
             pid=self.pid,
@@ -292,20 +347,20 @@ class Builder:
             else None,
             request_body_preview=request,
             response_body_preview=response,
-            conn_type="https-mitm",
+            conn_type="https-mitm" if port == 443 else "http-mitm",
             policy_mode="enforce",
             policy_action="block" if denied else "allow",
             policy_rule="net.default",
             policy_reason="domain not on allowlist" if denied else None,
             trace_id=trace,
             turn_id=self.turn(trace),
-            credential_ref=self.cred() if ai else None,
+            credential_ref=self.cred() if ai and port == 443 else None,
         )
         self.rule(
             "http.request", eid, "block" if denied else "allow", trace_id=trace, summary=domain
         )
         self.decision("http.request", eid, "block" if denied else "allow")
-        if ai:
+        if ai if capture is None else capture:
             self.blob("net_events", "http.request", eid, "request", (request or "").encode(), trace)
             self.blob(
                 "net_events", "http.request", eid, "response", (response or "").encode(), trace
@@ -420,17 +475,20 @@ class Builder:
             event_id=eid,
             timestamp=self.ts(),
             material_class="credential",
-            source="http_header",
+            source=f"http.header.{catalog.PROVIDERS[provider].key_header}",
             event_type="http.request",
             algorithm="blake3",
             substitution_ref=self.credential,
             outcome=outcome,
             provider=provider,
-            confidence="high",
+            confidence=None,
             trace_id=self.ambient,
             turn_id=self.turn(self.ambient),
             context_json=dumps(
-                {"header": "authorization", "domain": catalog.PROVIDERS[provider].domain}
+                {
+                    "header": catalog.PROVIDERS[provider].key_header,
+                    "domain": catalog.PROVIDERS[provider].domain,
+                }
             ),
         )
         self.rule("credential.substitution", eid, trace_id=self.ambient, summary=outcome)
@@ -572,6 +630,70 @@ class Builder:
         self.tick(duration, duration + 50)
         return rid
 
+    def habits(self) -> dict[str, Any]:
+        """The writer habits this builder produced (manifest ``habits``; see manifest.py)."""
+        return {
+            "gemini_reused_ids": sorted({k[1] for k, v in self.gemini_ids.items() if len(v) > 1}),
+            "unpairable_tool_ids": {
+                "tool_calls": list(self.unpairable_calls),
+                "tool_responses": list(self.unpairable),
+            },
+            "ambient_trace": self.inherited_ambient + ([self.ambient] if self.era.ambient else []),
+            "truncated_blobs": list(self.truncated),
+            "provider_posts": list(self.provider_posts),
+            "end_turn_tool_calls": list(self.end_turn_tools),
+        }
+
+    def absorb(self, other: Builder) -> None:
+        """Take over the habits of the builder that wrote the rows this one continues."""
+        self.unpairable[:0] = other.unpairable
+        self.unpairable_calls[:0] = other.unpairable_calls
+        self.truncated[:0] = other.truncated
+        self.provider_posts[:0] = other.provider_posts
+        self.end_turn_tools[:0] = other.end_turn_tools
+        for call_id, calls in other.gemini_ids.items():
+            self.gemini_ids.setdefault(call_id, set()).update(calls)
+        if other.era.ambient and other.ambient != self.ambient:
+            self.inherited_ambient.append(other.ambient)
+
+    def provider_post(self, domain: str, path: str) -> int:
+        """A POST to a model provider's domain that is not a model API call: an ordinary
+        net_events row on the ambient trace (only the OAuth token exchange has its body
+        captured, as a credential candidate)."""
+        token = path == "/token"
+        request = (
+            "grant_type=refresh_token&refresh_token=hash:" + hex_id(self.rng) if token else None
+        )
+        response = (
+            dumps({"access_token": "hash:" + hex_id(self.rng), "expires_in": 3599})
+            if token
+            else None
+        )
+        rid, _eid = self.net(
+            domain, path, "allowed", 200, method="POST", request=request, response=response,
+            capture=token,
+        )  # fmt: skip
+        self.provider_posts.append(rid)
+        self.tick(5, 200)
+        return rid
+
+    def upload(self) -> int:
+        """A file upload to Gemini's /upload/ endpoint: not a model call; its captured body is
+        over 10 MiB, so its request blob keeps the first 10 MiB only (truncated=1)."""
+        domain, path = catalog.UPLOAD
+        body, digest = upload_body()
+        rid, eid = self.net(
+            domain, path, "allowed", 200, method="POST", capture=False,
+            request_bytes=len(body) * 2 // 5, response='{"file":{"state":"ACTIVE"}}',
+        )  # fmt: skip
+        self.blob("net_events", "http.request", eid, "request", body, self.ambient,
+                  "application/octet-stream", body_hash=digest)  # fmt: skip
+        self.blob("net_events", "http.request", eid, "response", b'{"file":{"state":"ACTIVE"}}',
+                  self.ambient)  # fmt: skip
+        self.provider_posts.append(rid)
+        self.tick(500, 4000)
+        return rid
+
     def snapshot(self, slot: int, origin: str = "auto") -> None:
         if not self.era.snapshots:
             return
@@ -589,9 +711,12 @@ class Builder:
         )
 
     # -- agentic traces -----------------------------------------------------------------
-    def tool_request(self, provider: catalog.Provider) -> tuple[str, str, str]:
-        """(tool_name, arguments JSON, result text) for one model-emitted tool call."""
-        roll = self.rng.random()
+    def tool_request(
+        self, provider: catalog.Provider, name: str | None = None
+    ) -> tuple[str, str, str]:
+        """(tool_name, arguments JSON, result text) for one model-emitted tool call (of tool
+        ``name`` if given)."""
+        roll = 1.0 if name else self.rng.random()
         if roll < 0.1:
             name = self.rng.choice(catalog.LOCAL_TOOLS)
             return name, dumps({"limit": 50}), "12 timeline rows"
@@ -602,7 +727,7 @@ class Builder:
                 dumps({"query": "is:open label:bug"}),
                 '[{"number": 42, "title": "Parser drops unicode"}]',
             )
-        name = self.rng.choice(provider.native_tools)
+        name = name or self.rng.choice(provider.native_tools)
         path = self.rng.choice(catalog.FILES)
         if name in SHELL_TOOLS:
             command = self.rng.choice(catalog.COMMANDS)[0]
@@ -617,6 +742,23 @@ class Builder:
             )
         return name, dumps({"file_path": path}), f"   1\timport os\n   2\timport sys\n   ({path})"
 
+    def call_ids(self, provider: catalog.Provider, name: str, position: int) -> tuple[str, str]:
+        """(id the response gives a tool call, id the next request gives its result)."""
+        if provider.name == "google":
+            synth = f"gemini_{name}_{position}"
+            mode = self.era.gemini_ids
+            if mode == "bare":
+                return name, name
+            return (name, synth) if mode == "split" else (synth, synth)
+        call_id = f"{provider.call_prefix}{hex_id(self.rng, 20)}"
+        return call_id, call_id
+
+    def pairable(self, provider: catalog.Provider) -> bool:
+        """Whether this writer can match a tool result to the call that asked for it."""
+        if provider.name == "ollama":
+            return False
+        return provider.name != "google" or self.era.gemini_ids != "split"
+
     def trace(
         self, provider_name: str, model: str, calls: int, *, interrupted: bool = False
     ) -> str:
@@ -624,52 +766,113 @@ class Builder:
 
         Every call but the last emits tool calls whose results ride on the next call; the last
         ends the turn (or, if ``interrupted``, emits tool calls that never get a response).
+        The trace each call gets is the writer's (telemetry_hook.rs): a request whose tool
+        results match registered calls joins their trace; otherwise a call that emits tool calls
+        starts a UUID trace, and one that emits none takes the ambient trace (a new UUID before
+        1.1). Ollama tool calls are never parsed, so every Ollama call is ambient. Returns the
+        trace of the last call.
         """
+        rng = self.rng
         provider = catalog.PROVIDERS[provider_name]
-        trace = new_uuid(self.rng)
-        prompt = self.rng.choice(catalog.PROMPTS)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
-        pending: list[tuple[str, str, str, str]] = []
+        path, api = api_path(provider, model)
+        ollama = provider.name == "ollama"
+        pairable = self.pairable(provider)
+        messages: list[dict[str, Any]] = (
+            [{"role": "system", "content": SYSTEM_PROMPT}] if ollama else []
+        )
+        messages.append({"role": "user", "content": rng.choice(catalog.PROMPTS)})
+        loop: str | None = None
+        carried: list[tuple[str, str, str, str]] = []
+        trace = ""
         for index in range(calls):
             last = index == calls - 1
-            emitted = []
+            emitted: list[tuple[str, str, str, str]] = []
+            answers: list[tuple[str, str, str, str]] = []
             if not last or interrupted:
-                for _ in range(self.rng.randint(1, 2)):
-                    name, args, result = self.tool_request(provider)
-                    emitted.append(
-                        (f"{provider.call_prefix}{hex_id(self.rng, 20)}", name, args, result)
-                    )
-            self.model_exchange(provider, model, trace, messages, pending, emitted, index)
+                for position in range(rng.randint(1, 2)):
+                    # Gemini often calls the same tool again in the next step (reading file
+                    # after file): then its synthesized id recurs (spec §4.3).
+                    again = (
+                        carried[0][1]
+                        if position == 0 and carried and provider.name == "google"
+                        and carried[0][1] in provider.native_tools and rng.random() < 0.7
+                        else None
+                    )  # fmt: skip
+                    name, args, result = self.tool_request(provider, again)
+                    call_id, answer_id = self.call_ids(provider, name, position)
+                    emitted.append((call_id, name, args, result))
+                    answers.append((answer_id, name, args, result))
+            parsed = [] if ollama else emitted
+            if ollama:  # every role=tool message of the history, by its index
+                carried = [
+                    (f"ollama_tool_result_{i}", "", "", m["content"])
+                    for i, m in enumerate(messages)
+                    if m["role"] == "tool"
+                ]
+            if carried and pairable and loop:
+                trace = loop
+            elif parsed:
+                trace = new_uuid(rng)
+            else:
+                trace = self.ambient if self.era.ambient else new_uuid(rng)
+            loop = trace if parsed else None
+            self.model_exchange(
+                provider, model, path, api, trace, messages, carried, parsed, index, pairable
+            )
+            for _call_id, name, args, _result in emitted:
+                self.after_tool(name, args, trace)
             messages.append({"role": "assistant", "content": f"[{len(emitted)} tool calls]"})
             for call_id, _name, _args, result in emitted:
-                messages.append({"role": "tool", "tool_call_id": call_id, "content": result[:80]})
-            pending = emitted
+                messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
+            carried = answers
             self.tick(200, 3000)
         return trace
+
+    def plain_call(self, provider_name: str, model: str, prompt: str) -> int:
+        """A single non-tool model call (a title, a quota probe, a plain question): it carries no
+        tool results and emits no tool calls, so it takes the ambient trace (spec §4.4)."""
+        provider = catalog.PROVIDERS[provider_name]
+        path, api = api_path(provider, model)
+        trace = self.ambient if self.era.ambient else new_uuid(self.rng)
+        messages = [{"role": "user", "content": prompt}]
+        return self.model_exchange(provider, model, path, api, trace, messages, [], [], 0, True)
 
     def model_exchange(
         self,
         provider: catalog.Provider,
         model: str,
+        path: str,
+        api: str,
         trace: str,
         messages: list[dict[str, Any]],
         carried: list[tuple[str, str, str, str]],
         emitted: list[tuple[str, str, str, str]],
         index: int,
+        pairable: bool,
     ) -> int:
         """One provider request/response: net row, model call, its items, tool calls/responses."""
         rng = self.rng
-        path = provider.path.format(model=model)
-        request = dumps(
-            {
-                "model": model,
-                "max_tokens": 8192,
-                "stream": True,
-                "system": SYSTEM_PROMPT,
-                "messages": messages,
-                "tools": list(provider.native_tools),
-            }
-        )
+        ollama = provider.name == "ollama"
+        if ollama:
+            request = dumps(
+                {
+                    "model": model,
+                    "stream": False,
+                    "messages": messages,
+                    "tools": list(provider.native_tools),
+                }
+            )
+        else:
+            request = dumps(
+                {
+                    "model": model,
+                    "max_tokens": 8192,
+                    "stream": True,
+                    "system": SYSTEM_PROMPT,
+                    "messages": messages,
+                    "tools": list(provider.native_tools),
+                }
+            )
         final = not emitted
         text = (
             "Done: the tests pass and the change is committed."
@@ -679,21 +882,36 @@ class Builder:
         thinking = (
             "The user wants the failing test fixed; read it first." if rng.random() < 0.4 else None
         )
-        message_id = None if provider.name == "google" else f"msg_{hex_id(rng, 24)}"
-        response = dumps(
-            {
-                "id": message_id,
-                "model": model,
-                "stop_reason": "end_turn" if final else "tool_use",
-                "content": [{"type": "text", "text": text}]
-                + [
-                    {"type": "tool_use", "id": c, "name": n, "input": json.loads(a)}
-                    for c, n, a, _ in emitted
-                ],
-            }
-        )
+        message_id = None if provider.name in ("google", "ollama") else f"msg_{hex_id(rng, 24)}"
+        # Only Anthropic and OpenAI chat completions mark tool turns; Gemini (STOP), the
+        # Responses API and Ollama (done) say end_turn even with tool calls (spec §4.3).
+        stop = "tool_use" if emitted and api in TOOL_STOP_APIS else "end_turn"
         inp = 1800 + 1400 * index + rng.randint(0, 900)
         out = rng.randint(40, 900)
+        if ollama:
+            response = dumps(
+                {
+                    "model": model,
+                    "message": {"role": "assistant", "content": text or ""},
+                    "done": True,
+                    "done_reason": "stop",
+                    "prompt_eval_count": inp,
+                    "eval_count": out,
+                }
+            )
+        else:
+            response = dumps(
+                {
+                    "id": message_id,
+                    "model": model,
+                    "stop_reason": stop,
+                    "content": [{"type": "text", "text": text}]
+                    + [
+                        {"type": "tool_use", "id": c, "name": n, "input": json.loads(a)}
+                        for c, n, a, _ in emitted
+                    ],
+                }
+            )
         cache = (
             rng.randint(0, inp * 3 // 4)
             if provider.name in ("anthropic", "openai") and index
@@ -712,6 +930,7 @@ class Builder:
             request=request,
             response=response,
             ai=True,
+            port=provider.port,
         )
         self.tick(0, 1)
         eid = self.event_id()
@@ -726,7 +945,7 @@ class Builder:
             pid=self.pid,
             method="POST",
             path=path,
-            stream=1,
+            stream=0 if ollama else 1,
             system_prompt_preview=SYSTEM_PROMPT,
             messages_count=len(messages),
             tools_count=len(emitted) if self.era.items_and_blobs else len(provider.native_tools),
@@ -736,7 +955,7 @@ class Builder:
             status_code=200,
             text_content=text,
             thinking_content=thinking,
-            stop_reason="end_turn" if final else "tool_use",
+            stop_reason=stop,
             input_tokens=inp,
             output_tokens=out,
             duration_ms=duration,
@@ -745,8 +964,13 @@ class Builder:
             trace_id=trace,
             turn_id=self.turn(trace),
             usage_details=dumps(details) if details else None,
-            credential_ref=self.cred(),
+            credential_ref=None if ollama else self.cred(),
         )
+        if emitted and stop == "end_turn":
+            self.end_turn_tools.append(mc)
+        if provider.name == "google" and self.era.gemini_ids == "synth":
+            for call_id, *_rest in emitted:
+                self.gemini_ids.setdefault((trace, call_id), set()).add(mc)
         self.rule("model.call", eid, trace_id=trace, summary=model)
         self.blob("model_calls", "model.call", eid, "request", request.encode(), trace)
         self.blob("model_calls", "model.call", eid, "response", response.encode(), trace)
@@ -762,7 +986,11 @@ class Builder:
             emitted,
             carried,
         )
-        self.tool_rows(mc, provider, trace, emitted, carried, duration)
+        first_call = self.ledger.next_id("tool_calls")
+        responses = self.tool_rows(mc, provider, trace, emitted, carried, duration)
+        if not pairable:
+            self.unpairable += responses
+            self.unpairable_calls += range(first_call, self.ledger.next_id("tool_calls"))
         self.tick(1, 50)
         return mc
 
@@ -790,7 +1018,7 @@ class Builder:
         if text:
             entries.append(("response", "", None, None, text))
         entries += [("tool_call", c, n, a, a) for c, n, a, _ in emitted]
-        entries += [("tool_response", c, n, None, r) for c, n, _, r in carried]
+        entries += [("tool_response", c, None, None, r) for c, _n, _a, r in carried]
         ts = self.ts()
         for index, (kind, call_id, name, args, content) in enumerate(entries, start=1):
             content_hash = item_hash(kind, call_id, name, args, content)
@@ -826,8 +1054,9 @@ class Builder:
         emitted: list,
         carried: list,
         duration: int,
-    ) -> None:
-        """tool_calls for what this call emitted, tool_responses for what it carried."""
+    ) -> list[int]:
+        """tool_calls for what this call emitted, tool_responses for what it carried; returns
+        the tool_responses row ids."""
         for position, (call_id, name, args, _result) in enumerate(emitted):
             origin = (
                 "local"
@@ -866,8 +1095,7 @@ class Builder:
                 credential_ref=None,
                 mcp_call_id=None,
             )
-            self.after_tool(name, args, trace)
-        for call_id, _name, _args, result in carried:
+        return [
             self.ledger.add(
                 "tool_responses",
                 model_call_id=mc,
@@ -878,6 +1106,8 @@ class Builder:
                 turn_id=self.turn(trace),
                 credential_ref=None,
             )
+            for call_id, _name, _args, result in carried
+        ]
 
     def after_tool(self, name: str, args: str, trace: str) -> None:
         """What the guest did because of a tool call: file writes and process execs."""
@@ -901,27 +1131,54 @@ class SessionShape:
     mcp: bool = True
     ask: bool = True
     min_rows: int = 0  # keep adding traces until the session holds at least this many rows
+    plain: bool = True  # one non-tool model call (a title) on the ambient trace
+    posts: bool = True  # non-model POSTs to the providers' domains (OAuth, telemetry)
+    upload: bool = False  # a file upload over 10 MiB: a truncated=1 body blob
+    openai_chat: bool = False  # OpenAI traces use gpt-4.1 through chat completions
+
+
+@functools.cache
+def upload_body() -> tuple[bytes, str]:
+    """A binary upload as the proxy captures it (lossy UTF-8: invalid bytes become U+FFFD, which
+    inflates it past 10 MiB) and blake3 of all of it."""
+    raw = b"\x89PNG\r\n\x1a\n" + bytes(range(128, 256)) * 36_000
+    body = raw.decode("utf-8", "replace").encode()
+    return body, blake3_ref(body)
 
 
 def build_session(
-    rng: random.Random, era: str, start: datetime, shape: SessionShape, ledger: Ledger | None = None
+    rng: random.Random,
+    era: str,
+    start: datetime,
+    shape: SessionShape,
+    ledger: Ledger | None = None,
+    ambient: str | None = None,
 ) -> Builder:
     """All rows of one session of ``era``: start-up events, traces, host activity."""
-    b = Builder(rng, era, start, ledger)
+    b = Builder(rng, era, start, ledger, ambient)
     for provider in shape.providers:
         b.dns(catalog.PROVIDERS[provider].domain)
         if provider in catalog.PRICED:
             b.substitution(provider, "captured")
+        if shape.posts:
+            for domain, path in catalog.PROVIDER_POSTS.get(provider, ()):
+                b.provider_post(domain, path)
+    if shape.upload:
+        b.upload()
     if shape.mcp and b.era.mcp_in_tool_calls:
         b.mcp_chatter("github")
     number = 0
     while number < shape.traces or b.ledger.count() < shape.min_rows:
         provider = shape.providers[number % len(shape.providers)]
         model = rng.choice(sorted(catalog.PROVIDERS[provider].models))
+        if provider == "openai" and shape.openai_chat:
+            model = "gpt-4.1"
         interrupted = shape.interrupted and number == shape.traces - 1
         if provider in catalog.PRICED:
             b.substitution(provider, "injected")
         b.trace(provider, model, shape.calls, interrupted=interrupted)
+        if number == 0 and shape.plain:
+            b.plain_call(provider, min(catalog.PROVIDERS[provider].models), TITLE_PROMPT)
         if shape.mcp:
             b.mcp_call()
         domain, path, decision, status = rng.choice(catalog.OTHER_DOMAINS)

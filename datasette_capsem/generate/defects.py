@@ -78,11 +78,18 @@ def tool_call_parent_missing(b: Builder) -> list[Entry]:
 
 
 def orphan_tool_response(b: Builder) -> list[Entry]:
+    """A result for a call nobody made, with an id the provider's writer really produces
+    (Gemini: a synthesized id no call of the trace has; in an Ollama call, an id that is not
+    ollama_tool_result_<n>, so the habit of unpairable Ollama ids cannot explain it)."""
     last = _traces(b)[0][-1]
+    call_id = {
+        "google": "gemini_list_directory_7",
+        "ollama": "call_" + hex_id(b.rng, 20),
+    }.get(last["provider"], "toolu_01" + hex_id(b.rng, 20))
     rid = b.ledger.add(
         "tool_responses",
         model_call_id=last["id"],
-        call_id="toolu_01" + hex_id(b.rng, 20),
+        call_id=call_id,
         content_preview="result for a call nobody made",
         is_error=0,
         trace_id=last["trace_id"],

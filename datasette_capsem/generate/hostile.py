@@ -112,8 +112,9 @@ def inject(b: Builder, session: str) -> tuple[list[HostileEntry], list[tuple[str
         stored_bytes=len(body),
         original_bytes=len(body) + 2 * 1024 * 1024,
         truncated=1,
-        body_hash=blake3_ref(body),
+        body_hash=blake3_ref(body + b"x" * (2 * 1024 * 1024)),  # of the original bytes
     )
+    b.truncated.append(blob["id"])
     note("huge_cell", "event_body_blobs", "body", blob["id"])
 
     binary_call = b.ledger.rows["tool_calls"][0]

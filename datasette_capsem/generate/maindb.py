@@ -8,11 +8,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import schema
+from datasette_capsem.generate import migrated, schema
 from datasette_capsem.generate.content import blake3_ref, hex_id
 from datasette_capsem.generate.hostile import PAYLOADS
 from datasette_capsem.generate.options import GenerateOptions
-from datasette_capsem.generate.plan import SessionSpec
+from datasette_capsem.generate.plan import LEGACY_RUN_ZEROED, SessionSpec, legacy_run_zeros
 from datasette_capsem.generate.sessions import ROLLUP_ZERO, SessionResult
 
 ROOTFS_HASH = blake3_ref("capsem rootfs 1.6.2")
@@ -29,13 +29,16 @@ def session_row(
     rng = random.Random(f"{options.seed}:main:{spec.id}")
     legacy = spec.kind == "legacy" or spec.kind == "legacy_gz"
     current = spec.era in ("current", None) and not legacy
-    stopped = spec.start + timedelta(minutes=rng.randint(3, 300))
+    # A VM older than its main.db row (created by 1.2, reopened at HEAD) got its row when the
+    # HEAD service started it: no persistent or ephemeral rows exist before 06-26 (§3.5).
+    start = migrated.head_start(spec) if spec.era == "migrated" else spec.start
+    stopped = start + timedelta(minutes=rng.randint(3, 300))
     row: dict[str, Any] = {
         "id": spec.id,
         "mode": spec.mode,
         "command": spec.command,
         "status": spec.status,
-        "created_at": iso_seconds(spec.start),
+        "created_at": iso_seconds(start),
         "stopped_at": None if spec.status == "running" else iso_seconds(stopped),
         "scratch_disk_size_gb": 16,
         "ram_bytes": 4096 * 1024 * 1024,
@@ -52,7 +55,10 @@ def session_row(
         row.update(result.rollup)
     elif spec.bulk_totals:
         row.update(random_rollup(rng, legacy or spec.mode == "run"))
-    if not legacy:
+    if legacy_run_zeros(spec) and result is not None:
+        row.update(dict.fromkeys(LEGACY_RUN_ZEROED, 0))
+        row["total_estimated_cost"] = 0.0
+    elif not legacy:
         row["total_mcp_calls"] = 0  # HEAD never writes it; only 0.x rows carry a value
     if spec.status == "vacuumed" and result is not None:
         row["compressed_size_bytes"] = result.compressed_size
@@ -191,8 +197,8 @@ def insert_profile_mutations(conn: sqlite3.Connection, seed: int) -> None:
                 f"{category}.{key}",
                 blake3_ref(f"{number}-old"),
                 old,
-                blake3_ref(f"{number}-new") if status == "applied" else None,
-                old + 40 if status == "applied" else None,
+                blake3_ref(f"{number}-new") if status == "applied" else blake3_ref(f"{number}-old"),
+                old + 40 if status == "applied" else old,
                 status,
                 error,
                 None,

@@ -1,10 +1,39 @@
 """manifest.json: the ground truth of a generated home, compared against by tests and checks.
 
 Shape (format 1): ``seed``, ``format``, ``main_db``, ``main_db_user_version``, ``registry``,
-``sessions`` (one per id, in plan order), ``defects``, ``hostile`` and ``broken_files`` (sorted).
-Paths are relative to the home, with "/". ``defects`` has one entry per offending row (row_id
-null for file-, table- and main.db-level kinds); ``clean`` is true when a session has no defect
-entry and no broken file.
+``sessions`` (one per id, in plan order), ``defects``, ``habits``, ``hostile`` and
+``broken_files`` (sorted). Paths are relative to the home, with "/". ``defects`` has one entry
+per offending row (row_id null for file-, table- and main.db-level kinds); ``clean`` is true
+when a session has no defect entry and no broken file.
+
+Habits are what Capsem's own writer does that looks wrong but is normal (spec §3.5, §4.3, §4.4,
+§4.7); they never make a session unclean. Each session with a ledger has ``habits``:
+
+- ``gemini_reused_ids``: Gemini call ids (``gemini_<name>_<i>``) emitted by more than one model
+  call of a trace (i restarts in every response);
+- ``unpairable_tool_ids``: ``{"tool_calls": [ids], "tool_responses": [ids]}``, rows whose call
+  ids can never match by construction: every tool_responses row of an Ollama call
+  (``ollama_tool_result_<message index>``, no tool calls are parsed from Ollama responses) and
+  both sides of Gemini calls written 03-13..06-10 (bare name for calls, ``gemini_<name>_<n>``
+  for results); the checker's finding kind is ``unpairable_tool_ids`` (info);
+- ``ambient_trace``: the 16-hex CAPSEM_TRACE_ID(s) shared by non-tool model calls and ambient
+  rows (empty before 1.1); a UUID trace is an agentic loop;
+- ``truncated_blobs``: event_body_blobs ids with truncated=1 (body_hash covers the original
+  bytes, so it cannot be verified from the ledger);
+- ``provider_posts``: net_events ids of POSTs to model provider domains that are not model calls
+  (OAuth token, client telemetry, uploads): ordinary traffic, no model call expected;
+- ``end_turn_tool_calls``: model_calls ids that emitted tool calls with stop_reason end_turn
+  (Gemini, OpenAI Responses API);
+- ``legacy_run_zeros``: the main.db row is a capsem run row rolled up before 2026-06-27, with 0
+  tokens, cost, tool calls, exec_count and audit_event_count while the ledger has rows;
+- ``reader_left_wal``: a finished ledger someone read with sqlite3 mode=ro, leaving a 0-byte
+  ``-wal`` and a 32 KiB ``-shm`` beside it (not a live writer).
+
+The top-level ``habits`` list holds the same facts in the shape of ``defects`` (``kind``,
+``session``, ``table``, ``row_id``): one entry per row for ``unpairable_tool_ids`` (tables
+tool_calls and tool_responses), ``truncated_blobs``, ``provider_posts`` and
+``end_turn_tool_calls``; one per session (row_id null) for ``gemini_reused_ids``,
+``legacy_run_zeros`` (table ``sessions``) and ``reader_left_wal``.
 """
 
 from __future__ import annotations
@@ -49,7 +78,37 @@ def session_entry(
         if result
         else {"input_tokens": 0, "output_tokens": 0, "cost": 0.0},
         "traces": list(result.traces) if result else [],
+        "habits": dict(result.habits) if result and result.habits else {},
     }
+
+
+ROW_HABITS = {
+    "truncated_blobs": "event_body_blobs",
+    "provider_posts": "net_events",
+    "end_turn_tool_calls": "model_calls",
+}
+
+
+def habit_entries(session: str, habits: dict[str, Any]) -> list[dict[str, Any]]:
+    """One session's habits in the shape of ``defects``."""
+    entries = [
+        {"kind": "unpairable_tool_ids", "session": session, "table": table, "row_id": rid}
+        for table, rows in habits.get("unpairable_tool_ids", {}).items()
+        for rid in rows
+    ]
+    for kind, table in ROW_HABITS.items():
+        entries += [
+            {"kind": kind, "session": session, "table": table, "row_id": rid}
+            for rid in habits.get(kind, [])
+        ]
+    for kind, table in (
+        ("gemini_reused_ids", "tool_calls"),
+        ("legacy_run_zeros", "sessions"),
+        ("reader_left_wal", None),
+    ):
+        if habits.get(kind):
+            entries.append({"kind": kind, "session": session, "table": table, "row_id": None})
+    return entries
 
 
 def build_manifest(
@@ -65,6 +124,7 @@ def build_manifest(
     hostile = [h for r in results.values() for h in r.hostile] + extra_hostile
     broken = [b for r in results.values() for b in r.broken] + extra_broken
     dirty = {d["session"] for d in defects}
+    habits = [h for r in results.values() for h in habit_entries(r.id, r.habits)]
     return {
         "seed": seed,
         "format": FORMAT,
@@ -73,6 +133,7 @@ def build_manifest(
         "registry": REGISTRY,
         "sessions": [session_entry(s, results.get(s.alias_of or s.id), dirty) for s in specs],
         "defects": sorted(defects, key=_key),
+        "habits": sorted(habits, key=_key),
         "hostile": sorted(hostile, key=_key),
         "broken_files": sorted(broken, key=_key),
     }

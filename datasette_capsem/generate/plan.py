@@ -18,6 +18,10 @@ CURRENT_START = datetime(2026, 8, 1, 8, 0, tzinfo=timezone.utc)
 V1_1_START = datetime(2026, 5, 14, 10, 0, tzinfo=timezone.utc)
 LEGACY_START = datetime(2026, 4, 1, 9, 30, tzinfo=timezone.utc)
 MIGRATED_START = datetime(2026, 5, 27, 15, 0, tzinfo=timezone.utc)
+V0_9_START = datetime(2026, 3, 5, 14, 20, tzinfo=timezone.utc)
+V0_10_START = datetime(2026, 3, 20, 9, 5, tzinfo=timezone.utc)
+V1_2_START = datetime(2026, 5, 25, 16, 40, tzinfo=timezone.utc)
+V1_3_START = datetime(2026, 7, 2, 11, 15, tzinfo=timezone.utc)
 BROKEN_KINDS = ("zero_bytes", "truncated", "not_sqlite", "unreadable", "wal_without_shm")
 
 
@@ -47,6 +51,26 @@ class SessionSpec:
     fork_parent: SessionSpec | None = None  # whose ledger this one starts as a copy of
     command: str | None = None
     bulk_totals: bool = False  # main.db-only row: draw plausible counters
+    reader_wal: bool = False  # finished, then read with sqlite3 mode=ro: 0-byte -wal, 32 KiB -shm
+
+
+# Rollup restored in 1.3 (06-27): capsem run rows stopped before then were written with zeros
+# for these (spec §3.5), while their ledgers have rows.
+RUN_ROLLUP_RESTORED = datetime(2026, 6, 27, tzinfo=timezone.utc)
+LEGACY_RUN_ZEROED = (
+    "total_input_tokens",
+    "total_output_tokens",
+    "total_estimated_cost",
+    "total_tool_calls",
+    "exec_count",
+    "audit_event_count",
+)
+
+
+def legacy_run_zeros(spec: SessionSpec) -> bool:
+    """A capsem run row rolled up by a 1.0-1.2 service: tokens, cost, tool calls, execs and
+    audit events written as 0."""
+    return spec.mode == "run" and spec.status is not None and spec.start < RUN_ROLLUP_RESTORED
 
 
 def session_stamp(rng: random.Random, when: datetime) -> str:
@@ -96,14 +120,17 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     p = planner
     p.add("ephemeral", status="stopped", shape=_with(shape, providers=("anthropic",)))
     p.add(
-        "ephemeral", status="stopped", shape=_with(shape, providers=("openai", "google", "ollama"))
+        "ephemeral",
+        status="stopped",
+        shape=_with(shape, providers=("openai", "google", "ollama"), upload=True),
     )
     cowork = p.add(
         "persistent",
         mode="persistent",
         status="stopped",
+        reader_wal=True,
         name="co-work-1",
-        shape=_with(shape, providers=("anthropic", "openai")),
+        shape=_with(shape, providers=("anthropic", "openai"), openai_chat=True),
         registry={"profile_id": "co-work"},
     )
     p.add(
@@ -168,6 +195,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
         start=V1_1_START,
         shape=_with(shape, providers=("google",)),
     )
+    other_eras(p, shape)
     legacy_id = session_stamp(p.rng, LEGACY_START)
     p.add(
         "legacy",
@@ -242,6 +270,46 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
             p.add("ephemeral", broken=kind, shape=SessionShape(traces=1, calls=2))
 
 
+def other_eras(p: Planner, shape: SessionShape) -> None:
+    """One ledger of each remaining DDL era (capsem-ddl/): two 0.x app dirs, a 1.2 capsem run
+    (main.db row zeroed, spec §3.5) and a 1.3 VM."""
+    for era, when, mode, providers, command in (
+        ("v0_9", V0_9_START, "gui", ("google", "anthropic"), None),
+        ("v0_10", V0_10_START, "cli", ("google",), "gemini -p 'summarise the repo'"),
+    ):
+        sid = session_stamp(p.rng, when)
+        p.add(
+            "legacy",
+            sid=sid,
+            era=era,
+            start=when,
+            ledger=f"sessions/{sid}/session.db",
+            mode=mode,
+            command=command,
+            status="stopped",
+            reader_wal=era == "v0_10",
+            shape=_with(shape, providers=providers),
+        )
+    p.add(
+        "run",
+        sid=f"vm-{int(V1_2_START.timestamp())}",
+        era="v1_2",
+        start=V1_2_START,
+        mode="run",
+        status="stopped",
+        command="capsem run -- claude -p 'triage the flaky tests'",
+        shape=_with(shape, providers=("anthropic", "google")),
+    )
+    p.add(
+        "ephemeral",
+        era="v1_3",
+        start=V1_3_START,
+        status="stopped",
+        reader_wal=True,
+        shape=_with(shape, providers=("openai", "ollama"), openai_chat=True),
+    )
+
+
 def main_only(p: Planner) -> None:
     """main.db rows whose dirs Capsem deleted (stopped ephemerals) or never had."""
     for _ in range(6):
@@ -280,6 +348,15 @@ def defect_sessions(p: Planner) -> None:
             defects=(kind,),
             shape=SessionShape(traces=traces, calls=3, providers=providers),
         )
+    # Genuine orphan responses in the sessions whose writers have id habits (a Gemini call id
+    # never emitted in the trace; a non-Ollama id in an Ollama call), beside the habit itself.
+    for providers in (("google",), ("ollama",)):
+        p.add(
+            "ephemeral",
+            status="stopped",
+            defects=("orphan_tool_response",),
+            shape=SessionShape(traces=2, calls=3, providers=providers),
+        )
     for kind in ("schema_not_ready", "unclean_wal", "rollup_mismatch"):
         p.add(
             "ephemeral",
@@ -300,7 +377,7 @@ def bulk(p: Planner, options: GenerateOptions) -> None:
         slot = index % 10
         s = _with(shape, providers=providers[index % len(providers)])
         if slot == 0:
-            p.add("ephemeral", status="stopped", shape=s)
+            p.add("ephemeral", status="stopped", shape=s, reader_wal=index % 40 == 0)
         elif slot == 1:
             p.add(
                 "persistent",

@@ -12,17 +12,24 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-# Era name -> the .sql files applied in order to produce it.
-ERA_SCRIPTS: dict[str, tuple[str, ...]] = {
-    "current": ("session_current.sql",),
-    "march2026": ("session_march2026.sql",),
-    "v1_1": ("session_v1_1.sql",),
-    "migrated": ("session_v1_1.sql", "session_migrated.sql", "session_current.sql"),
-    "main_v7": ("main_v7.sql", "session_current.sql"),
-    "main_old": ("main_old.sql", "session_current.sql"),
+# Era name -> Capsem's DDL for it, copied verbatim from capsem-ddl/ (the ground truth, spec
+# §4.5). Every session era is one file: CREATE_SCHEMA then migrate() as Capsem ran them.
+ERA_FILES: dict[str, str] = {
+    "v0_9": "session_0x_2026-03-01.sql",  # 0.x as first written (0.9, 03-01..03-13)
+    "v0_10": "session_0x_2026-03-13.sql",  # 0.x after mcp_calls.bytes_* (03-13..04-01)
+    "march2026": "session_0.16_2026-04-02.sql",  # 0.16, snapshot_events (the legacy dirs)
+    "v1_1": "session_1.1_2026-05-11.sql",  # 1.1 release (policy_hook_events)
+    "v1_2": "session_1.2_2026-05-24.sql",  # 1.2 release (ai_*, journal, session_identity)
+    "v1_3": "session_1.3_2026-06-27.sql",  # 1.3 release
+    "current": "session_head_2026-08-22.sql",  # HEAD: 15 tables, 81 indexes
+    "migrated": "session_migrated_1.2-1.3-head.sql",  # persistent VM: 1.2, then 1.3, then HEAD
+    "main_v7": "main_head_2026-08-22.sql",  # main.db at HEAD (no total_mcp_calls)
+    "main_old": "main_head_2026-08-22.sql",  # same, sessions as created before 06-24 (below)
 }
+MAIN_OLD_SESSIONS = "main_old_sessions.sql"
+USER_VERSION = {"main_v7": 7, "main_old": 7}
 
-SESSION_ERAS = ("current", "march2026", "v1_1", "migrated")
+SESSION_ERAS = ("v0_9", "v0_10", "march2026", "v1_1", "v1_2", "v1_3", "current", "migrated")
 
 
 def read_sql(name: str) -> str:
@@ -30,6 +37,18 @@ def read_sql(name: str) -> str:
     return (
         resources.files(__package__).joinpath("schemas").joinpath(name).read_text(encoding="utf-8")
     )
+
+
+def era_sql(era: str) -> str:
+    """The whole script that builds an empty database of ``era``."""
+    sql = read_sql(ERA_FILES[era])
+    if era == "main_old":
+        start = sql.index("CREATE TABLE sessions (")
+        end = sql.index(");", start) + 2
+        sql = sql[:start] + read_sql(MAIN_OLD_SESSIONS) + sql[end:]
+    if era in USER_VERSION:
+        sql += f"\nPRAGMA user_version = {USER_VERSION[era]};\n"
+    return sql
 
 
 @functools.cache
@@ -40,7 +59,7 @@ def template_bytes(era: str) -> bytes:
         conn = sqlite3.connect(path, isolation_level=None)
         try:
             conn.execute("PRAGMA journal_mode=OFF")
-            conn.executescript("".join(read_sql(script) for script in ERA_SCRIPTS[era]))
+            conn.executescript(era_sql(era))
         finally:
             conn.close()
         return path.read_bytes()

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import broken, defects, hostile, migrated, schema
+from datasette_capsem.generate import broken, defects, dirfiles, hostile, migrated, schema
 from datasette_capsem.generate.content import Builder, build_session
 from datasette_capsem.generate.ledger import Ledger, insert_rows
 from datasette_capsem.generate.options import GenerateOptions
-from datasette_capsem.generate.plan import SessionSpec
+from datasette_capsem.generate.plan import SessionSpec, legacy_run_zeros
 from datasette_capsem.generate.wal import append_uncheckpointed
 
 CURRENT_TABLES = frozenset(schema.table_columns("current"))
@@ -54,6 +54,7 @@ class SessionResult:
     broken: list[dict[str, Any]] = field(default_factory=list)
     end: str | None = None
     compressed_size: int | None = None
+    habits: dict[str, Any] = field(default_factory=dict)
 
 
 def session_rng(seed: int, spec: SessionSpec) -> random.Random:
@@ -68,7 +69,12 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     if spec.era == "migrated":
         b, era_entries = migrated.build(rng, spec)
     else:
-        b = build_session(rng, spec.era, spec.start, spec.shape, ledger=fork_rows(spec, options))
+        parent = fork_rows(spec, options)
+        b = build_session(
+            rng, spec.era, spec.start, spec.shape, ledger=parent.ledger if parent else None
+        )
+        if parent:
+            b.absorb(parent)
         era_entries = []
     if spec.broken:
         broken.write_broken(path, spec.broken, b)
@@ -83,6 +89,13 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     post: list[tuple[str, tuple]] = []
     if spec.hostile:
         result.hostile, post = hostile.inject(b, spec.id)
+    if b.forced:
+        post.append(("PRAGMA ignore_check_constraints=ON", ()))
+        post += [
+            (f"UPDATE {table} SET {column} = ? WHERE id = ?", (value, rid))
+            for table, column, value, rid in b.forced
+        ]
+        post.append(("PRAGMA ignore_check_constraints=OFF", ()))
     if "schema_not_ready" in spec.defects:
         post += corrupt_index()
         entries.append(("schema_not_ready", None, None))
@@ -96,24 +109,44 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     result.defects = [
         {"kind": k, "session": spec.id, "table": t, "row_id": r} for k, t, r in entries
     ]
+    result.habits = habits(spec, b)
     write_file(
         path, era_schema, b.ledger, post, wal_tail=spec.live or "unclean_wal" in spec.defects
     )
     summarise(result, b)
+    dirfiles.write_dir_files(path.parent, spec)
     if spec.kind == "legacy_gz":
         result.compressed_size = vacuum_and_gzip(path)
+    elif spec.reader_wal:
+        read_only_once(path)
     return result
 
 
-def fork_rows(spec: SessionSpec, options: GenerateOptions) -> Ledger | None:
+def habits(spec: SessionSpec, b: Builder) -> dict[str, Any]:
+    """What Capsem's writer did in this session that looks odd but is normal (manifest.py)."""
+    found = b.habits()
+    found["legacy_run_zeros"] = legacy_run_zeros(spec)
+    found["reader_left_wal"] = spec.reader_wal
+    return found
+
+
+def read_only_once(path: Path) -> None:
+    """What check_session.py, list_sessions.py or any sqlite3 mode=ro reader leaves beside a
+    finished WAL-mode ledger: an empty -wal and a 32 KiB -shm (spec §4.7). Not a live writer."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        conn.close()
+
+
+def fork_rows(spec: SessionSpec, options: GenerateOptions) -> Builder | None:
     """A fork starts as a VACUUM INTO copy of its parent's ledger (§1.3): the parent's rows,
     event ids included, come first."""
     parent = spec.fork_parent
     if parent is None:
         return None
-    return build_session(
-        session_rng(options.seed, parent), parent.era, parent.start, parent.shape
-    ).ledger
+    return build_session(session_rng(options.seed, parent), parent.era, parent.start, parent.shape)
 
 
 def corrupt_index() -> list[tuple[str, tuple]]:

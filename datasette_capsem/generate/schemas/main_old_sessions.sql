@@ -1,8 +1,9 @@
 -- main.db first created at user_version 2 (March 2026) and migrated additively up to 7
 -- (spec §3.3): still carries total_mcp_calls, and the later columns sit at the end in the
--- order the migrations added them. session_current.sql is applied after this file.
+-- order the migrations added them. The 'main_old' era is main_head_2026-08-22.sql with its
+-- CREATE TABLE sessions replaced by this script (schema.py).
 
-CREATE TABLE IF NOT EXISTS sessions (
+CREATE TABLE sessions (
     id TEXT PRIMARY KEY,
     mode TEXT NOT NULL,
     command TEXT,
@@ -22,39 +23,6 @@ CREATE TABLE IF NOT EXISTS sessions (
     total_file_events INTEGER NOT NULL DEFAULT 0
 );
 
-CREATE INDEX IF NOT EXISTS idx_sessions_created ON sessions(created_at);
-CREATE INDEX IF NOT EXISTS idx_sessions_status ON sessions(status);
-
-CREATE TABLE IF NOT EXISTS ai_usage (
-    session_id TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    call_count INTEGER NOT NULL DEFAULT 0,
-    input_tokens INTEGER NOT NULL DEFAULT 0,
-    output_tokens INTEGER NOT NULL DEFAULT 0,
-    estimated_cost REAL NOT NULL DEFAULT 0.0,
-    total_duration_ms INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (session_id, provider)
-);
-
-CREATE TABLE IF NOT EXISTS tool_usage (
-    session_id TEXT NOT NULL,
-    tool_name TEXT NOT NULL,
-    call_count INTEGER NOT NULL DEFAULT 0,
-    total_bytes INTEGER NOT NULL DEFAULT 0,
-    total_duration_ms INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (session_id, tool_name)
-);
-
-CREATE TABLE IF NOT EXISTS mcp_usage (
-    session_id TEXT NOT NULL,
-    tool_name TEXT NOT NULL,
-    server_name TEXT NOT NULL,
-    call_count INTEGER NOT NULL DEFAULT 0,
-    total_bytes INTEGER NOT NULL DEFAULT 0,
-    total_duration_ms INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (session_id, tool_name)
-);
-
 -- v3
 ALTER TABLE sessions ADD COLUMN compressed_size_bytes INTEGER;
 ALTER TABLE sessions ADD COLUMN vacuumed_at TEXT;
@@ -71,4 +39,3 @@ ALTER TABLE sessions RENAME COLUMN source_image TO forked_from;
 ALTER TABLE sessions ADD COLUMN exec_count INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN audit_event_count INTEGER NOT NULL DEFAULT 0;
 
-PRAGMA user_version = 7;
