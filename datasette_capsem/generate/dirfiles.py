@@ -46,7 +46,9 @@ def _snapshot(directory: Path, slot: int, when: datetime, origin: str) -> None:
 
 
 def write_dir_files(directory: Path, spec: SessionSpec) -> None:
-    """Write the companions of ``directory``/session.db for ``spec``'s layout and era."""
+    """Write the companions of ``directory``/session.db for ``spec``'s layout and era (bulk
+    sessions, ``spec.lean_dir``, get the logs, guest/ and the symlinks only: the benchmark
+    writes thousands)."""
     start = spec.start
     if spec.kind in LEGACY_KINDS:
         (directory / "capsem.log").write_text(
@@ -82,6 +84,15 @@ def write_dir_files(directory: Path, spec: SessionSpec) -> None:
         "[    0.000000] Linux version 6.12.8-capsem\n[    1.204311] capsem-init: ready\n",
         encoding="utf-8",
     )
+    guest = directory / "guest"
+    (guest / "system").mkdir(parents=True, exist_ok=True)
+    (guest / "workspace").mkdir(exist_ok=True)
+    for name in ("system", "workspace"):
+        link = directory / name
+        if not link.is_symlink():
+            os.symlink(Path("guest") / name, link)
+    if spec.lean_dir:
+        return
     (directory / "pty.log").write_text("root@capsem:~/project# pytest -q\n3 passed\n")
     (directory / "mcp-aggregator.stderr.log").write_text("mcp-aggregator: 3 servers up\n")
     (directory / "mcp-aggregator.lock").write_text("")
@@ -93,15 +104,9 @@ def write_dir_files(directory: Path, spec: SessionSpec) -> None:
     )
     (directory / "runtime-config").mkdir(exist_ok=True)
     (directory / "runtime-config" / "env.json").write_text('{"CAPSEM_VM": "1"}\n')
-    guest = directory / "guest"
-    (guest / "system").mkdir(parents=True, exist_ok=True)
-    (guest / "workspace" / "project").mkdir(parents=True, exist_ok=True)
+    (guest / "workspace" / "project").mkdir(exist_ok=True)
     (guest / "system" / "rootfs.img").write_bytes(b"")  # sparse overlay: empty here
     (guest / "workspace" / "project" / "README.md").write_text("# project\n")
-    for name in ("system", "workspace"):
-        link = directory / name
-        if not link.is_symlink():
-            os.symlink(Path("guest") / name, link)
     _snapshot(directory, 0, start + timedelta(minutes=5), "auto")
     if spec.mode == "persistent":
         _snapshot(directory, 10, start + timedelta(minutes=12), "manual")

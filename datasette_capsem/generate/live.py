@@ -59,6 +59,14 @@ def _next_ids(conn: sqlite3.Connection) -> dict[str, int]:
     return {t: (conn.execute(f"SELECT max(id) FROM {t}").fetchone()[0] or 0) + 1 for t in tables}
 
 
+def _ambient(conn: sqlite3.Connection) -> str | None:
+    """The session's CAPSEM_TRACE_ID (16 hex), which the rows it already has carry."""
+    row = conn.execute(
+        "SELECT trace_id FROM dns_events WHERE length(trace_id) = 16 ORDER BY id LIMIT 1"
+    ).fetchone()
+    return row[0] if row else None
+
+
 def open_writer(path: Path) -> sqlite3.Connection:
     """Open like capsem-process: WAL, synchronous=NORMAL, 5 s busy timeout; current era only."""
     try:
@@ -93,6 +101,7 @@ def run_live(
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     next_ids = _next_ids(conn)
+    ambient = _ambient(conn)
     # Seeded by where the file stands, so a second run never repeats the first one's event ids.
     rng = random.Random(f"{seed}:live:{session_id}:{sorted(next_ids.items())}")
     written = 0
@@ -102,7 +111,8 @@ def run_live(
     try:
         while not stop["now"] and (duration is None or time.monotonic() - began < duration):
             ledger = Ledger(next_ids)
-            builder = Builder(rng, "current", datetime.now(timezone.utc), ledger)
+            builder = Builder(rng, "current", datetime.now(timezone.utc), ledger, ambient)
+            ambient = builder.ambient
             provider = rng.choice(catalog.PROVIDER_NAMES)
             builder.trace(
                 provider, rng.choice(sorted(catalog.PROVIDERS[provider].models)), rng.randint(1, 3)

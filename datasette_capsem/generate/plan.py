@@ -52,6 +52,7 @@ class SessionSpec:
     command: str | None = None
     bulk_totals: bool = False  # main.db-only row: draw plausible counters
     reader_wal: bool = False  # finished, then read with sqlite3 mode=ro: 0-byte -wal, 32 KiB -shm
+    lean_dir: bool = False  # bulk: only the main companions of session.db in its dir
 
 
 # Rollup restored in 1.3 (06-27): capsem run rows stopped before then were written with zeros
@@ -377,7 +378,7 @@ def bulk(p: Planner, options: GenerateOptions) -> None:
         slot = index % 10
         s = _with(shape, providers=providers[index % len(providers)])
         if slot == 0:
-            p.add("ephemeral", status="stopped", shape=s, reader_wal=index % 40 == 0)
+            p.add("ephemeral", status="stopped", shape=s, reader_wal=index % 40 == 0, lean_dir=True)
         elif slot == 1:
             p.add(
                 "persistent",
@@ -385,10 +386,18 @@ def bulk(p: Planner, options: GenerateOptions) -> None:
                 status="stopped",
                 name=f"bulk-vm{index}",
                 shape=s,
+                lean_dir=True,
                 registry={"profile_id": "code"},
             )
         elif slot == 2:
-            p.add("run", sid=f"code-{100 + index}", mode="run", status="stopped", shape=s)
+            p.add(
+                "run",
+                sid=f"code-{100 + index}",
+                mode="run",
+                status="stopped",
+                shape=s,
+                lean_dir=True,
+            )
         else:
             p.add("ephemeral", on_disk=False, status="stopped", bulk_totals=True)
 
