@@ -102,6 +102,8 @@ def run_live(
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     next_ids = _next_ids(conn)
     ambient = _ambient(conn)
+    # model_items is UNIQUE(trace_id, kind, content_hash, call_id); the writer dedups on it.
+    item_keys = set(conn.execute("SELECT trace_id, kind, content_hash, call_id FROM model_items"))
     # Seeded by where the file stands, so a second run never repeats the first one's event ids.
     rng = random.Random(f"{seed}:live:{session_id}:{sorted(next_ids.items())}")
     written = 0
@@ -113,6 +115,7 @@ def run_live(
             ledger = Ledger(next_ids)
             builder = Builder(rng, "current", datetime.now(timezone.utc), ledger, ambient)
             ambient = builder.ambient
+            builder.item_keys = item_keys
             provider = rng.choice(catalog.PROVIDER_NAMES)
             builder.trace(
                 provider, rng.choice(sorted(catalog.PROVIDERS[provider].models)), rng.randint(1, 3)
