@@ -1,13 +1,25 @@
-"""What counts as a secret in a Capsem ledger, and how it is kept from actors who may not see it.
+"""What counts as a credential in a Capsem ledger, and how it is kept from actors who may not
+see it. One policy, in this module, applied to every surface:
 
-Two layers, both applied only to actors without the `capsem-view-secrets` permission:
+* **Credential carriers** (request/response headers, URL query strings, cookies, registry env,
+  substitution values) are hidden whole: the value becomes `HIDDEN`, a visible marker.
+* **Free text** (bodies, prompts, reply text, tool arguments and results, commands and their
+  output, JSON event fields) is shown with every credential-shaped substring masked
+  (`mask_text`): known token formats, `key=value`, `KEY: value`, JSON/YAML fields whose key
+  names a secret, URL userinfo, PEM blocks, in raw, JSON-escaped and HTML-escaped text. With the
+  plugin setting `hide_free_text: true` free text is hidden whole too.
+* **Bytes** are decoded (latin-1, which keeps every byte) and masked before any hex dump.
 
-* Masking: every text response (HTML, JSON, CSV) has credential-shaped strings replaced by
-  ``[redacted]`` markers before it leaves the server, whatever route produced it.
-* Hiding: on Datasette's own routes, where the actor controls the SQL (custom SQL, `_where`,
-  column filters, sorting), the columns that carry headers, bodies and arguments read as NULL
-  through a SQLite authorizer. Otherwise a query could transform a secret past the masker or
-  test it character by character in a WHERE clause.
+Where each surface applies it:
+
+* Datasette's own routes: every row a ledger query returns goes through `redact_cell`
+  (a row factory installed by `apply_policy`), so JSON in every shape, CSV, HTML and facets see
+  the redacted value, decoded, before any encoding. When the actor writes the SQL (`sql=`,
+  `_where=`), the secret-bearing columns also read as NULL through a SQLite authorizer: a
+  transformation (substr, hex, replace) could otherwise carry a secret past the masker.
+* Plugin pages: the data of every page goes through `redact_tree` (views/render.py).
+* Every text response of every route: `mask_text` over the whole body, and filesystem paths of
+  the Capsem home and the cache are replaced (views/secrets_guard.py), as a last net.
 """
 
 from __future__ import annotations
@@ -15,18 +27,42 @@ from __future__ import annotations
 import contextvars
 import re
 import sqlite3
+from typing import Any
 
 # Policy for the current request, read by the database layer in its worker thread. HIDE_SQL is
 # HIDE for requests that carry the actor's own SQL (`sql=`, `_where=`).
 OPEN, MASK, HIDE, HIDE_SQL = "open", "mask", "hide", "hide-sql"
 policy: contextvars.ContextVar[str] = contextvars.ContextVar("capsem_secret_policy", default=OPEN)
+# The operator's `hide_free_text` setting, for the current request (False for OPEN).
+hide_free_text: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "capsem_hide_free_text", default=False
+)
 
-# Columns whose content is expected to carry credentials (spec §4.2-§4.4): read as NULL under
-# the HIDE policy. Keyed by column name because the same names recur across tables and eras.
-SECRET_COLUMNS = frozenset(
+HIDDEN = "[hidden: may contain credentials]"
+
+# Credential carriers: hidden whole. Keyed by column name because the same names recur across
+# tables and eras (and in main.db, the registry and plugin JSON).
+CARRIER_COLUMNS = frozenset(
     {
         "request_headers",
         "response_headers",
+        "headers",
+        "query",
+        "query_string",
+        "cookie",
+        "cookies",
+        "set_cookie",
+        "env",
+        "environment",
+        "substitution_value",
+        "substitution_values",
+        "credential_value",
+        "secret_value",
+    }
+)
+# Free text: shown masked (hidden whole with `hide_free_text`).
+FREE_TEXT_COLUMNS = frozenset(
+    {
         "request_body_preview",
         "response_body_preview",
         "system_prompt_preview",
@@ -48,72 +84,136 @@ SECRET_COLUMNS = frozenset(
         "evidence_json",
         "payload_json",
         "detail_json",
-        "env",
+        "error_message",
+        "last_error",
     }
 )
+# Plugin-page fields (OTLP attributes, body views) that carry free text under another name.
+FREE_TEXT_FIELDS = FREE_TEXT_COLUMNS | {
+    "input.value",
+    "output.value",
+    "tool.parameters",
+    "process.command_line",
+    "text",
+    "data",
+    "json",
+    "snippet",
+}
 # Secret-bearing columns whose names are SQL keywords. Datasette's table page selects them as
 # `[query]`; hidden by the authorizer, SQLite would rename the result column after that text
-# and the page would fail. So they are hidden only from the actor's own SQL, and filtering or
-# sorting on them is refused (see views/secrets_guard.py).
+# and the page would fail. So they are hidden only from the actor's own SQL (the row factory
+# hides them on every other query).
 KEYWORD_SECRET_COLUMNS = frozenset({"query"})
+SECRET_COLUMNS = (CARRIER_COLUMNS | FREE_TEXT_COLUMNS) - KEYWORD_SECRET_COLUMNS
 ALL_SECRET_COLUMNS = SECRET_COLUMNS | KEYWORD_SECRET_COLUMNS
 
+# --- the masker ------------------------------------------------------------------------------
+
+# Left edge of a name or token: not inside a word, but right after a JSON escape (`\n`, `\t`,
+# `\r`...) and after `_` (`DB_PASSWORD`) it is an edge, where `\b` is not.
+_LEFT = r"(?:(?<=\\[nrtfb])|(?<![A-Za-z0-9]))"
+# A quote as it appears raw, JSON-escaped (any depth), or HTML-escaped.
+_QUOTE = r"(?:\\*[\"']|&#34;|&quot;|&#39;|&#x27;)"
+_NOT_REDACTED = r"(?!\[(?:redacted|hidden))"
 _HEADER_NAMES = (
     r"authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|cookie|set-cookie|"
-    r"x-auth-token|anthropic-api-key|openai-api-key"
+    r"x-auth-token|anthropic-api-key|openai-api-key|x-amz-security-token|private-token"
 )
-# A quote as it appears raw, JSON-escaped or HTML-escaped; secrets are searched in all three.
-_Q = r"(?:\\?[\"']|&#34;|&quot;|&#39;)?"
-_VALUE_END = r"[^\s\"'&<,}\\]"
+# Words that, as the last part of a key name (`DB_PASSWORD`, `aws_secret_access_key`,
+# `X-Amz-Signature`), make the key's value a secret.
+_SECRET_WORDS = (
+    r"pass|password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|auth|"
+    r"authorization|credentials?|private[_-]?key|access[_-]?key|secret[_-]?key|signature|sig|"
+    r"cookie|session|client[_-]?secret"
+)
+_KEY = rf"{_LEFT}((?:[A-Za-z0-9]+[_.-])*(?:{_SECRET_WORDS}))(?![A-Za-z0-9_-])"
+
 SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "private-key",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)"
+        ),
+    ),
+    # scheme://user:password@host: the password goes, the user and host stay.
+    (
+        "userinfo",
+        re.compile(r"(?i)(\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@\"'<>\\]{1,256}:)[^\s/@\"'<>\\]{1,256}(@)"),
+    ),
+    ("webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{8,}")),
     # "authorization: Bearer abc" header lines and "x-api-key": "abc" fields.
-    ("header", re.compile(rf"(?i)\b({_HEADER_NAMES})({_Q}\s*[:=]\s*{_Q})[^\r\n\"&<,}}\\]{{4,}}")),
-    ("bearer", re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")),
+    (
+        "header",
+        re.compile(
+            rf"(?i){_LEFT}({_HEADER_NAMES})({_QUOTE}?\s*[:=]\s*{_QUOTE}?){_NOT_REDACTED}"
+            r"[^\r\n\"&<,}\\]{4,}"
+        ),
+    ),
+    ("bearer", re.compile(rf"(?i){_LEFT}(bearer|basic|token)\s+{_NOT_REDACTED}[A-Za-z0-9._~+/=-]{{8,}}")),
     (
         "api-key",
         re.compile(
-            r"\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,}"
-            r"|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
-            r"|xox[abprs]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{16,})"
+            rf"{_LEFT}(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{{16,}}|[sr]k_(?:live|test)_[A-Za-z0-9]{{10,}}"
+            r"|AIza[0-9A-Za-z_-]{30,}|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
+            r"|github_pat_[A-Za-z0-9_]{20,}|xox[abposre]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{16,}"
+            r"|hf_[A-Za-z0-9]{20,}|ya29\.[0-9A-Za-z_-]{16,}|hv[sbr]\.[A-Za-z0-9_-]{20,}"
+            r"|npm_[A-Za-z0-9]{30,}|sk-or-v1-[0-9a-f]{32,})"
         ),
     ),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    (
-        "private-key",
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ),
+    ("jwt", re.compile(rf"{_LEFT}eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}")),
+    # "password": "p@ss word", DB_PASS='x', {\"token\": \"...\"}: a quoted value, whole.
     (
         "secret-field",
         re.compile(
-            r"(?i)\b(api[_-]?key|secret|password|passwd|access[_-]?token|refresh[_-]?token|"
-            rf"client[_-]?secret|auth[_-]?token)({_Q}\s*[:=]\s*{_Q}){_VALUE_END}{{6,}}"
+            rf"(?i){_KEY}({_QUOTE}?\s*[:=]\s*)(?P<q>{_QUOTE}){_NOT_REDACTED}"
+            r"(?:(?!(?P=q))[^\r\n]){1,4096}?(?=(?P=q))"
+        ),
+    ),
+    # password=hunter2, KEY: value, sig=abc&...: an unquoted value, to a delimiter.
+    (
+        "secret-value",
+        re.compile(
+            rf"(?i){_KEY}({_QUOTE}?[ \t]*[:=][ \t]*){_NOT_REDACTED}(?![{{\[\"'\\]|&#34;|&quot;)"
+            r"(?!(?:true|false|null|none)\b|(?:blake3|sha256|sha1|md5):)[^\s\"'&<>,;}\]\\]{3,}"
         ),
     ),
 )
-
 
 # Lower-case substrings without which a pattern cannot match: a pattern runs only when one
 # of its triggers is in the text, so most responses cost one lower() and a few `in` tests.
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    "header": ("authorization", "api-key", "cookie", "auth-token"),
-    "bearer": ("bearer", "basic", "token "),
-    "api-key": ("sk-", "aiza", "akia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "xox", "glpat-"),
-    "jwt": ("eyj",),
     "private-key": ("private key",),
-    "secret-field": ("api_key", "api-key", "apikey", "secret", "passw", "_token", "-token"),
+    "userinfo": ("://",),
+    "webhook": ("hooks.slack.com",),
+    "header": ("authorization", "api-key", "cookie", "auth-token", "security-token", "private-t"),
+    "bearer": ("bearer", "basic", "token"),
+    "api-key": (
+        "sk-", "sk_", "rk_", "aiza", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
+        "github_pat_", "xox", "glpat-", "hf_", "ya29.", "hvs.", "hvb.", "hvr.", "npm_",
+    ),
+    "jwt": ("eyj",),
+    "secret-field": (
+        "pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session",
+    ),
+    "secret-value": (
+        "pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session",
+    ),
 }
+_KEEPS_PREFIX = {"header": 2, "bearer": 1, "secret-field": 2, "secret-value": 2}
 
 
 def _replacement(kind: str):
+    groups = _KEEPS_PREFIX.get(kind, 0)
+
     def replace(match: re.Match[str]) -> str:
-        if kind == "header":
-            prefix = match.group(1) + match.group(2)
-        elif kind == "bearer":
-            prefix = match.group(1) + " "
+        if kind == "userinfo":
+            return f"{match.group(1)}[redacted:{kind}]{match.group(2)}"
+        prefix = "".join(match.group(i) or "" for i in range(1, groups + 1))
+        if kind == "bearer":
+            prefix += " "
         elif kind == "secret-field":
-            prefix = match.group(1) + match.group(2)
-        else:
-            prefix = ""
+            prefix += match.group("q")
         return f"{prefix}[redacted:{kind}]"
 
     return replace
@@ -128,15 +228,86 @@ def mask_text(text: str) -> str:
     for kind, pattern in SECRET_PATTERNS:
         if any(trigger in lowered for trigger in TRIGGERS[kind]):
             text = pattern.sub(REPLACEMENTS[kind], text)
+            lowered = text.lower()
     return text
 
 
-def mask_bytes(data: bytes) -> bytes:
+def mask_bytes(data: bytes, *, force: bool = False) -> bytes:
     """`mask_text` over raw bytes (latin-1 keeps every byte), for the current request's
     policy: binary bodies shown as hex are masked before they are encoded."""
-    if policy.get() == OPEN:
+    if policy.get() == OPEN and not force:
         return data
     return mask_text(data.decode("latin-1")).encode("latin-1")
+
+
+# --- one value, one row, one tree -----------------------------------------------------------
+
+
+def redact_cell(column: str | None, value: Any) -> Any:
+    """One value as an actor without `view_secrets` may see it (call only for such actors)."""
+    if value is None:
+        return None
+    name = (column or "").lower()
+    if name in CARRIER_COLUMNS:
+        return HIDDEN
+    if name in FREE_TEXT_COLUMNS and hide_free_text.get():
+        return HIDDEN
+    if isinstance(value, str):
+        masked = mask_text(value)
+        return masked if type(value) is str or masked == value else type(value)(masked)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return mask_bytes(bytes(value), force=True)
+    return value
+
+
+def _carrier(name: str, parent: dict) -> bool:
+    """A carrier field of a plugin page's data. `query` and `headers` are also ordinary words
+    in page data (a search query); they are carriers inside a ledger row."""
+    name = name.lower()
+    if name not in CARRIER_COLUMNS:
+        return False
+    return name not in ("query", "headers") or bool({"domain", "method", "path"} & parent.keys())
+
+
+def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -> Any:
+    """A plugin page's data (dicts, lists, values) with `redact_cell` applied by field name;
+    OTLP attributes ({"key": name, "value": {...}}) are redacted by their `key`."""
+    if isinstance(data, dict):
+        if "key" in data and "value" in data and isinstance(data["key"], str):
+            name = data["key"]
+            if name.lower() in CARRIER_COLUMNS or (
+                name in FREE_TEXT_FIELDS and hide_free_text.get()
+            ):
+                return {**data, "value": {"stringValue": HIDDEN}}
+        if hide_free_text.get() and data.get("kind") in ("json", "sse", "text", "hex"):
+            return {
+                **{k: v for k, v in data.items() if k not in ("text", "events", "hex")},
+                "kind": "text",
+                "text": HIDDEN,
+            }
+        return {
+            k: redact_tree(v, k if isinstance(k, str) else None, data) for k, v in data.items()
+        }
+    if isinstance(data, (list, tuple)):
+        return [redact_tree(item, key, parent) for item in data]
+    name = (key or "").lower()
+    if data is None:
+        return None
+    if _carrier(name, parent or {}):
+        return HIDDEN
+    if hide_free_text.get() and name in FREE_TEXT_FIELDS and isinstance(data, (str, bytes)):
+        return HIDDEN
+    return redact_cell(None, data)
+
+
+def _redacting_row_factory(cursor: sqlite3.Cursor, row: tuple) -> sqlite3.Row:
+    names = [column[0] for column in cursor.description or ()]
+    return sqlite3.Row(
+        cursor, tuple(redact_cell(names[i] if i < len(names) else None, v) for i, v in enumerate(row))
+    )
+
+
+# --- the SQLite layer ------------------------------------------------------------------------
 
 
 def _authorizer(hidden: frozenset[str]):
@@ -149,10 +320,11 @@ def _authorizer(hidden: frozenset[str]):
 
 
 AUTHORIZERS = {
-    HIDE: _authorizer(SECRET_COLUMNS),
+    # Datasette's own SQL: values are redacted by the row factory, by column name.
+    HIDE: _authorizer(frozenset()),
     HIDE_SQL: _authorizer(ALL_SECRET_COLUMNS),
     # Not None: setting *an* authorizer makes SQLite re-prepare cached statements, so a
-    # statement prepared under HIDE cannot serve an actor who may see its columns.
+    # statement prepared under HIDE_SQL cannot serve an actor who may see its columns.
     OPEN: _authorizer(frozenset()),
 }
 
@@ -162,10 +334,12 @@ def apply_policy(conn: sqlite3.Connection, installed: str | None) -> str:
 
     `installed` is what the connection enforces already (None for a fresh connection, which
     enforces nothing). Re-installing an authorizer expires every prepared statement, so it
-    is done only when the policy changes."""
+    is done only when the policy changes. Rows are redacted (the row factory) on Datasette's
+    routes; plugin pages (MASK) read raw values and redact what they show (`redact_tree`)."""
     wanted = policy.get()
     if wanted == MASK:
-        wanted = OPEN  # plugin pages mask their output; their own SQL needs no authorizer
+        wanted = OPEN  # plugin pages redact their output; their own SQL needs no authorizer
+    conn.row_factory = _redacting_row_factory if wanted in (HIDE, HIDE_SQL) else sqlite3.Row
     if wanted == installed or (installed is None and wanted == OPEN):
         return installed if installed is not None else OPEN
     conn.set_authorizer(AUTHORIZERS.get(wanted, AUTHORIZERS[OPEN]))

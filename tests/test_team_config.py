@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 import yaml
 
+from datasette_capsem.redaction import HIDDEN
 from tests.helpers import make_datasette
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -67,5 +68,7 @@ async def test_only_the_named_operator_sees_unmasked_credentials(capsem_home, ma
     table = f"/{sid}/net_events.json?_shape=array&_size=5"
     alice = (await datasette.client.get(table, headers=as_user("alice"))).json()
     admin = (await datasette.client.get(table, headers=as_user("capsem-admin"))).json()
-    assert all(row["request_headers"] is None for row in alice)  # secret-bearing: hidden
-    assert any(row["request_headers"] for row in admin)
+    # A credential carrier: hidden whole, visibly (never a blank that looks like missing data).
+    assert {row["request_headers"] for row in alice} <= {HIDDEN, None}
+    assert any(row["request_headers"] == HIDDEN for row in alice)
+    assert any(row["request_headers"] not in (None, HIDDEN) for row in admin)

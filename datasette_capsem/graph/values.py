@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from datasette_capsem import redaction
+
 CLIP_CHARS = 400
 EVENT_ID_RE = re.compile(r"^[0-9a-f]{12}$")
 PLACEHOLDER_EVENT_ID = "000000000000"  # tool_calls.event_id default of migrated files
@@ -24,6 +26,8 @@ MAX_MAGNITUDE = 1e15
 def clip(value: Any, limit: int = CLIP_CHARS) -> Any:
     """A JSON-safe, bounded version of one cell: long text cut, bytes shown as hex."""
     if isinstance(value, bytes):
+        # Decoded and masked before the hex dump: hex hides a credential from the masker.
+        value = redaction.mask_bytes(value[: limit // 2 + 4096])[: limit // 2] + value[limit // 2 :]
         shown = value[: limit // 2].hex()
         more = "…" if len(value) > limit // 2 else ""
         return f"0x{shown}{more}"

@@ -23,6 +23,9 @@ def classify(request, exception: BaseException) -> tuple[int, str, str] | None:
         value = request.args.get("_timelimit")
         if value is not None and not value.lstrip("-").isdigit():
             return 400, "Bad parameter", "_timelimit must be a whole number of milliseconds"
+    if isinstance(exception, DatasetteError) and str(exception).startswith("Invalid _through"):
+        return 400, "Bad parameter", f"{exception}: _through names a table whose foreign key "
+        "points at this one"
     if isinstance(exception, DatasetteError) and str(exception).startswith("Cannot sort"):
         return 400, "Bad parameter", f"{exception}: _sort and _sort_desc take a column name"
     return None

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from importlib import resources
 
 from datasette.utils import tilde_decode
-from datasette.utils.asgi import Request
+from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import permissions, redaction
 from datasette_capsem.mount.mounter import MAIN_DATABASE
@@ -27,12 +28,20 @@ PLUGIN_PAGE_PREFIX = "/-/capsem"
 SESSION_PAGE_PREFIX = "/-/capsem/sessions/"
 
 
-def _inline_script_hashes() -> str:
-    """CSP hashes of the inline scripts Datasette's base template itself emits."""
-    template = resources.files("datasette").joinpath("templates", "_close_open_menus.html")
-    script = template.read_text().split("<script>", 1)[1].rsplit("</script>", 1)[0]
+def _csp_hash(script: str) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     return f"'sha256-{digest}'"
+
+
+def _inline_script_hashes() -> str:
+    """CSP hashes of the fixed inline scripts Datasette's own templates emit (menus, the SQL
+    editor, the table page's facet flag); no other inline script runs on any page."""
+    scripts = []
+    for name in ("_close_open_menus.html", "_codemirror_foot.html"):
+        template = resources.files("datasette").joinpath("templates", name)
+        scripts.append(template.read_text().split("<script>", 1)[1].rsplit("</script>", 1)[0])
+    scripts += [f"DATASETTE_ALLOW_FACET = {flag};" for flag in ("true", "false")]
+    return " ".join(_csp_hash(script) for script in scripts)
 
 
 CONTENT_SECURITY_POLICY = (
@@ -91,7 +100,14 @@ async def _problem_response(datasette, path: str, request, actor):
         return None
     session = state.catalog.session_for_database(name)
     if session is None:
-        near = render.session_links(datasette, state.catalog.near_matches(name))
+        near = [
+            s
+            for s in state.catalog.near_matches(name)
+            if await permissions.can_view_database(
+                datasette, actor, state.catalog.database_name(s)
+            )
+        ]
+        near = render.session_links(datasette, near)
         return await render.error(
             datasette,
             request,
@@ -109,18 +125,65 @@ async def _problem_response(datasette, path: str, request, actor):
     return None
 
 
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
 def _with_security_headers(send, path: str):
+    """Every response of every route: no sniffing, no framing, no referrer to other sites;
+    every HTML response (Datasette's own pages and error pages too): the CSP."""
+
     async def wrapped(message):
         if message["type"] == "http.response.start":
-            headers = list(message.get("headers") or [])
-            headers.append((b"x-content-type-options", b"nosniff"))
-            if is_plugin_page(path):
+            headers = [
+                (k, v)
+                for k, v in message.get("headers") or []
+                if k.lower() not in (b"x-content-type-options", b"x-frame-options")
+            ]
+            headers += SECURITY_HEADERS
+            if not any(k.lower() == b"content-security-policy" for k, _v in headers):
                 headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
-                headers.append((b"referrer-policy", b"same-origin"))
             message = {**message, "headers": headers}
         await send(message)
 
     return wrapped
+
+
+# --- refused before anything is looked up -------------------------------------------------------
+
+MAX_QUERY_STRING_BYTES = 8192
+MAX_QUERY_PARAMETERS = 64
+READ_METHODS = ("GET", "HEAD")
+
+
+def _plain(status: int, message: str, extra: tuple = ()) -> Response:
+    return Response.text(message + "\n", status=status, headers=dict(extra))
+
+
+def cheap_refusal(datasette, scope) -> Response | None:
+    """A response for a request refused on its shape alone (no parsing of its parameters, no
+    lookup, no permission check): cheap enough for a flood."""
+    query = scope.get("query_string") or b""
+    if len(query) > MAX_QUERY_STRING_BYTES:
+        return _plain(414, f"Query string too long: at most {MAX_QUERY_STRING_BYTES} bytes.")
+    if query.count(b"&") + query.count(b";") + 1 > MAX_QUERY_PARAMETERS:
+        return _plain(400, f"Too many query parameters: at most {MAX_QUERY_PARAMETERS}.")
+    if scope.get("method", "GET") not in READ_METHODS:
+        return _plain(
+            405, "Method not allowed: this instance is read-only.", ((("allow", "GET, HEAD")),)
+        )
+    header = get_state(datasette).settings.trusted_actor_header
+    if header:
+        name = header.lower().encode("latin-1")
+        if sum(1 for key, _value in scope.get("headers") or [] if key.lower() == name) > 1:
+            return _plain(
+                400,
+                f"The {header} header appears more than once; the proxy must overwrite it.",
+            )
+    return None
 
 
 def _refusal(path: str, scope, receive) -> tuple[str, str] | None:
@@ -144,15 +207,74 @@ def _refusal(path: str, scope, receive) -> tuple[str, str] | None:
     return None
 
 
+PUBLIC_METADATA = (
+    "title",
+    "description",
+    "description_html",
+    "license",
+    "license_url",
+    "source",
+    "source_url",
+    "about",
+    "about_url",
+)
+
+
+async def _public_metadata(datasette, request) -> Response:
+    """/-/metadata for an actor who is not an operator: what the instance is, not how it is
+    configured (no allow lists, no trusted header, no plugin settings)."""
+    metadata = datasette.metadata() or {}
+    public = {key: metadata[key] for key in PUBLIC_METADATA if key in metadata}
+    if request.path.endswith(".json"):
+        return Response.json(public)
+    html = await datasette.render_template(
+        "show_json.html",
+        {"filename": "metadata.json", "data": public, "data_json": json.dumps(public, indent=4)},
+        request=request,
+    )
+    return Response.html(html)
+
+
+async def _plugin_page_refusal(datasette, path: str, request, actor) -> Response | None:
+    """Plugin pages: the instance permission, and a session's database permission, are checked
+    before any lookup, suggestion or redirect; a refused actor learns nothing."""
+    if not is_plugin_page(path):
+        return None
+    if not await permissions.can_view_instance(datasette, actor):
+        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+    return None
+
+
 async def _handle(app, datasette, path: str, scope, receive, send, actor) -> None:
     guarded_send = _with_security_headers(send, path)
-    refusal = _refusal(path, scope, receive)
-    if refusal:
-        response = await render.error(datasette, _request(scope, receive), 403, *refusal)
+    request = _request(scope, receive)
+    response = await _plugin_page_refusal(datasette, path, request, actor)
+    if response is None:
+        refusal = _refusal(path, scope, receive)
+        if refusal:
+            response = await render.error(datasette, request, 403, *refusal)
+    if response is None and not is_plugin_page(path):
+        problem = secrets_guard.core_parameter_problem(path, request.args)
+        if problem:
+            response = await render.error(datasette, request, 400, "Bad parameter", problem)
+    operator = redaction.policy.get() == redaction.OPEN
+    if response is None and not operator and path.rstrip("/") in ("/-/metadata", "/-/metadata.json"):
+        if await permissions.can_view_instance(datasette, actor):
+            response = await _public_metadata(datasette, request)
+        else:
+            response = await render.error(
+                datasette, request, 403, "Forbidden", "You may not view this."
+            )
+    mask = not operator
+    paths = None if operator else secrets_guard.private_paths(datasette)
+    csv = path.endswith(".csv") or "_format=csv" in (scope.get("query_string") or b"").decode(
+        "latin-1"
+    )
+    if (mask or csv) and scope.get("method") != "HEAD":
+        guarded_send = secrets_guard.masking_send(guarded_send, path, mask=mask, paths=paths)
+    if response is not None:
         return await response.asgi_send(guarded_send)
-    if redaction.policy.get() != redaction.OPEN and scope.get("method") != "HEAD":
-        guarded_send = secrets_guard.masking_send(guarded_send, path)
-    response = await _problem_response(datasette, path, _request(scope, receive), actor)
+    response = await _problem_response(datasette, path, request, actor)
     if response is not None:
         return await response.asgi_send(guarded_send)
     return await app(scope, receive, guarded_send)
@@ -178,11 +300,17 @@ def wrap(app, datasette):
         # Error pages render templates; without ASGI lifespan nothing else has started yet.
         await datasette.invoke_startup()
         path = route_path(datasette, scope)
+        refused = cheap_refusal(datasette, scope)
+        if refused is not None:
+            return await refused.asgi_send(_with_security_headers(send, path))
         actor = await secrets_guard.request_actor(datasette, scope, receive)
         policy = await secrets_guard.request_policy(
             datasette, actor, scope, receive, is_plugin_page(path)
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
+        hide = redaction.hide_free_text.set(
+            policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
+        )
         mounter = get_state(datasette).mounter
         pinned = pinned_database(datasette, path)
         if pinned:
@@ -192,6 +320,7 @@ def wrap(app, datasette):
         finally:
             if pinned:
                 mounter.unpin(pinned)
+            redaction.hide_free_text.reset(hide)
             redaction.policy.reset(token)
 
     return capsem_asgi

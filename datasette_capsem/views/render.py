@@ -7,6 +7,7 @@ from urllib.parse import quote
 
 from datasette.utils.asgi import Response
 
+from datasette_capsem import redaction
 from datasette_capsem.graph.values import json_dumps
 
 TEMPLATE_DIR = "capsem"
@@ -23,12 +24,21 @@ def json_response(
     a ledger) becomes null, and json's C encoder (only used without indent) keeps a
     megabyte-sized graph.json or a 1,000-session list fast."""
     headers = dict(headers or {})
+    data = redacted(data)
     if filename:
         headers["content-disposition"] = f'inline; filename="{filename}"'
     body = json_dumps(data, separators=(",", ":"))
     return Response(
         body, status=status, headers=headers, content_type="application/json; charset=utf-8"
     )
+
+
+def redacted(data: Any) -> Any:
+    """What an actor without `view_secrets` may see of a page's data (redaction.py's policy:
+    carriers hidden whole, free text masked, bytes decoded and masked)."""
+    if redaction.policy.get() == redaction.OPEN:
+        return data
+    return redaction.redact_tree(data)
 
 
 async def page(
@@ -43,6 +53,7 @@ async def page(
     """The JSON form (`data`, else `context`) or the HTML form of one page."""
     if wants_json(request):
         return json_response(context if data is None else data, status=status)
+    context = redacted(context)
     html = await datasette.render_template(f"{TEMPLATE_DIR}/{template}", context, request=request)
     return Response.html(html, status=status)
 

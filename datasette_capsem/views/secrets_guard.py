@@ -6,10 +6,16 @@ JSON, CSV, canned queries and plugin pages) in one place.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
+
 from datasette.utils import await_me_maybe
 from datasette.utils.asgi import Request
 
 from datasette_capsem import permissions, redaction
+from datasette_capsem.config import PLUGIN_NAME
 
 TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
 UNMASKED_PREFIXES = ("/-/static/", "/-/static-plugins/")
@@ -35,6 +41,12 @@ SQL_PARAMETERS = ("sql", "_where")
 COLUMN_VALUE_PARAMETERS = ("_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date")
 
 
+def hides_free_text(datasette) -> bool:
+    """The operator setting `hide_free_text: true`: free text is hidden whole, not masked."""
+    value = (datasette.plugin_config(PLUGIN_NAME) or {}).get("hide_free_text", False)
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "yes", "1"))
+
+
 async def request_policy(datasette, actor, scope, receive, plugin_page: bool) -> str:
     if await permissions.can_view_secrets(datasette, actor):
         return redaction.OPEN
@@ -45,16 +57,132 @@ async def request_policy(datasette, actor, scope, receive, plugin_page: bool) ->
     return redaction.HIDE_SQL if any(p in params for p in SQL_PARAMETERS) else redaction.HIDE
 
 
+def _facet_column(value: str) -> str:
+    """The column of a `_facet` value, also in its JSON syntax (`{"simple": "query"}`)."""
+    if value.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, dict):
+            return " ".join(str(v) for v in parsed.values())
+    return value
+
+
+def _through_column(value: str) -> str:
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return ""
+    return str(parsed.get("column", "")) if isinstance(parsed, dict) else ""
+
+
 def secret_column_probe(scope, receive) -> str | None:
     """A secret-bearing column the request filters, sorts or facets on, if any: a filter is a
-    yes/no oracle on the value even when the value itself reads as NULL."""
+    yes/no oracle on the value even when the value itself reads as masked or NULL."""
     args = Request(scope, receive).args
     for key in args:
-        candidates = args.getlist(key) if key in COLUMN_VALUE_PARAMETERS else [key.split("__")[0]]
+        if key in COLUMN_VALUE_PARAMETERS:
+            candidates = []
+            for value in args.getlist(key):
+                candidates += _facet_column(value).split()
+        elif key == "_through":
+            candidates = [_through_column(v) for v in args.getlist(key)]
+        elif key.startswith("_search_"):
+            candidates = [key[len("_search_") :]]
+        else:
+            candidates = [key.split("__")[0]]
         for column in candidates:
-            if column.lower() in redaction.ALL_SECRET_COLUMNS:
+            if column.strip().lower().strip("[]\"") in redaction.ALL_SECRET_COLUMNS:
                 return column
     return None
+
+
+# --- bad input Datasette 0.65 answers with a 500 -----------------------------------------------
+
+
+def core_parameter_problem(path: str, args) -> str | None:
+    """Why a core Datasette request's parameters cannot be answered, or None (checked before
+    Datasette sees them: each of these is a 500 and a traceback in 0.65)."""
+    if "_sort" in args and "_sort_desc" in args:
+        return "_sort and _sort_desc cannot be combined: sort by one column"
+    for value in args.getlist("_facet"):
+        if value.lstrip().startswith("{"):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                return "_facet in JSON form must be an object like {\"simple\": \"column\"}"
+            if not (
+                isinstance(parsed, dict)
+                and len(parsed) == 1
+                and set(parsed) <= {"simple", "array", "date"}
+                and all(isinstance(v, str) and v for v in parsed.values())
+            ):
+                return "_facet in JSON form must be an object like {\"simple\": \"column\"}"
+    for value in args.getlist("_through"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not (
+            isinstance(parsed, dict)
+            and all(isinstance(parsed.get(k), str) for k in ("table", "column"))
+            and isinstance(parsed.get("value"), (str, int, float))
+        ):
+            return "_through must be a JSON object with table, column and value"
+    segments = path.strip("/").split("/")
+    if len(segments) == 1 and "sql" not in args:
+        if segments[0].endswith(".csv"):
+            return "A database has no CSV form: ask for a table's CSV, or pass ?sql="
+        if segments[0].endswith(".json") and args.get("_shape") not in (None, "objects"):
+            return "A database's JSON has no _shape: ask for a table's JSON, or pass ?sql="
+    return None
+
+
+# --- what goes out -------------------------------------------------------------------------------
+
+CSV_FORMULA = re.compile(r"^[=+\-@\t\r]")
+CSV_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def neutralise_csv(text: str) -> str:
+    """Cells a spreadsheet would run as a formula (=, +, -, @ first) get a leading quote;
+    plain numbers (-1.5) are left as they are."""
+    if not any(c in text for c in "=+-@\t\r"):
+        return text
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    for row in csv.reader(io.StringIO(text, newline="")):
+        writer.writerow(
+            "'" + cell if CSV_FORMULA.match(cell) and not CSV_NUMBER.match(cell) else cell
+            for cell in row
+        )
+    return out.getvalue()
+
+
+def private_paths(datasette) -> list[tuple[str, str]]:
+    """(absolute path, placeholder) of the Capsem home, run dir and cache, longest first."""
+    from datasette_capsem.state import get_state
+
+    settings = get_state(datasette).settings
+    pairs = []
+    for path, label in (
+        (settings.cache_dir, "[cache]"),
+        (settings.cache_dir.parent, "[cache]"),
+        (settings.run_dir, "[capsem run dir]"),
+        (settings.capsem_home, "[capsem home]"),
+    ):
+        for form in {str(path), str(path.resolve())}:
+            if len(form) > 1:
+                pairs.append((form, label))
+    return sorted(pairs, key=lambda pair: -len(pair[0]))
+
+
+def scrub_paths(text: str, pairs: list[tuple[str, str]]) -> str:
+    for path, label in pairs:
+        if path in text:
+            text = text.replace(path, label)
+    return text
 
 
 def refuses_raw(path: str) -> bool:
@@ -68,8 +196,16 @@ def _is_text(headers: list[tuple[bytes, bytes]]) -> bool:
     return False
 
 
-def masking_send(send, path: str):
-    """Buffer a text response, mask secrets in it, and send it with a corrected length."""
+def _is_csv(path: str, headers: list[tuple[bytes, bytes]]) -> bool:
+    for name, value in headers:
+        if name.lower() == b"content-type" and value.lower().startswith(b"text/csv"):
+            return True
+    return path.split("?", 1)[0].endswith(".csv")
+
+
+def masking_send(send, path: str, *, mask: bool, paths: list[tuple[str, str]] | None):
+    """Buffer a text response and send it, with a corrected length, after: secrets masked
+    (`mask`), the private filesystem paths replaced (`paths`), CSV formulas neutralised."""
     if path.startswith(UNMASKED_PREFIXES):
         return send
     start: dict | None = None
@@ -90,7 +226,14 @@ def masking_send(send, path: str):
         chunks.append(message.get("body", b""))
         if message.get("more_body"):
             return
-        body = redaction.mask_text(b"".join(chunks).decode("utf-8", "replace")).encode("utf-8")
+        text = b"".join(chunks).decode("utf-8", "replace")
+        if mask:
+            text = redaction.mask_text(text)
+        if paths:
+            text = scrub_paths(text, paths)
+        if _is_csv(path, list(start.get("headers") or [])):
+            text = neutralise_csv(text)
+        body = text.encode("utf-8")
         headers = [(k, v) for k, v in start.get("headers") or [] if k.lower() != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         await send({**start, "headers": headers})

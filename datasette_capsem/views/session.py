@@ -86,8 +86,15 @@ def links_for(datasette, session: Session) -> Links:
     return Links(session.id, state.catalog.database_name(session), base)
 
 
-async def unknown_session(datasette, request, value: str) -> Response:
-    near = render.session_links(datasette, get_state(datasette).catalog.near_matches(value))
+async def unknown_session(datasette, request, value: str, *, suggest: bool = True) -> Response:
+    near = []
+    if suggest:  # only sessions the actor may view: a suggestion confirms an id exists
+        for session in get_state(datasette).catalog.near_matches(value):
+            if await permissions.can_view_database(
+                datasette, request.actor, links_for(datasette, session).database
+            ):
+                near.append(session)
+    near = render.session_links(datasette, near)
     return await render.error(
         datasette,
         request,
@@ -104,15 +111,16 @@ async def open_session(datasette, request, *, need_ledger: bool) -> Opened | Res
     problem = bad_value(value, "session id")
     if problem:
         return await render.error(datasette, request, 400, "Bad session id", problem)
+    if not await permissions.can_view_instance(datasette, request.actor):
+        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
     catalog = get_state(datasette).catalog
     session = catalog.get(value)
     if session is None:
         return await _by_name(datasette, request, value)
     opened = Opened(session, links_for(datasette, session))
     if not await permissions.can_view_database(datasette, request.actor, opened.links.database):
-        return await render.error(
-            datasette, request, 403, "Forbidden", "You may not view this session."
-        )
+        # As if it did not exist: a 403 here would confirm the id.
+        return await unknown_session(datasette, request, value, suggest=False)
     if not session.has_ledger:
         if need_ledger:
             return await render.no_ledger(datasette, request, session)
@@ -139,6 +147,9 @@ async def _by_name(datasette, request, value: str) -> Response:
     resolution = resolve_name(get_state(datasette).catalog, value)
     if resolution.id:
         session = get_state(datasette).catalog.get(resolution.id)
+        database = links_for(datasette, session).database
+        if not await permissions.can_view_database(datasette, request.actor, database):
+            return await unknown_session(datasette, request, value, suggest=False)
         return _redirect_to_id(request, datasette, session)
     if not resolution.ambiguous:
         return await unknown_session(datasette, request, value)
