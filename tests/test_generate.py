@@ -384,8 +384,12 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
             )
     add("legacy_tables", None, [])
     found.update(("legacy_tables", t, None) for t in have if t in LEGACY or t.startswith("ai_"))
-    if conn.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
+    # As a reader opens it: read-only (integrity_check then skips CHECK constraints).
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    if reader.execute("PRAGMA integrity_check").fetchone()[0] != "ok":
         found.add(("schema_not_ready", None, None))
+    reader.close()
     return found
 
 
