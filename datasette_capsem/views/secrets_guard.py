@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+import sys
 
 from datasette.utils import await_me_maybe
 from datasette.utils.asgi import Request
@@ -150,6 +151,7 @@ def neutralise_csv(text: str) -> str:
     plain numbers (-1.5) are left as they are."""
     if not any(c in text for c in "=+-@\t\r"):
         return text
+    csv.field_size_limit(sys.maxsize)  # ledger cells reach megabytes
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
     for row in csv.reader(io.StringIO(text, newline="")):
@@ -161,17 +163,17 @@ def neutralise_csv(text: str) -> str:
 
 
 def private_paths(datasette) -> list[tuple[str, str]]:
-    """(absolute path, placeholder) of the Capsem home, run dir and cache, longest first."""
+    """(absolute path, placeholder) of the Capsem home, run dir and cache, longest first: a
+    path below them keeps its relative part (`$CAPSEM_HOME/run/sessions/<id>/session.db`)."""
     from datasette_capsem.state import get_state
 
     settings = get_state(datasette).settings
     pairs = []
-    for path, label in (
-        (settings.cache_dir, "[cache]"),
-        (settings.cache_dir.parent, "[cache]"),
-        (settings.run_dir, "[capsem run dir]"),
-        (settings.capsem_home, "[capsem home]"),
-    ):
+    places = [(settings.cache_dir.parent, "$DATASETTE_CAPSEM_CACHE")]
+    if settings.capsem_home not in settings.run_dir.parents:
+        places.append((settings.run_dir, "$CAPSEM_RUN_DIR"))
+    places.append((settings.capsem_home, "$CAPSEM_HOME"))
+    for path, label in places:
         for form in {str(path), str(path.resolve())}:
             if len(form) > 1:
                 pairs.append((form, label))
