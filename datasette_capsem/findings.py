@@ -43,6 +43,10 @@ KINDS: dict[str, FindingKind] = _kinds(
     FindingKind("orphan_tool_response", E, "Tool response with no matching call in its trace"),
     FindingKind("tool_response_parent_missing", E, "Tool response whose model call does not exist"),
     FindingKind("response_before_call", E, "Tool response consumed before the call was emitted"),
+    # 2-3, 6: a provider habit of Capsem's writer, not a broken ledger (spec §4.3)
+    FindingKind(
+        "unpairable_tool_ids", INFO, "Tool calls and results Capsem could not pair for this provider"
+    ),
     # 6
     FindingKind("tool_call_without_response", W, "Tool call that never got a response"),
     # 7

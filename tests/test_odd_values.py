@@ -29,7 +29,6 @@ from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
-from datasette_capsem.graph.bodies import hash_matches
 from datasette_capsem.graph.timeparse import iso_from_ms, parse_ms, parse_ns
 from datasette_capsem.graph.values import as_float, json_dumps
 from datasette_capsem.ledger.bodies import hash_verdict
@@ -122,14 +121,17 @@ def _plant_numbers(ledger: Path, planted: Planted, traces: list[str]) -> None:
 
 
 # (plant, how the body and hash are rewritten, the verdict both sides must give)
+# Capsem's writer hashes the ORIGINAL captured bytes and stores at most 10 MiB of them
+# (writer.rs insert_event_body_blob; spec §4.4): a truncated blob cannot be verified from the
+# ledger, whatever its hash says, and is never a mismatch.
 BLOB_PLANTS = (
-    ("truncated_hash_of_original", False),
-    ("truncated_hash_of_stored", True),
-    ("upper_case_hex", True),
-    ("plain_mismatch", False),
-    ("text_body", True),
-    ("null_body_empty_hash", True),
-    ("upper_case_prefix", False),
+    ("truncated_hash_of_original", "unverifiable"),
+    ("truncated_hash_of_stored", "unverifiable"),
+    ("upper_case_hex", "verified"),
+    ("plain_mismatch", "mismatch"),
+    ("text_body", "verified"),
+    ("null_body_empty_hash", "verified"),
+    ("upper_case_prefix", "mismatch"),
 )
 
 
@@ -406,16 +408,16 @@ async def test_the_cli_export_is_strict_too(planted, tmp_path):
 
 async def test_checks_and_pages_give_the_same_hash_verdict(datasette, planted, tmp_path):
     expected = {planted.blobs[name]: verdict for name, verdict in BLOB_PLANTS}
-    mismatched = {blob_id for blob_id, ok in expected.items() if not ok}
+    mismatched = {blob_id for blob_id, verdict in expected.items() if verdict == "mismatch"}
 
-    # The integrity check (SQL function capsem_body_hash_ok).
+    # The integrity check (SQL function capsem_body_hash_verdict).
     settings = load_settings({"capsem_home": str(planted.home), "cache_dir": str(tmp_path)})
     session = Catalog(settings).get(planted.blob_session)
     conn = open_readonly(session.ledger_path, tmp_path)
     try:
         report = check_session(conn, session=session, sample_limit=1_000_000)
         rows = conn.execute(
-            "SELECT id, CAST(body AS BLOB), body_hash FROM event_body_blobs WHERE id IN "
+            "SELECT id, CAST(body AS BLOB), body_hash, truncated FROM event_body_blobs WHERE id IN "
             f"({','.join('?' * len(expected))})",
             list(expected),
         ).fetchall()
@@ -425,30 +427,33 @@ async def test_checks_and_pages_give_the_same_hash_verdict(datasette, planted, t
     assert finding.failed is None and finding.applicable
     assert set(finding.row_ids) == mismatched
 
-    # The shared function itself, and its old name on the graph side.
-    for blob_id, data, body_hash in rows:
-        assert hash_verdict(data, body_hash) is expected[blob_id], blob_id
-        assert hash_matches(data, body_hash) is expected[blob_id], blob_id
+    # The shared function itself.
+    for blob_id, data, body_hash, truncated in rows:
+        assert hash_verdict(data, body_hash, truncated) == expected[blob_id], blob_id
 
     # The trace graph: each planted blob node carries the verdict; mismatches are findings.
     graph = await get_strict(
         datasette, trace_url(planted.blob_session, planted.blob_trace, "/graph.json")
     )
-    for blob_id, ok in expected.items():
-        assert node_of(graph, "event_body_blobs", blob_id)["hash_ok"] is ok, blob_id
+    for blob_id, verdict in expected.items():
+        assert node_of(graph, "event_body_blobs", blob_id)["hash_verdict"] == verdict, blob_id
     flagged = next((f for f in graph["findings"] if f["kind"] == "blob_hash_mismatch"), None)
     assert flagged is not None
     assert set(flagged["nodes"]) == {f"event_body_blobs:{b}" for b in mismatched}
 
     # The event page and the body page.
-    for blob_id, ok in expected.items():
+    for blob_id, verdict in expected.items():
         event_id = planted.blob_events[blob_id]
         event = await get_strict(datasette, event_url(planted.blob_session, event_id, ".json"))
-        assert next(b for b in event["bodies"] if b["id"] == blob_id)["hash_ok"] is ok, blob_id
+        shown = next(b for b in event["bodies"] if b["id"] == blob_id)
+        assert shown["hash_verdict"] == verdict, blob_id
         body = await get_strict(
             datasette, event_url(planted.blob_session, event_id, f"/bodies/{blob_id}.json")
         )
-        assert body["hash_ok"] is ok, blob_id
+        assert body["hash_verdict"] == verdict, blob_id
+        if verdict == "unverifiable":
+            original = body["original_bytes"]
+            assert body["hash_note"] == f"unverifiable (the hash covers all {original} original bytes)"
 
     # The check page says the same.
     check = await get_strict(datasette, f"/-/capsem/sessions/{planted.blob_session}/check.json")

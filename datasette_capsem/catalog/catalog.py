@@ -121,7 +121,7 @@ class Catalog:
         """Look again for a ledger in a session's dir: a session.db created after the last
         scan changes no mtime the catalog watches (only the dir's own)."""
         if session.ledger_path is None and session.dir_path is not None:
-            session.ledger_path, session.wal_present = discover.ledger_in(session.dir_path)
+            session.ledger_path, session.writer_wal = discover.ledger_in(session.dir_path)
         return session
 
     def database_name(self, session: Session) -> str:
@@ -220,7 +220,7 @@ class Catalog:
                 kind=found_dir.kind,
                 ledger_path=found_dir.ledger_path,
                 dir_path=found_dir.path,
-                wal_present=found_dir.wal_present,
+                writer_wal=found_dir.writer_wal,
                 created_at=discover.legacy_id_time(found_dir.id) or found_dir.failed_at,
             )
             if entry:

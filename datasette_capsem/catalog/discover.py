@@ -24,7 +24,7 @@ class SessionDir:
     kind: str
     path: Path
     ledger_path: Path | None
-    wal_present: bool
+    writer_wal: bool
     failed_at: str | None = None
 
 
@@ -49,11 +49,22 @@ def legacy_id_time(value: str) -> str | None:
 
 
 def ledger_in(directory: Path) -> tuple[Path | None, bool]:
+    """The ledger file of a session dir, and whether a writer's WAL is beside it."""
     for name in ("session.db", "session.db.gz"):
         candidate = directory / name
         if candidate.is_file() or (candidate.exists() and not candidate.is_dir()):
-            return candidate, os.path.exists(directory / "session.db-wal")
+            return candidate, writer_wal(directory / "session.db-wal")
     return None, False
+
+
+def writer_wal(wal: Path) -> bool:
+    """A non-empty `-wal`: rows a writer committed may be only there (spec §4.7). An empty one
+    (with a 32 KiB `-shm`) is what any `mode=ro` reader leaves beside a finished ledger,
+    Capsem's own scripts included: not a writer."""
+    try:
+        return wal.stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _subdirs(parent: Path) -> list[Path]:

@@ -51,7 +51,7 @@ class Session:
     dir_path: Path | None = None
     main_row: MainRow | None = None
     registry_entry: dict[str, Any] | None = None
-    wal_present: bool = False
+    writer_wal: bool = False  # a non-empty -wal beside the ledger (discover.writer_wal)
     same_vm_as: str | None = None  # the other id of a persistent VM known under two ids
     problems: list[str] = field(default_factory=list)
 
@@ -61,7 +61,8 @@ class Session:
 
     @property
     def live(self) -> bool:
-        return self.wal_present or self.status == "running"
+        """A writer may still add rows: a non-empty -wal, or main.db says running (spec §4.7)."""
+        return self.writer_wal or self.status == "running"
 
     @property
     def display_name(self) -> str | None:

@@ -41,19 +41,17 @@ def blake3_hex(value: Any) -> str | None:
     return blake3.blake3(data).hexdigest()
 
 
-def body_hash_ok(body: Any, body_hash: Any) -> int:
-    """capsem_body_hash_ok(body, body_hash) for SQL: 1 when the hash names the stored bytes.
-
-    The very function the trace graph and event pages use (`ledger.bodies.hash_verdict`), so
-    the blob_hash_mismatch check and the pages always give the same verdict.
-    """
-    return int(hash_verdict(body, body_hash))
+def body_hash_verdict(body: Any, body_hash: Any, truncated: Any) -> str:
+    """capsem_body_hash_verdict(body, body_hash, truncated) for SQL: verified, mismatch or
+    unverifiable. The very function the trace graph and the event and body pages use
+    (`ledger.bodies.hash_verdict`), so the check and the pages always give the same verdict."""
+    return hash_verdict(body, body_hash, truncated)
 
 
 def prepare_connection(conn: sqlite3.Connection) -> None:
     """SQL functions checks may use. Registering a function never writes to the file."""
     conn.create_function("capsem_blake3", 1, blake3_hex, deterministic=True)
-    conn.create_function("capsem_body_hash_ok", 2, body_hash_ok, deterministic=True)
+    conn.create_function("capsem_body_hash_verdict", 3, body_hash_verdict, deterministic=True)
 
 
 def database_name_for(session: Any) -> str | None:

@@ -137,7 +137,8 @@ class RollupCheck(Check):
         "Here the row disagrees with the ledger, so main.db dashboards are wrong for this session. "
         "A persistent VM resumed since its last stop is expected to be ahead of its row. Columns "
         "a row's writer never filled are not compared: total_mcp_calls (not written since "
-        "2026-06-24), and tokens, cost and tool calls of capsem run rows before 2026-06-26."
+        "2026-06-24), and tokens, cost, tool calls, exec and audit counts of capsem run rows "
+        "stopped before 2026-06-27."
     )
 
     def run(self, ctx: CheckContext) -> list[Finding]:

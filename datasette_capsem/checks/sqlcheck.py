@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from datasette_capsem.checks.model import Check, CheckContext, Finding
+from datasette_capsem.ledger.dialect import render_optional_columns
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
 
@@ -35,6 +36,7 @@ class SqlVariant:
     query: str | None = None  # name of a canned query whose SQL is the check
     requires: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     note: str | None = None
+    aliases: Mapping[str, str] = field(default_factory=dict)  # for `{opt:alias.column}`
 
     def requirements(self, table: str | None) -> dict[str, tuple[str, ...]]:
         return {
@@ -104,7 +106,7 @@ class SqlCheck(Check):
 
             spec = spec_for(variant.query, schema)
             return spec.render(schema) if spec else None
-        sql = variant.sql or ""
+        sql = render_optional_columns(variant.sql or "", variant.aliases, schema)
         return sql.replace(TABLE_MARKER, table) if table else sql
 
     def _execute(self, ctx: CheckContext, table: str | None, variant: SqlVariant, sql: str):
@@ -159,7 +161,8 @@ def _variant_from(package: str, stem: str, raw: Mapping[str, Any]) -> SqlVariant
     query = raw.get("query")
     sql = None if query else load_sql(package, raw.get("sql") or stem)
     requires = {table: tuple(columns) for table, columns in (raw.get("requires") or {}).items()}
-    return SqlVariant(sql=sql, query=query, requires=requires, note=raw.get("note"))
+    aliases = dict(raw.get("aliases") or {})
+    return SqlVariant(sql=sql, query=query, requires=requires, note=raw.get("note"), aliases=aliases)
 
 
 def check_from_document(package: str, stem: str, document: Mapping[str, Any]) -> SqlCheck:

@@ -13,16 +13,19 @@ import json
 from typing import Any
 
 from datasette_capsem import redaction
-from datasette_capsem.ledger.bodies import hash_verdict
+from datasette_capsem.ledger.bodies import hash_note, hash_verdict
 
 DISPLAY_BYTES = 256 * 1024  # decoded for the page; the rest is behind a raw download
 HEX_BYTES = 4096  # binary bodies: hex dump of the first bytes only
 MAX_SSE_EVENTS = 500
 
 
-def hash_matches(data: Any, expected: Any) -> bool:
-    """Does the blake3 of the stored bytes equal `body_hash`? (`hash_verdict`, by its old name.)"""
-    return hash_verdict(data, expected)
+def blob_verdict(meta: dict[str, Any], data: Any | None) -> str | None:
+    """The hash verdict of a blob row, or None when its bytes were not read (a truncated
+    blob is unverifiable without reading them)."""
+    if data is None and not meta.get("truncated"):
+        return None
+    return hash_verdict(data, meta.get("body_hash"), meta.get("truncated"))
 
 
 def _media_type(content_type: Any) -> str:
@@ -148,6 +151,7 @@ def body_summary(meta: dict[str, Any], data: Any | None) -> dict[str, Any]:
         "truncated": bool(meta.get("truncated")),
         "body_hash": meta.get("body_hash"),
         "size_ok": length == stored,
-        "hash_ok": None if data is None else hash_verdict(data, meta.get("body_hash")),
     }
+    verdict = blob_verdict(meta, data)
+    summary.update(hash_verdict=verdict, hash_note=hash_note(verdict, original))
     return summary

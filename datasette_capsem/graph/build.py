@@ -693,7 +693,7 @@ class GraphBuilder:
                 href=self.links.body(event_id, row["id"])
                 if usable_event_id(event_id)
                 else self.links.row("event_body_blobs", row.get("id")),
-                hash_ok=self.rows.body_hash_ok.get(row["id"]),
+                hash_verdict=self.rows.body_hash.get(row["id"]),
             )
             node["t"] = self.nodes[parents[0]]["t"] if parents else None
             for parent in parents:

@@ -15,6 +15,7 @@ from typing import Any
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
+from datasette_capsem.ledger.bodies import UNVERIFIABLE, hash_verdict
 from datasette_capsem.ledger.schema import LedgerSchema
 
 MODEL_CALL_COLUMNS = (
@@ -135,7 +136,7 @@ class TraceRows:
     present_exec_ids: set[int] = field(default_factory=set)
     # event id -> how many rows of any primary table carry it (only ids this trace uses).
     event_id_uses: dict[str, int] = field(default_factory=dict)
-    body_hash_ok: dict[int, bool] = field(default_factory=dict)  # blob id -> hash matches
+    body_hash: dict[int, str] = field(default_factory=dict)  # blob id -> ledger.bodies verdict
 
     @property
     def empty(self) -> bool:
@@ -360,10 +361,12 @@ def _load_event_id_uses(conn, rows: TraceRows) -> None:
 
 def _check_body_hashes(conn, rows: TraceRows) -> None:
     """blake3 of stored bytes vs body_hash, for as many blobs as the budget allows."""
-    from datasette_capsem.graph.bodies import hash_matches
-
     budget, chosen = HASH_BUDGET_BYTES, []
-    for body in sorted(rows.bodies, key=lambda b: b.get("body_length") or 0):
+    for body in rows.bodies:
+        if body.get("truncated"):  # the hash covers bytes the ledger does not hold
+            rows.body_hash[body["id"]] = UNVERIFIABLE
+    pending = [body for body in rows.bodies if body["id"] not in rows.body_hash]
+    for body in sorted(pending, key=lambda b: b.get("body_length") or 0):
         size = body.get("body_length") or 0
         if size > budget:
             break
@@ -372,8 +375,9 @@ def _check_body_hashes(conn, rows: TraceRows) -> None:
     if not chosen:
         return
     cursor = conn.execute(lsql.query_text("body_bytes"), {"ids": lsql.json_list(chosen)})
+    truncated = {body["id"]: body.get("truncated") for body in rows.bodies}
     for blob_id, data, expected in cursor:
-        rows.body_hash_ok[blob_id] = hash_matches(data, expected)
+        rows.body_hash[blob_id] = hash_verdict(data, expected, truncated.get(blob_id))
 
 
 def row_summary(rows: TraceRows) -> dict[str, Any]:

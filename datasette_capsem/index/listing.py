@@ -8,7 +8,8 @@ Which source a figure comes from (spec §3.5): main.db's rollup is written only 
 stops, so a running session reads 0 there and a resumed persistent VM reads its previous stop.
 Such a row is *stale* and the ledger's figures are used instead; a session without a main.db
 row uses its ledger too, and so does a column the row's writer never filled (total_mcp_calls
-after 2026-06-24; tokens, cost and tool calls of capsem run rows before 2026-06-26; NULLs).
+after 2026-06-24; tokens, cost, tool calls, exec and audit counts of capsem run rows stopped before
+2026-06-27; NULLs).
 MCP calls come from the ledger whenever there is one.
 
 A stopped session whose rollup disagrees with its ledger is flagged (spec §6.2 check 17) and
@@ -114,7 +115,7 @@ def stale_reason(
         return "running: main.db counters are written only when a session stops"
     if ledger is None:
         return None
-    if session.wal_present:
+    if session.writer_wal:
         return "the ledger has a live WAL: it is being written after main.db's rollup"
     comparison = comparison or compare(session, ledger)
     if comparison.verdict == rollup.AHEAD:

@@ -12,10 +12,11 @@ What is compared, and what is not:
   too. `running` and `terminated` rows are not.
 * `total_mcp_calls` is never compared: HEAD never writes it (removed 2026-06-24, old files keep
   the column at 0, spec §3.3), and how older writers counted MCP calls is not documented.
-* Legacy `capsem run` rows: from 1.0 until the rollup was restored on 2026-06-26, `mode='run'`
-  rows were rolled up with 0 tokens, cost and tool calls (spec §3.5); those columns are not
-  compared for such rows. A row's rollup date is its `stopped_at` (else `created_at`); a run row
-  with no readable date is treated as legacy.
+* Legacy `capsem run` rows: from 1.0 until the restored rollup first shipped in 1.3 on
+  2026-06-27, `mode='run'` rows were rolled up with 0 tokens, cost, tool calls, `exec_count` and
+  `audit_event_count` (spec §3.5; 1.2 builds still zeroed rows stopped on 06-26); those columns
+  are not compared for such rows. A row's rollup date is its `stopped_at` (else `created_at`);
+  a run row with no readable date is treated as legacy.
 * NULL in main.db means the writer never filled that column (a column a later migration added
   without a default): not compared. A figure the ledger cannot give (table absent) is not
   compared either.
@@ -49,10 +50,11 @@ ROLLUP_FIGURES: dict[str, str] = {
 }
 ROLLUP_COLUMNS = tuple(ROLLUP_FIGURES)
 
-# 1.0 until 2026-06-26: `capsem run` rows were rolled up with zeros here (spec §3.5).
+# 1.0 until 1.3 shipped (2026-06-27): `capsem run` rows were rolled up with zeros here
+# (spec §3.5: handle_run wrote 0 tokens, cost and tool calls and never touched exec/audit).
 LEGACY_RUN_ZEROED = ("total_input_tokens", "total_output_tokens", "total_estimated_cost",
-                     "total_tool_calls")  # fmt: skip
-LEGACY_RUN_UNTIL = "2026-06-26"
+                     "total_tool_calls", "exec_count", "audit_event_count")  # fmt: skip
+LEGACY_RUN_UNTIL = "2026-06-27"
 # total_mcp_calls was dropped from the DDL on 2026-06-24 and is never written since.
 MCP_COLUMN = "total_mcp_calls"
 MCP_WRITTEN_UNTIL = "2026-06-24"
@@ -125,7 +127,8 @@ def rollup_day(main_row: Mapping[str, Any]) -> str | None:
 
 
 def is_legacy_run(main_row: Mapping[str, Any]) -> bool:
-    """A `capsem run` row rolled up before 2026-06-26, with 0 tokens, cost and tool calls."""
+    """A `capsem run` row rolled up before 2026-06-27, with 0 tokens, cost, tool calls and
+    exec/audit counts."""
     if main_row.get("mode") != "run":
         return False
     day = rollup_day(main_row)
@@ -138,7 +141,7 @@ def unwritten_columns(main_row: Mapping[str, Any]) -> dict[str, str]:
     found: dict[str, str] = {}
     if is_legacy_run(main_row):
         for column in LEGACY_RUN_ZEROED:
-            found[column] = "capsem run rows before 2026-06-26 were rolled up with 0 here"
+            found[column] = "capsem run rows stopped before 2026-06-27 were rolled up with 0 here"
     if MCP_COLUMN in main_row:
         day = rollup_day(main_row)
         if day is None or day >= MCP_WRITTEN_UNTIL:

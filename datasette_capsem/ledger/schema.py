@@ -14,7 +14,7 @@ from datasette_capsem.sqlfiles import load_sql
 # Newest first: the first marker a file has names its era (dates from spec §4.5).
 ERA_MARKERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("1.5", "security_ask_events", ("turn_id",)),
-    ("1.4", "tool_calls", ("transport", "turn_id")),
+    ("1.3", "tool_calls", ("transport", "turn_id")),
     ("2026-06-24", "tool_calls", ("turn_id",)),
     ("2026-06-22", "tool_calls", ("decision",)),
     ("2026-06-15", "event_body_blobs", ()),

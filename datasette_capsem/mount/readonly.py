@@ -3,11 +3,13 @@
 SQLite's ``mode=ro`` is not enough on its own (spec §4.7): beside a WAL-mode file with no
 ``-wal``/``-shm`` it creates both. So each file gets the open mode that touches nothing:
 
-* WAL-mode file, no ``-wal`` on disk (finished session): ``immutable=1``; nothing can be
-  pending because there is no WAL to hold it.
-* ``-wal`` and ``-shm`` present (live, or unclean stop): ``mode=ro``, which reads the WAL's
-  committed frames; SQLite's reader bookkeeping in the existing ``-shm`` is the only write.
-* ``-wal`` without ``-shm``: ``mode=ro`` would create the ``-shm``, so read a snapshot copy
+* WAL-mode file with no ``-wal`` on disk, or an empty one (finished session): ``immutable=1``;
+  nothing can be pending because no WAL holds it. A 0-byte ``-wal`` with a 32 KiB ``-shm`` is
+  what any ``mode=ro`` reader leaves beside a finished ledger (Capsem's own scripts included,
+  spec §4.7): it is not a writer.
+* a non-empty ``-wal`` and its ``-shm`` (live, or unclean stop): ``mode=ro``, which reads the
+  WAL's committed frames; SQLite's reader bookkeeping in the existing ``-shm`` is the only write.
+* a non-empty ``-wal`` without ``-shm``: ``mode=ro`` would create the ``-shm``, so read a snapshot copy
   of both files from the plugin's cache instead.
 * rollback-journal file: ``mode=ro`` creates nothing.
 * legacy ``session.db.gz``: decompressed once into the cache and opened ``immutable=1``.
@@ -65,7 +67,7 @@ class FileState:
     def mode(self) -> str:
         if self.path.suffix == ".gz":
             return "gz"
-        if self.wal_size is not None:
+        if self.wal_size:  # a WAL holding frames: committed rows may be only there
             return "ro" if self.shm_exists else "snapshot"
         return "immutable" if self.wal_mode else "ro"
 
@@ -112,7 +114,7 @@ def inspect_file(path: Path) -> FileState:
     if path.suffix == ".gz":
         return FileState(path, stat.st_size, stat.st_mtime_ns, False, None, None, False)
     wal = _stat_or_none(Path(f"{path}-wal"))
-    _check_header(path, header, stat.st_size, live=wal is not None)
+    _check_header(path, header, stat.st_size, live=bool(wal and wal.st_size))
     return FileState(
         path=path,
         size=stat.st_size,

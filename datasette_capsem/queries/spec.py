@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from datasette_capsem.ledger.dialect import render_optional_columns
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
 
 DATABASE_KINDS = ("session", "main", "index")
 PARTS_MARKER = "/* parts */"
 KEY_MARKER = "__KEY__"
-OPT_RE = re.compile(r"\{opt:([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)\}")
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PARAM_RE = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -42,19 +42,6 @@ def _requirements(raw: Mapping[str, Any] | None, key: str | None = None) -> dict
     for table, columns in (raw or {}).items():
         resolved[table] = tuple(key if c == KEY_MARKER and key else c for c in columns)
     return resolved
-
-
-def render_optional_columns(sql: str, aliases: Mapping[str, str], schema: LedgerSchema) -> str:
-    """Replace each `{opt:alias.column}` by `alias.column` if the table has it, else NULL."""
-
-    def replace(match: re.Match) -> str:
-        alias, column = match.group(1), match.group(2)
-        table = aliases.get(alias)
-        if table is None:
-            raise ValueError(f"{{opt:{alias}.{column}}} uses an alias with no table declared")
-        return f'{alias}."{column}"' if schema.has(table, column) else "NULL"
-
-    return OPT_RE.sub(replace, sql)
 
 
 @dataclass(frozen=True)

@@ -62,8 +62,8 @@
         }
         var hash = document.querySelector('[data-hash-for="' + String(body.id).replace(/[^0-9]/g, "") + '"]');
         if (hash) {
-          hash.textContent = body.hash_ok ? "blake3 matches" : "blake3 does not match the stored bytes";
-          hash.className = body.hash_ok ? "capsem-ok" : "capsem-bad";
+          hash.textContent = body.hash_note;
+          hash.className = {verified: "capsem-ok", unverifiable: "capsem-note"}[body.hash_verdict] || "capsem-bad";
         }
         renderView(body.view, holder);
         holder.setAttribute("data-loaded", "1");

@@ -1,11 +1,10 @@
--- AI provider requests with no parsed model call (spec §6.2 #13): every allowed AI request
--- when model_calls is empty, else AI POSTs whose trace has no model call. The net row of a
--- model exchange carries the model call's trace_id (spec §4.4).
+-- Model API requests with no parsed model call (spec §6.2 #13): every allowed one when
+-- model_calls is empty, else POSTs whose trace has no model call. The net row of a model
+-- exchange carries the model call's trace_id (spec §4.4).
 SELECT id
 FROM net_events
 WHERE decision = 'allowed'
-  AND (domain LIKE '%.anthropic.com' OR domain LIKE '%.openai.com'
-       OR domain LIKE '%.googleapis.com')
+  AND /* include: llm_api_request */
   AND (
       NOT EXISTS (SELECT 1 FROM model_calls)
       OR (method = 'POST'

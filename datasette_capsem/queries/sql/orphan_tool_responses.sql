@@ -10,4 +10,7 @@ FROM tool_responses AS tr
 WHERE (tr.call_id, COALESCE(tr.trace_id, '')) NOT IN (
     SELECT call_id, COALESCE(trace_id, '') FROM tool_calls
 )
+  AND tr.id NOT IN (SELECT id FROM (
+      /* include: unpairable_responses */
+  ))
 ORDER BY tr.id

@@ -7,4 +7,7 @@ SELECT
     substr(tr.content_preview, 1, 200) AS content_preview
 FROM tool_responses AS tr
 WHERE tr.call_id NOT IN (SELECT call_id FROM tool_calls WHERE call_id IS NOT NULL)
+  AND tr.id NOT IN (SELECT id FROM (
+      /* include: unpairable_responses */
+  ))
 ORDER BY tr.id

@@ -1,5 +1,7 @@
 -- Tool responses consumed by a model call at or before the one that emitted the call
--- (spec §6.2 #5). One row per response; `emitted_by_model_call` is the latest emitter.
+-- (spec §6.2 #5). Gemini reuses call ids in consecutive steps (gemini_read_file_0 in every
+-- response), so a response is early only when NO call with its id in the trace came from an
+-- earlier model call: `emitted_by_model_call` is the first emitter.
 SELECT
     tr.id,
     tr.call_id,
@@ -8,7 +10,7 @@ SELECT
     calls.emitted_by_model_call
 FROM tool_responses AS tr
 JOIN (
-    SELECT call_id, COALESCE(trace_id, '') AS trace_key, MAX(model_call_id) AS emitted_by_model_call
+    SELECT call_id, COALESCE(trace_id, '') AS trace_key, MIN(model_call_id) AS emitted_by_model_call
     FROM tool_calls
     WHERE model_call_id IS NOT NULL
     GROUP BY call_id, trace_key

@@ -6,7 +6,7 @@ SELECT
     calls.emitted_by_model_call
 FROM tool_responses AS tr
 JOIN (
-    SELECT call_id, MAX(model_call_id) AS emitted_by_model_call
+    SELECT call_id, MIN(model_call_id) AS emitted_by_model_call
     FROM tool_calls
     WHERE model_call_id IS NOT NULL
     GROUP BY call_id

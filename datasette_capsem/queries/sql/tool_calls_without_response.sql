@@ -14,4 +14,7 @@ WHERE tc.origin IN ('native', 'local', 'mcp_proxy')
   AND (tc.call_id, COALESCE(tc.trace_id, '')) NOT IN (
       SELECT call_id, COALESCE(trace_id, '') FROM tool_responses
   )
+  AND tc.id NOT IN (SELECT id FROM (
+      /* include: unpairable_calls */
+  ))
 ORDER BY tc.id

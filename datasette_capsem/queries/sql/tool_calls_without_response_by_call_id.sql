@@ -8,4 +8,7 @@ SELECT
 FROM tool_calls AS tc
 WHERE tc.origin IN ('native', 'local', 'mcp_proxy')
   AND tc.call_id NOT IN (SELECT call_id FROM tool_responses WHERE call_id IS NOT NULL)
+  AND tc.id NOT IN (SELECT id FROM (
+      /* include: unpairable_calls */
+  ))
 ORDER BY tc.id
