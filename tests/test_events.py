@@ -67,7 +67,8 @@ async def test_a_model_call_event(datasette, manifest, capsem_home, cache_dir):
     assert "\n  " in pretty and json.loads(pretty)
     assert {b["id"] for b in data["bodies"]} == {b["id"] for b in blobs}
     for body in data["bodies"]:
-        assert body["hash_ok"] is True and body["size_ok"] is True and not body["deferred"]
+        assert body["hash_verdict"] == "verified" and body["size_ok"] is True
+        assert not body["deferred"]
         assert body["view"]["kind"] == "json"
         assert (
             body["body_hash"]
@@ -84,13 +85,13 @@ async def test_a_blob_whose_hash_does_not_match(datasette, manifest, capsem_home
         event_id = blob_event(conn, defect["row_id"])
     data = (await datasette.client.get(event_url(session["id"], event_id, ".json"))).json()
     body = next(b for b in data["bodies"] if b["id"] == defect["row_id"])
-    assert body["hash_ok"] is False
+    assert body["hash_verdict"] == "mismatch"
     html = (await datasette.client.get(event_url(session["id"], event_id))).text
     assert "blake3 does not match the stored bytes" in html
     alone = await datasette.client.get(
         event_url(session["id"], event_id, f"/bodies/{defect['row_id']}.json")
     )
-    assert alone.json()["hash_ok"] is False
+    assert alone.json()["hash_verdict"] == "mismatch"
 
 
 async def test_a_blob_whose_sizes_disagree(datasette, manifest, capsem_home, cache_dir):
@@ -122,7 +123,7 @@ async def test_a_huge_body_loads_lazily_and_is_cut_for_display(
     assert loaded["stored_bytes"] > bodies.DISPLAY_BYTES
     assert loaded["view"]["display_truncated"] is True
     assert loaded["view"]["display_bytes"] == bodies.DISPLAY_BYTES
-    assert loaded["hash_ok"] is True
+    assert loaded["hash_verdict"] == ("unverifiable" if loaded["truncated"] else "verified")
     page = (await datasette.client.get(deferred["page"])).text
     assert "<script>window.__pwned" not in page and "&lt;script&gt;" in page
 
@@ -242,9 +243,12 @@ async def test_decode_json_sse_text_and_binary():
 
 async def test_hash_check():
     data = b"payload"
-    assert bodies.hash_matches(data, "blake3:" + blake3.blake3(data).hexdigest())
-    assert not bodies.hash_matches(data, "blake3:" + "0" * 64)
-    assert not bodies.hash_matches(data, None)
+    good = "blake3:" + blake3.blake3(data).hexdigest()
+    assert bodies.hash_verdict(data, good, 0) == "verified"
+    assert bodies.hash_verdict(data, "blake3:" + "0" * 64, 0) == "mismatch"
+    assert bodies.hash_verdict(data, None, 0) == "mismatch"
+    # A truncated blob's hash covers the original bytes: it cannot be checked (spec §4.4).
+    assert bodies.hash_verdict(data[:3], good, 1) == "unverifiable"
 
 
 async def test_inline_limit_is_below_the_display_limit():

@@ -59,6 +59,9 @@ class Finding:
     note: str | None = None
     details: dict[str, str] = field(default_factory=dict)
     failed: str | None = None  # the check could not run (SQLite error); counts as a problem
+    # Every offending row id, not only the sample: pages restrict the report to the rows they
+    # show (`Report.row_verdicts`). Not part of the JSON report.
+    offending: tuple[Any, ...] = ()
 
     @property
     def problem(self) -> bool:
@@ -148,6 +151,47 @@ class Check(abc.ABC):
         """Findings for this check; never raise for what a file lacks: report not-applicable."""
 
 
+@dataclass(frozen=True)
+class RowVerdict:
+    """One finding on one ledger row, as a page shows it."""
+
+    kind: str
+    severity: str
+    title: str
+    check: str
+
+
+class RowVerdicts:
+    """The rule book's findings per ledger row: (table, row id) -> its verdicts.
+
+    The only source of row-level findings for the pages (trace graph, event pages, OTLP): they
+    show what the check engine decided for the rows they show, and decide nothing themselves.
+    """
+
+    def __init__(self, findings: list[Finding]):
+        self._rows: dict[tuple[str, Any], list[RowVerdict]] = {}
+        for finding in findings:
+            if not finding.applicable or not finding.table:
+                continue
+            verdict = RowVerdict(finding.kind, finding.severity, finding.title, finding.check)
+            for row_id in finding.offending:
+                found = self._rows.setdefault((finding.table, row_id), [])
+                if verdict.kind not in {v.kind for v in found}:
+                    found.append(verdict)
+
+    def of(self, table: str, row_id: Any) -> list[RowVerdict]:
+        return self._rows.get((table, row_id), [])
+
+    def has(self, table: str, row_id: Any, kind: str) -> bool:
+        return any(v.kind == kind for v in self.of(table, row_id))
+
+    def rows(self) -> dict[tuple[str, Any], list[RowVerdict]]:
+        return dict(self._rows)
+
+
+NO_VERDICTS = RowVerdicts([])
+
+
 @dataclass
 class Report:
     """The integrity report of one session: every check's finding plus file facts."""
@@ -178,6 +222,9 @@ class Report:
         if Severity.WARNING.value in severities:
             return "warning"
         return "ok"
+
+    def row_verdicts(self) -> RowVerdicts:
+        return RowVerdicts(self.findings)
 
     def severity_counts(self) -> dict[str, int]:
         counts = {s.value: 0 for s in Severity}

@@ -119,6 +119,7 @@ class SqlCheck(Check):
         sample = list(ids)[: ctx.sample_limit]
         link = self._link(ctx, table, variant, sample) if ids else None
         values: dict[str, Any] = {"table": table, "count": len(ids), "row_ids": sample}
+        values["offending"] = tuple(ids)
         values.update(link=link, note=variant.note, details=details)
         if severity:
             values["severity"] = severity

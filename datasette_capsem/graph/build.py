@@ -7,9 +7,11 @@ model call that carried it), `event_id` (row → its security rows and bodies), 
 (the HTTP row of a model exchange → its model call, by trace, method, path and time, §4.4),
 `describes` (item → the tool call or response it records) and `spawned` (exec → audit).
 
-A link that should exist and does not becomes a placeholder node (`missing: true`) and a
-`broken` edge carrying the finding kind and title from `findings.KINDS`, so the picture and the
-integrity report use the same words. Each node also carries a `group` (the model call it
+The graph decides no rule of its own: each row node carries the findings the check engine (the
+one rule book) reported for that row (`RowVerdicts`), and an edge is drawn `broken`, with the
+finding's kind, title and severity, when the row it belongs to carries the matching finding. A
+link that should exist and does not becomes a placeholder node (`missing: true`), so the picture
+and the integrity report always agree. Each node also carries a `group` (the model call it
 belongs to, in time order; 0 holds the trace) and a `lane`, which the page's script uses to lay
 the graph out left to right and to collapse long traces.
 """
@@ -20,18 +22,11 @@ import bisect
 from collections import defaultdict
 from typing import Any
 
-from datasette_capsem.findings import KINDS
+from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.graph.links import Links
 from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, START_KEY, TraceRows
-from datasette_capsem.graph.values import (
-    EVENT_ID_RE,
-    PLACEHOLDER_EVENT_ID,
-    as_float,
-    as_int,
-    text,
-    usable_event_id,
-)
+from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
 
 LANES = (
     "trace", "net", "model_call", "model_item", "tool_call", "tool_response", "body",
@@ -61,13 +56,11 @@ LANE_OF_TYPE = {
     "security_event": "security_event", "fs_event": "host", "exec_event": "host",
     "audit_event": "host", "substitution_event": "host",
 }  # fmt: skip
-PRICED_PROVIDERS = ("anthropic", "openai", "google")  # spec §7
-AI_DOMAINS = (".anthropic.com", ".openai.com", ".googleapis.com")  # spec §6.2 check 13
 ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
 EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
 CORRELATION_WINDOW_MS = 120_000
-MAX_BODY_BYTES = 10 * 1024 * 1024
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+UNPAIRABLE = "unpairable_tool_ids"
 # Collapse hints for the page script: beyond `threshold` groups, keep `keep` at each end.
 COLLAPSE = {"threshold": 12, "keep": 4, "chunk": 100}
 
@@ -107,10 +100,10 @@ def row_start_ms(row: dict[str, Any]) -> float | None:
 class GraphBuilder:
     """Builds nodes, edges and per-trace findings from a `TraceRows`."""
 
-    def __init__(self, rows: TraceRows, links: Links, *, live: bool = False):
+    def __init__(self, rows: TraceRows, links: Links, verdicts: RowVerdicts = NO_VERDICTS):
         self.rows = rows
         self.links = links
-        self.live = live
+        self.verdicts = verdicts
         self.nodes: dict[str, dict[str, Any]] = {}
         self.edges: list[dict[str, Any]] = []
         self.findings: dict[str, dict[str, Any]] = {}
@@ -130,12 +123,8 @@ class GraphBuilder:
         self._tool_responses()
         self._unanswered_calls()
         self._model_items()
-        self._stop_reasons()
-        self._model_call_quality()
         self._other_rows()
-        self._event_id_checks()
         self._security_rows()
-        self._ask_lifecycles()
         self._bodies()
         return self._result()
 
@@ -219,12 +208,9 @@ class GraphBuilder:
         node = self._add_node(f"{table}:{row.get('id')}", node_type, label, **values)
         if table in self.rows.primary_rows() and usable_event_id(event_id):
             self.by_event[event_id].append(node["id"])
-        stamp = row.get("timestamp")
-        if stamp is not None and row.get(START_KEY, parse_ms(stamp)) is None:
-            self._finding("bad_timestamp", [node["id"]])
-        turn, trace = row.get("turn_id"), row.get("trace_id")
-        if turn is not None and trace is not None and turn != trace and "security" not in table:
-            self._finding("turn_trace_mismatch", [node["id"]])
+        if not fields.get("external"):  # a row of another trace carries that trace's findings
+            for verdict in self.verdicts.of(table, row.get("id")):
+                self._finding(verdict.kind, verdict.severity, verdict.title, node["id"])
         return node
 
     def _edge(self, source: str, target: str, edge_type: str, **fields: Any) -> dict:
@@ -232,25 +218,26 @@ class GraphBuilder:
         self.edges.append(edge)
         return edge
 
-    def _finding(self, kind: str, node_ids: list[str], severity: str | None = None) -> dict:
-        meta = KINDS[kind]
-        severity = severity or meta.severity.value
+    def _finding(self, kind: str, severity: str, title: str, node_id: str) -> None:
+        """Record the rule book's verdict `kind` on a row node (decided by the check engine)."""
         entry = self.findings.setdefault(
-            kind,
-            {"kind": kind, "severity": severity, "title": meta.title, "count": 0, "nodes": []},
+            kind, {"kind": kind, "severity": severity, "title": title, "count": 0, "nodes": []}
         )
-        entry["count"] += 1
-        entry["nodes"] += [n for n in node_ids if n not in entry["nodes"]]
-        for node_id in node_ids:
-            node = self.nodes.get(node_id)
-            if node is not None and kind not in node["findings"]:
-                node["findings"].append(kind)
-        return {"finding": kind, "title": meta.title, "severity": severity}
+        if node_id not in entry["nodes"]:
+            entry["nodes"].append(node_id)
+            entry["count"] += 1
+        self.nodes[node_id]["findings"].append(kind)
 
-    def _broken_edge(self, source: str, target: str, edge_type: str, kind: str, **extra) -> None:
-        severity = extra.pop("severity", None)
-        info = self._finding(kind, [source, target], severity)
-        self._edge(source, target, edge_type, broken=True, **info, **extra)
+    def _relation(self, row_node: str, source: str, target: str, edge_type: str, kind: str):
+        """An edge of the identity graph, drawn broken when the rule book found `kind` (or,
+        for a pair Capsem could never match, `unpairable_tool_ids`) on the row at `row_node`."""
+        for candidate in (kind, UNPAIRABLE):
+            entry = self.findings.get(candidate)
+            if entry is not None and row_node in entry["nodes"]:
+                info = {k: entry[k] for k in ("severity", "title")}
+                self._edge(source, target, edge_type, broken=True, finding=candidate, **info)
+                return
+        self._edge(source, target, edge_type)
 
     def _placeholder(self, key: str, node_type: str, label: str, group: int, **fields) -> str:
         node_id = f"missing:{key}"
@@ -301,8 +288,6 @@ class GraphBuilder:
                 href=self.links.table("model_calls", turn_id=turn_id),
             )
             self._edge("trace", node_id, "contains")
-            if turn_id != trace_id:
-                self._finding("turn_trace_mismatch", [node_id])
 
     # -- model calls, tool calls, responses, items ----------------------------------------
 
@@ -344,10 +329,10 @@ class GraphBuilder:
             if mc_id is None:
                 continue  # an MCP call seen on the wire: no model call emitted it
             parent, where = self._model_call_ref(mc_id, group)
-            if where == "missing":
-                self._broken_edge(parent, node["id"], "emitted", "tool_call_parent_missing")
+            if where == "outside":
+                self._edge(parent, node["id"], "emitted", cross_trace=True)
             else:
-                self._edge(parent, node["id"], "emitted", cross_trace=where == "outside")
+                self._relation(node["id"], parent, node["id"], "emitted", "tool_call_parent_missing")
 
     def _matching_call(self, response: dict[str, Any]) -> dict[str, Any] | None:
         """The tool call a response answers: same call_id, same trace (spec §6.2 check 3)."""
@@ -393,24 +378,18 @@ class GraphBuilder:
             missing = self._placeholder(
                 f"tool_calls:call_id:{row.get('call_id')}", "tool_call", label, group
             )
-            self._broken_edge(missing, node_id, "responded-in", "orphan_tool_response")
+            self._relation(node_id, missing, node_id, "responded-in", "orphan_tool_response")
             return
         call_node = f"tool_calls:{call['id']}"
-        emitted_by, consumed_by = (
-            as_int(call.get("model_call_id")),
-            as_int(row.get("model_call_id")),
-        )
-        if emitted_by is not None and consumed_by is not None and consumed_by <= emitted_by:
-            self._broken_edge(call_node, node_id, "responded-in", "response_before_call")
-        else:
-            self._edge(call_node, node_id, "responded-in")
+        self._relation(node_id, call_node, node_id, "responded-in", "response_before_call")
 
     def _link_response_to_consumer(self, node_id: str, mc_id: Any, group: int) -> None:
         consumer, where = self._model_call_ref(mc_id, group)
-        if where == "missing":
-            self._broken_edge(node_id, consumer, "consumed-by", "tool_response_parent_missing")
+        if where == "outside":
+            self._edge(node_id, consumer, "consumed-by", cross_trace=True)
         else:
-            self._edge(node_id, consumer, "consumed-by", cross_trace=where == "outside")
+            kind = "tool_response_parent_missing"
+            self._relation(node_id, node_id, consumer, "consumed-by", kind)
 
     def _unanswered_calls(self) -> None:
         answered = {(r.get("call_id"), r.get("trace_id")) for r in self.rows.tool_responses}
@@ -430,7 +409,7 @@ class GraphBuilder:
                 "no response",
                 group,
             )
-            self._broken_edge(node_id, missing, "responded-in", "tool_call_without_response")
+            self._relation(node_id, node_id, missing, "responded-in", "tool_call_without_response")
 
     def _model_items(self) -> None:
         calls = {(c.get("call_id"), c.get("model_call_id")): c for c in self.rows.tool_calls}
@@ -453,10 +432,10 @@ class GraphBuilder:
                 order=as_int(row.get("item_index")),
             )
             parent, where = self._model_call_ref(mc_id, group)
-            if where == "missing":
-                self._broken_edge(parent, node["id"], "owns", "orphan_model_item")
+            if where == "outside":
+                self._edge(parent, node["id"], "owns", cross_trace=True)
             else:
-                self._edge(parent, node["id"], "owns", cross_trace=where == "outside")
+                self._relation(node["id"], parent, node["id"], "owns", "orphan_model_item")
             self._link_item(node["id"], row, calls, responses, group)
 
     def _link_item(self, node_id: str, row: dict, calls: dict, responses: dict, group: int):
@@ -468,7 +447,7 @@ class GraphBuilder:
                 return
             label = f"tool call {_short(call_id, 12)} — missing"
             missing = self._placeholder(f"tool_calls:call_id:{call_id}", "tool_call", label, group)
-            self._broken_edge(node_id, missing, "describes", "orphan_model_item")
+            self._relation(node_id, node_id, missing, "describes", "orphan_model_item")
         elif row.get("kind") == "tool_response":
             found = responses.get(call_id)
             if found:
@@ -479,37 +458,7 @@ class GraphBuilder:
                 missing = self._placeholder(
                     f"tool_responses:call_id:{call_id}", "tool_response", label, group
                 )
-                self._broken_edge(node_id, missing, "describes", "orphan_model_item")
-
-    def _model_call_quality(self) -> None:
-        """Spec §6.2 check 14: what a model call row should have and lacks."""
-        for row in self.rows.model_calls:
-            inp, out = as_int(row.get("input_tokens")), as_int(row.get("output_tokens"))
-            unpriced = (
-                (as_float(row.get("estimated_cost_usd")) or 0.0) == 0.0
-                and ((inp or 0) > 0 or (out or 0) > 0)
-                and row.get("provider") in PRICED_PROVIDERS
-            )
-            status = as_int(row.get("status_code"))
-            if (
-                not row.get("model")
-                or (inp is None and out is None)
-                or row.get("request_body_preview_isnull") == 1
-                or (status is not None and status != 200)
-                or unpriced
-            ):
-                self._finding("model_call_quality", [f"model_calls:{row['id']}"])
-
-    def _stop_reasons(self) -> None:
-        """Spec §6.2 check 14: tool_use with no tool calls, or tool calls without tool_use."""
-        emitted = {c.get("model_call_id") for c in self.rows.tool_calls}
-        for row in self.rows.model_calls:
-            stop = row.get("stop_reason")
-            has_calls = row["id"] in emitted
-            if (stop == "tool_use" and not has_calls) or (
-                has_calls and stop is not None and stop != "tool_use"
-            ):
-                self._finding("stop_reason_mismatch", [f"model_calls:{row['id']}"])
+                self._relation(node_id, node_id, missing, "describes", "orphan_model_item")
 
     # -- rows joined by trace_id only ---------------------------------------------------
 
@@ -523,20 +472,7 @@ class GraphBuilder:
                 node = self._row_node(table, row, label, detail=detail, group=group)
                 if mc_id is not None:
                     self._edge(node["id"], f"model_calls:{mc_id}", "correlated")
-                self._host_row_checks(table, row, node, correlated=mc_id is not None)
         self._audit_links()
-
-    def _host_row_checks(self, table: str, row: dict, node: dict, *, correlated: bool) -> None:
-        if table == "exec_events" and row.get("exit_code") is None and not self.live:
-            self._finding("exec_incomplete", [node["id"]])
-        domain = str(row.get("domain") or "").lower()
-        if (
-            table == "net_events"
-            and not correlated
-            and (row.get("method") or "").upper() == "POST"
-            and domain.endswith(AI_DOMAINS)
-        ):
-            self._finding("ai_traffic_unparsed", [node["id"]])
 
     def _correlate_net(self) -> dict[int, int]:
         """net row id -> model call id: same method and path, nearest time (spec §4.4)."""
@@ -573,25 +509,7 @@ class GraphBuilder:
                 group = self.nodes[node_id]["group"]
                 label = f"exec #{text(exec_id, 20)} — missing"
                 missing = self._placeholder(f"exec_events:{exec_id}", "exec_event", label, group)
-                self._broken_edge(missing, node_id, "spawned", "audit_exec_missing")
-
-    def _event_id_checks(self) -> None:
-        """Spec §6.2 check 1 for the trace's rows: malformed, missing and shared event ids."""
-        primary = self.rows.primary_rows()
-        for node in list(self.nodes.values()):
-            table, event_id = node.get("table"), node.get("event_id")
-            if table not in primary or node.get("external"):
-                continue
-            if event_id is None:
-                if self.rows.schema.has(table, "event_id"):
-                    self._finding("null_event_id", [node["id"]])
-            elif event_id == PLACEHOLDER_EVENT_ID:
-                self._finding("placeholder_event_id", [node["id"]])
-            elif not (isinstance(event_id, str) and EVENT_ID_RE.match(event_id)):
-                self._finding("bad_event_id", [node["id"]])
-        for event_id, shared in self.by_event.items():
-            if len(shared) > 1 or self.rows.event_id_uses.get(event_id, 1) > 1:
-                self._finding("duplicate_event_id", shared)
+                self._relation(node_id, missing, node_id, "spawned", "audit_exec_missing")
 
     # -- security rows --------------------------------------------------------------------
 
@@ -642,37 +560,12 @@ class GraphBuilder:
         if event_id in self.rows.present_event_ids.get(target_table, set()):
             return  # the row exists, in another trace
         kind = "unledgered_mcp_call" if event_type == "mcp.tool_call" else "dangling_security_event"
-        if kind == "unledgered_mcp_call":  # check 11 counts it too: a rule pointing at nothing
-            self._finding("dangling_security_event", [node["id"]])
         node_type = NODE_TYPES.get(target_table, "host")
         label = f"{node_type.replace('_', ' ')} for event {_short(event_id, 12)} — missing"
         missing = self._placeholder(
             f"{target_table}:event:{event_id}", node_type, label, node["group"]
         )
-        self._broken_edge(missing, node["id"], "event_id", kind)
-
-    def _ask_lifecycles(self) -> None:
-        """Spec §6.2 check 12 for the asks this trace's rows raised."""
-        asks: dict[Any, list[dict]] = defaultdict(list)
-        for row in self.rows.security.get("security_ask_events", []):
-            asks[row.get("ask_id")].append(row)
-        ask_rules = {
-            r.get("event_id")
-            for r in self.rows.security.get("security_rule_events", [])
-            if r.get("rule_action") == "ask"
-        }
-        for rows in asks.values():
-            rows.sort(key=lambda r: (as_float(r.get("timestamp_unix_ms")) or 0.0, r["id"]))
-            node_ids = [f"security_ask_events:{r['id']}" for r in rows]
-            statuses = [r.get("status") for r in rows]
-            terminal = [i for i, s in enumerate(statuses) if s in ("approved", "denied")]
-            pending_first = "pending" in statuses[: terminal[0]] if terminal else True
-            if len(terminal) > 1 or not pending_first:
-                self._finding("ask_lifecycle", node_ids)
-            elif not terminal:
-                self._finding("ask_pending", node_ids)
-            if rows[0].get("event_id") not in ask_rules:
-                self._finding("ask_lifecycle", node_ids)
+        self._relation(node["id"], missing, node["id"], "event_id", kind)
 
     # -- bodies ---------------------------------------------------------------------------
 
@@ -700,7 +593,6 @@ class GraphBuilder:
                 self._edge(parent, node["id"], "event_id")
             if not parents and event_id not in self.rows.present_event_ids.get(source, set()):
                 self._orphan_body(node, row)
-            self._body_checks(node, row)
 
     def _orphan_body(self, node: dict, row: dict[str, Any]) -> None:
         source = row.get("source_table")
@@ -711,24 +603,7 @@ class GraphBuilder:
         missing = self._placeholder(
             f"{source}:event:{row.get('event_id')}", node_type, label, node["group"]
         )
-        # Blobs reach disk before their rows (spec §4.6): on a live file this is expected.
-        severity = "warning" if self.live else None
-        self._broken_edge(missing, node["id"], "event_id", "orphan_body_blob", severity=severity)
-
-    def _body_checks(self, node: dict, row: dict[str, Any]) -> None:
-        stored, original = as_int(row.get("stored_bytes")), as_int(row.get("original_bytes"))
-        length, truncated = as_int(row.get("body_length")) or 0, as_int(row.get("truncated"))
-        sizes_bad = (
-            stored is None
-            or original is None
-            or length != stored
-            or bool(truncated) != (stored < original)
-            or stored > MAX_BODY_BYTES
-        )
-        if sizes_bad:
-            self._finding("blob_size_mismatch", [node["id"]])
-        if node.get("hash_ok") is False:
-            self._finding("blob_hash_mismatch", [node["id"]])
+        self._relation(node["id"], missing, node["id"], "event_id", "orphan_body_blob")
 
     # -- result ---------------------------------------------------------------------------
 
@@ -823,6 +698,8 @@ def _other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:
     return table, ""
 
 
-def build_graph(rows: TraceRows, links: Links, *, live: bool = False) -> dict[str, Any]:
+def build_graph(
+    rows: TraceRows, links: Links, verdicts: RowVerdicts = NO_VERDICTS
+) -> dict[str, Any]:
     """graph.json for one trace: nodes, edges, findings, groups and layout hints."""
-    return GraphBuilder(rows, links, live=live).build()
+    return GraphBuilder(rows, links, verdicts).build()

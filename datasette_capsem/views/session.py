@@ -21,6 +21,8 @@ from datasette.utils.asgi import Response
 
 from datasette_capsem import permissions
 from datasette_capsem.catalog import Session
+from datasette_capsem.checks import check_session
+from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.links import Links, segment, with_base
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -307,10 +309,6 @@ async def integrity(
     `ReportCache`); `counts` are the row counts the page already read, so the checks do not
     count the tables again.
     """
-    try:
-        from datasette_capsem.checks import check_session
-    except ImportError:
-        return {"available": False, "verdict": None, "message": "checks unavailable"}
     if opened.problem is not None:
         message = f"the ledger cannot be read ({opened.problem.kind})"
         return {"available": False, "verdict": "error", "message": message}
@@ -349,6 +347,27 @@ async def integrity(
         **_freshness(entry, cached, profile),
         "full_check": opened.links.session() + "/check",
     }
+
+
+async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
+    """The rule book's findings per row of this session (the full profile), cached like the
+    integrity report while the ledger is unchanged: what the trace graph, event pages and the
+    OTLP export show, so no page decides a rule of its own."""
+    session = opened.session
+    if opened.db is None or opened.problem is not None:
+        return NO_VERDICTS
+
+    def run(conn) -> RowVerdicts:
+        report = check_session(
+            conn, session=session, live=session.live, database=opened.links.database
+        )
+        return report.row_verdicts()
+
+    async def compute() -> RowVerdicts:
+        return await opened.db.execute_fn(run)
+
+    entry, _ = await report_cache(datasette).get((session.id, "rows"), _validator(opened), compute)
+    return entry.report
 
 
 # -- the overview page -------------------------------------------------------------------

@@ -17,7 +17,13 @@ from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.views import render
-from datasette_capsem.views.session import Opened, bad_value, open_session, url_value
+from datasette_capsem.views.session import (
+    Opened,
+    bad_value,
+    open_session,
+    row_verdicts,
+    url_value,
+)
 
 
 def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
@@ -75,7 +81,7 @@ async def trace_page(datasette, request):
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
         return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
-    graph = build_graph(rows, links, live=session.live)
+    graph = build_graph(rows, links, await row_verdicts(datasette, opened))
     graph["session_id"] = session.id
     if suffix == "/graph.json":
         return render.json_response(graph)
