@@ -23,14 +23,14 @@ from collections import defaultdict
 from typing import Any
 
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
+from datasette_capsem.graph.exchanges import correlate_net, is_ambient
 from datasette_capsem.graph.links import Links
-from datasette_capsem.graph.timeparse import parse_ms
-from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, START_KEY, TraceRows
+from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, TraceRows, row_start_ms
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
 
 LANES = (
     "trace", "net", "model_call", "model_item", "tool_call", "tool_response", "body",
-    "security_event", "host",
+    "security_event", "host", "ambient",
 )  # fmt: skip
 NODE_TYPES = {
     "net_events": "net_event",
@@ -58,7 +58,6 @@ LANE_OF_TYPE = {
 }  # fmt: skip
 ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
 EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
-CORRELATION_WINDOW_MS = 120_000
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 UNPAIRABLE = "unpairable_tool_ids"
 # Collapse hints for the page script: beyond `threshold` groups, keep `keep` at each end.
@@ -88,15 +87,6 @@ def _fmt_bytes(value: Any) -> str:
     return str(size)
 
 
-def row_start_ms(row: dict[str, Any]) -> float | None:
-    """A row's start time in epoch ms; security tables store integer milliseconds."""
-    if START_KEY in row:
-        return row[START_KEY]
-    if "timestamp_unix_ms" in row:
-        return as_float(row.get("timestamp_unix_ms"))
-    return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
-
-
 class GraphBuilder:
     """Builds nodes, edges and per-trace findings from a `TraceRows`."""
 
@@ -108,6 +98,7 @@ class GraphBuilder:
         self.edges: list[dict[str, Any]] = []
         self.findings: dict[str, dict[str, Any]] = {}
         self.by_event: dict[str, list[str]] = defaultdict(list)  # event id -> primary nodes
+        self.ambient = is_ambient(rows.trace_id)  # the VM's ambient trace: not a turn
         self.t0 = self._trace_start()
         self.anchor_times: list[float] = []
         self.group_of_call: dict[int, int] = {}
@@ -265,15 +256,18 @@ class GraphBuilder:
 
     def _trace_and_turns(self) -> None:
         trace_id = self.rows.trace_id
+        label = f"ambient trace {_short(trace_id)}" if self.ambient else f"trace {_short(trace_id)}"
         self._add_node(
             "trace",
             "trace",
-            f"trace {_short(trace_id)}",
+            label,
             title=trace_id,
             row=self.links.table("model_calls", trace_id=trace_id),
             href=self.links.trace(trace_id),
             t=0.0 if self.t0 is not None else None,
         )
+        if self.ambient:  # each model call is an exchange of its own, under the trace
+            return
         turns = dict.fromkeys(
             r.get("turn_id") for r in self.rows.model_calls if r.get("turn_id") is not None
         )
@@ -309,8 +303,8 @@ class GraphBuilder:
                 stop_reason=row.get("stop_reason"),
                 status_code=row.get("status_code"),
             )
-            parent = f"turn:{row.get('turn_id')}" if row.get("turn_id") is not None else "trace"
-            self._edge(parent, node["id"], "contains")
+            turn = f"turn:{row.get('turn_id')}"
+            self._edge(turn if turn in self.nodes else "trace", node["id"], "contains")
 
     def _tool_calls(self) -> None:
         for row in self.rows.tool_calls:
@@ -463,7 +457,7 @@ class GraphBuilder:
     # -- rows joined by trace_id only ---------------------------------------------------
 
     def _other_rows(self) -> None:
-        correlated = self._correlate_net()
+        correlated = correlate_net(self.rows)
         for table, rows in self.rows.other.items():
             for row in rows:
                 label, detail = _other_label(table, row)
@@ -472,29 +466,9 @@ class GraphBuilder:
                 node = self._row_node(table, row, label, detail=detail, group=group)
                 if mc_id is not None:
                     self._edge(node["id"], f"model_calls:{mc_id}", "correlated")
+                elif self.ambient:  # session-wide rows: no exchange owns them
+                    node["lane"] = "ambient"
         self._audit_links()
-
-    def _correlate_net(self) -> dict[int, int]:
-        """net row id -> model call id: same method and path, nearest time (spec §4.4)."""
-        by_route: dict[tuple, list[tuple[float, int]]] = defaultdict(list)
-        for net in self.rows.other.get("net_events", []):
-            start = row_start_ms(net)
-            if start is not None:
-                by_route[((net.get("method") or "POST"), net.get("path"))].append(
-                    (start, net["id"])
-                )
-        for candidates in by_route.values():
-            candidates.sort()
-        taken: dict[int, int] = {}
-        for call in self.rows.model_calls:
-            start = row_start_ms(call)
-            candidates = by_route.get(((call.get("method") or "POST"), call.get("path")))
-            if start is None or not candidates:
-                continue
-            best = _nearest_free(candidates, start, taken)
-            if best is not None:
-                taken[best] = call["id"]
-        return taken
 
     def _audit_links(self) -> None:
         execs = {row["id"] for row in self.rows.other.get("exec_events", [])}
@@ -624,6 +598,8 @@ class GraphBuilder:
         )
         return {
             "trace_id": self.rows.trace_id,
+            "ambient": self.ambient,
+            "exchange": self.rows.exchange,
             "nodes": nodes,
             "edges": self.edges,
             "findings": findings,
@@ -653,27 +629,6 @@ class GraphBuilder:
             if node["type"] == "model_call" and not group["label"] and not node.get("external"):
                 group["label"] = node["label"]
         return [groups[i] for i in sorted(groups)]
-
-
-def _nearest_free(
-    candidates: list[tuple[float, int]], start: float, taken: dict[int, int]
-) -> int | None:
-    """The untaken candidate closest in time to `start`, within the window."""
-    position = bisect.bisect_left(candidates, (start, -1))
-    best: tuple[float, int] | None = None
-    for step in (-1, 1):
-        index = position if step == 1 else position - 1
-        while 0 <= index < len(candidates):
-            moment, row_id = candidates[index]
-            gap = abs(moment - start)
-            if gap > CORRELATION_WINDOW_MS:
-                break
-            if row_id not in taken:
-                if best is None or gap < best[0]:
-                    best = (gap, row_id)
-                break
-            index += step
-    return best[1] if best else None
 
 
 def _other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:

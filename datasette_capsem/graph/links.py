@@ -49,6 +49,10 @@ class Links:
     def trace(self, trace_id: str, suffix: str = "") -> str:
         return f"{self.session()}/traces/{segment(trace_id)}{suffix}"
 
+    def exchange(self, trace_id: str, model_call_id: int, suffix: str = "") -> str:
+        """One model exchange of a trace (the ambient trace's calls are each their own)."""
+        return f"{self.trace(trace_id, suffix)}?exchange={int(model_call_id)}"
+
     def event(self, event_id: str) -> str:
         return f"{self.session()}/events/{segment(event_id)}"
 

@@ -17,6 +17,7 @@ import math
 import re
 from typing import Any
 
+from datasette_capsem.graph.exchanges import ambient_rest, is_ambient, split_exchanges
 from datasette_capsem.graph.timeparse import parse_ns, sane_ns
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
@@ -96,11 +97,14 @@ def _times(row: dict[str, Any], duration_column: str | None) -> tuple[int | None
 class OtlpExporter:
     """Builds the spans of one trace."""
 
-    def __init__(self, rows: TraceRows, session_id: str):
+    def __init__(self, rows: TraceRows, session_id: str, root: str = "capsem.turn"):
         self.rows = rows
         self.session_id = session_id
-        self.trace_hex = otlp_trace_id(rows.trace_id)
-        self.root_id = span_id("trace", rows.trace_id)
+        # An exchange of the ambient trace is a trace of its own in the exported data.
+        key = rows.trace_id if rows.exchange is None else f"{rows.trace_id}:{rows.exchange}"
+        self.trace_hex = otlp_trace_id(key)
+        self.root_id = span_id("trace", key)
+        self.root_name = root
         self.spans: list[dict[str, Any]] = []
         self.events = self._security_events()
         self.consumed_at = self._consumption_times()
@@ -206,7 +210,7 @@ class OtlpExporter:
         span = {
             "traceId": self.trace_hex,
             "spanId": self.root_id,
-            "name": "capsem.turn",
+            "name": self.root_name,
             "kind": SPAN_KIND_INTERNAL,
             "startTimeUnixNano": str(first),
             "endTimeUnixNano": str(last),
@@ -217,6 +221,8 @@ class OtlpExporter:
                     "gen_ai.conversation.id": self.rows.trace_id,
                     "session.id": self.session_id,
                     "capsem.trace_id": self.rows.trace_id,
+                    "capsem.exchange.model_call_id": self.rows.exchange,
+                    "capsem.ambient": is_ambient(self.rows.trace_id),
                     "capsem.model_calls": len(calls),
                     "gen_ai.usage.input_tokens": tokens_in,
                     "gen_ai.usage.output_tokens": tokens_out,
@@ -407,8 +413,21 @@ def _host_error(table: str, row: dict[str, Any]) -> str | None:
 
 
 def export_trace(rows: TraceRows, session_id: str) -> dict[str, Any]:
-    """OTLP JSON (`resourceSpans`) of one trace."""
-    return OtlpExporter(rows, session_id).export()
+    """OTLP JSON (`resourceSpans`) of one trace. The ambient trace is not a turn (spec §4.4):
+    each of its model calls is exported as a trace of its own (root `capsem.exchange`), and
+    its other rows as one `capsem.ambient` trace."""
+    if rows.exchange is not None:
+        return OtlpExporter(rows, session_id, root="capsem.exchange").export()
+    if not is_ambient(rows.trace_id):
+        return OtlpExporter(rows, session_id).export()
+    documents = [
+        OtlpExporter(exchange, session_id, root="capsem.exchange").export()
+        for exchange in split_exchanges(rows)
+    ]
+    rest = ambient_rest(rows)
+    if not rest.empty:
+        documents.append(OtlpExporter(rest, session_id, root="capsem.ambient").export())
+    return merge(documents)
 
 
 def merge(documents: list[dict[str, Any]]) -> dict[str, Any]:

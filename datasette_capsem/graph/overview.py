@@ -46,18 +46,23 @@ def providers(conn: sqlite3.Connection, schema: LedgerSchema) -> list[dict[str, 
 def traces_page(
     conn: sqlite3.Connection, schema: LedgerSchema, offset: int, limit: int
 ) -> dict[str, Any]:
-    """One page of traces (newest first), the total, and notes on what the file lacks."""
+    """One page of turns and ambient exchanges (newest first), their totals, and notes on
+    what the file lacks (see `graph/exchanges.py` for what a turn is)."""
     if not schema.has("model_calls", "trace_id"):
         note = "model_calls has no trace_id column in this file: it has no traces."
-        return {"traces": [], "total": 0, "untraced_calls": 0, "notes": [note]}
+        empty = {"traces": [], "total": 0, "turns": 0, "exchanges": 0, "untraced_calls": 0}
+        return {**empty, "notes": [note]}
     total = lsql.run(conn, "traces_total")[0]
     rows = lsql.run(conn, "traces_page", {"limit": limit, "offset": offset})
     notes = []
     if total["untraced_calls"]:
         notes.append(f"{total['untraced_calls']} model calls carry no trace_id.")
+    turns, exchanges = total["turns"] or 0, total["exchanges"] or 0
     return {
         "traces": [clip_row(row) for row in rows],
-        "total": total["traces"] or 0,
+        "total": turns + exchanges,  # entries of the list, for paging
+        "turns": turns,
+        "exchanges": exchanges,
         "untraced_calls": total["untraced_calls"] or 0,
         "notes": notes,
     }

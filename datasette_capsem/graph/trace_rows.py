@@ -137,6 +137,7 @@ class TraceRows:
     # event id -> how many rows of any primary table carry it (only ids this trace uses).
     event_id_uses: dict[str, int] = field(default_factory=dict)
     body_hash: dict[int, str] = field(default_factory=dict)  # blob id -> ledger.bodies verdict
+    exchange: int | None = None  # the one model call these rows were scoped to, if any
 
     @property
     def empty(self) -> bool:
@@ -378,6 +379,15 @@ def _check_body_hashes(conn, rows: TraceRows) -> None:
     truncated = {body["id"]: body.get("truncated") for body in rows.bodies}
     for blob_id, data, expected in cursor:
         rows.body_hash[blob_id] = hash_verdict(data, expected, truncated.get(blob_id))
+
+
+def row_start_ms(row: dict[str, Any]) -> float | None:
+    """A row's start time in epoch ms; security tables store integer milliseconds."""
+    if START_KEY in row:
+        return row[START_KEY]
+    if "timestamp_unix_ms" in row:
+        return as_float(row.get("timestamp_unix_ms"))
+    return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
 
 
 def row_summary(rows: TraceRows) -> dict[str, Any]:

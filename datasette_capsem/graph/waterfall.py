@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasette_capsem.graph.build import row_start_ms
 from datasette_capsem.graph.links import Links
 from datasette_capsem.graph.timeparse import iso_from_ms
-from datasette_capsem.graph.trace_rows import TraceRows
+from datasette_capsem.graph.trace_rows import TraceRows, row_start_ms
 from datasette_capsem.graph.values import as_float, text, usable_event_id
 
 # table -> (kind shown in the timeline, column holding the duration in ms)

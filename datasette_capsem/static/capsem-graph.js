@@ -26,7 +26,7 @@
   var LANE_PAD = 10;
   var LABEL_CHARS = 27;
   var SPINE_SLOT = {trace: 0, model_call: 1, net: 2, tool_call: 3, tool_response: 4, model_item: 4,
-    security_event: 4, body: 4, host: 2};
+    security_event: 4, body: 4, host: 2, ambient: 2};
   var LANE_NAMES = {
     trace: "trace / turn",
     net: "net / dns",
@@ -36,7 +36,8 @@
     tool_response: "tool responses",
     body: "bodies",
     security_event: "security",
-    host: "fs / exec / audit"
+    host: "fs / exec / audit",
+    ambient: "ambient (session-wide)"
   };
 
   function svg(name, attrs, parent) {

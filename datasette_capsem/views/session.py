@@ -24,6 +24,7 @@ from datasette_capsem.catalog import Session
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.graph import overview
+from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.graph.links import Links, segment, with_base
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
@@ -403,7 +404,13 @@ def _era_notes(schema: LedgerSchema) -> list[str]:
 
 def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
     for trace in traces:
-        trace["href"] = opened.links.trace(str(trace["trace_id"]))
+        trace_id, exchange = str(trace["trace_id"]), trace.get("exchange")
+        trace["ambient"] = is_ambient(trace_id)
+        trace["href"] = (
+            opened.links.exchange(trace_id, exchange)
+            if exchange is not None
+            else opened.links.trace(trace_id)
+        )
     return traces
 
 
@@ -444,6 +451,8 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
         "notes": _era_notes(opened.schema) + traces["notes"],
         "traces": _trace_links(opened, traces["traces"]),
         "traces_total": traces["total"],
+        "turns": traces.get("turns", 0),
+        "exchanges": traces.get("exchanges", 0),
         "next": offset + size if offset + size < traces["total"] else None,
     }
 

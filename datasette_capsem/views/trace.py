@@ -12,6 +12,7 @@ from typing import Any
 from datasette.utils.asgi import Response
 
 from datasette_capsem.graph.build import build_graph
+from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
 from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
 from datasette_capsem.graph.values import as_float, as_int
@@ -31,6 +32,8 @@ def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
     calls = sorted(rows.model_calls, key=lambda r: (str(r.get("timestamp") or ""), r["id"]))
     return {
         "trace_id": rows.trace_id,
+        "ambient": is_ambient(rows.trace_id),
+        "exchange": rows.exchange,
         "start": waterfall["start"],
         "duration_ms": waterfall["duration_ms"],
         "model_calls": len(calls),
@@ -44,6 +47,13 @@ def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _scoped(links, rows: TraceRows, suffix: str) -> str:
+    """A URL of this trace page's data, keeping the exchange it is scoped to."""
+    if rows.exchange is not None:
+        return links.exchange(rows.trace_id, rows.exchange, suffix)
+    return links.trace(rows.trace_id, suffix)
+
+
 async def _load(datasette, request) -> tuple[Opened, TraceRows] | Response:
     opened = await open_session(datasette, request, need_ledger=True)
     if isinstance(opened, Response):
@@ -52,8 +62,24 @@ async def _load(datasette, request) -> tuple[Opened, TraceRows] | Response:
     problem = bad_value(trace_id, "trace id")
     if problem:
         return await render.error(datasette, request, 400, "Bad trace id", problem)
+    exchange = request.args.get("exchange")
+    if exchange is not None and not exchange.isdigit():
+        return await render.error(
+            datasette, request, 400, "Bad exchange", "exchange must be a model call id (digits)."
+        )
     schema = opened.schema
     rows = await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
+    if exchange is not None and not rows.empty:
+        if int(exchange) not in {row["id"] for row in rows.model_calls}:
+            return await render.error(
+                datasette,
+                request,
+                404,
+                "Unknown exchange",
+                f"Trace {trace_id!r} of session {opened.session.id} has no model call {exchange}.",
+                suggestions=[{"id": trace_id, "name": None, "href": opened.links.trace(trace_id)}],
+            )
+        scope_to_exchange(rows, int(exchange))
     if rows.empty:
         return await render.error(
             datasette,
@@ -102,9 +128,10 @@ async def trace_page(datasette, request):
         "edge_count": len(graph["edges"]),
         "links": {
             "session": links.session(),
-            "graph": links.trace(rows.trace_id, "/graph.json"),
-            "json": links.trace(rows.trace_id, ".json"),
-            "otlp": links.trace(rows.trace_id, ".otlp.json"),
+            "trace_page": links.trace(rows.trace_id),
+            "graph": _scoped(links, rows, "/graph.json"),
+            "json": _scoped(links, rows, ".json"),
+            "otlp": _scoped(links, rows, ".otlp.json"),
         },
     }
     return await render.page(datasette, request, "trace.html", context)

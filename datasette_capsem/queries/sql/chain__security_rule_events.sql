@@ -1,6 +1,7 @@
 SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.timestamp_unix_ms / 1000.0, 'unixepoch') AS time,
        'security_rule_events' AS table_name, t.id AS row_id, t.event_id AS event_id,
        {opt:t.trace_id} AS trace_id, {opt:t.turn_id} AS turn_id,
+       NULL AS model_call_id,
        printf('rule %s: %s on %s %s', t.rule_id, t.rule_action, t.event_type, t.event_id) AS summary
 FROM security_rule_events AS t
 WHERE t.__KEY__ = :__KEY__
