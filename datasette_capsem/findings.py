@@ -45,7 +45,9 @@ KINDS: dict[str, FindingKind] = _kinds(
     FindingKind("response_before_call", E, "Tool response consumed before the call was emitted"),
     # 2-3, 6: a provider habit of Capsem's writer, not a broken ledger (spec §4.3)
     FindingKind(
-        "unpairable_tool_ids", INFO, "Tool calls and results Capsem could not pair for this provider"
+        "unpairable_tool_ids",
+        INFO,
+        "Tool calls and results Capsem could not pair for this provider",
     ),
     # 6
     FindingKind("tool_call_without_response", W, "Tool call that never got a response"),
@@ -79,7 +81,12 @@ KINDS: dict[str, FindingKind] = _kinds(
     FindingKind("bad_credential_ref", W, "credential_ref that is not credential:blake3:<64 hex>"),
     FindingKind("turn_trace_mismatch", W, "turn_id differs from trace_id"),
     FindingKind("legacy_tables", INFO, "Legacy or unexpected tables present"),
-    FindingKind("schema_not_ready", E, "File fails integrity_check or lacks required columns"),
+    FindingKind(
+        "schema_not_ready",
+        E,
+        "File fails integrity_check or lacks the columns every era has (this project's rule)",
+    ),
+    FindingKind("capsem_ready_schema", INFO, "Capsem's own ledger routes would refuse this file"),
 )
 
 # Problems with a whole file rather than rows in it; the catalog reports these.

@@ -6,9 +6,11 @@ or SQLite's integrity check. They are Check subclasses like any plugin's would b
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +75,18 @@ def _stat(path: Path) -> os.stat_result | None:
 
 @dataclass
 class SchemaReadyCheck(Check):
-    """Capsem's validate_ready_schema: integrity_check is ok and the core tables exist."""
+    """This project's era-tolerant readiness rule: integrity_check is ok and the five tables
+    every era has exist with the columns every era gives them (`CapsemReadyCheck` says what
+    Capsem's own, current-era rule would say)."""
 
     id: str = "schema_not_ready"
     kind: str = "schema_not_ready"
     explanation: str = (
-        "Capsem refuses to serve a ledger unless SQLite's integrity_check passes and the core "
-        "tables (net_events, model_calls, tool_calls, tool_responses, fs_events) exist with their "
-        "columns. A file failing this is damaged or was never fully created."
+        "This project's era-tolerant readiness rule: SQLite's integrity_check passes and the "
+        "tables every era of Capsem has (net_events, model_calls, tool_calls, tool_responses, "
+        "fs_events) exist with the columns every era gives them. A file failing this is damaged "
+        "or was never fully created. (capsem_ready_schema says what Capsem's own, stricter "
+        "current-era rule would say.)"
     )
 
     def run(self, ctx: CheckContext) -> list[Finding]:
@@ -96,6 +102,41 @@ class SchemaReadyCheck(Check):
             return [self.finding(ctx)]
         details = {"file": "; ".join(problems[: ctx.sample_limit])}
         return [self.finding(ctx, count=len(problems), details=details, link=_session_page(ctx))]
+
+
+def capsem_ready_columns() -> dict[str, tuple[str, ...]]:
+    """What Capsem's validate_ready_schema requires (checks/capsem_ready_schema.json)."""
+    document = json.loads(
+        resources.files(SQL_PACKAGE).joinpath("capsem_ready_schema.json").read_text("utf-8")
+    )
+    return {table: tuple(columns) for table, columns in document["tables"].items()}
+
+
+@dataclass
+class CapsemReadyCheck(Check):
+    """What Capsem's own ledger routes would say about the file (`validate_ready_schema`)."""
+
+    id: str = "capsem_ready_schema"
+    kind: str = "capsem_ready_schema"
+    explanation: str = (
+        "Capsem's own ledger routes (validate_ready_schema at HEAD) refuse a file unless its 15 "
+        "current tables exist with their required columns. A file of an older era, never "
+        "reopened by a newer writer, lacks some of them by design: this says what Capsem's app "
+        "would do with it, not that it is damaged (schema_not_ready, this project's own "
+        "era-tolerant rule, says that)."
+    )
+
+    def run(self, ctx: CheckContext) -> list[Finding]:
+        if ctx.conn is None:
+            return [self.not_applicable(ctx, "no ledger on disk")]
+        missing = ctx.schema.missing(capsem_ready_columns())
+        if not missing:
+            return [self.finding(ctx)]
+        shown = ", ".join(missing[:12]) + (
+            f" and {len(missing) - 12} more" if len(missing) > 12 else ""
+        )
+        details = {"file": f"Capsem's ledger routes would refuse this file: it lacks {shown}"}
+        return [self.finding(ctx, count=1, table="file", details=details)]
 
 
 @dataclass
@@ -261,6 +302,7 @@ class UncleanWalCheck(Check):
 def file_checks() -> list[Check]:
     return [
         SchemaReadyCheck(),
+        CapsemReadyCheck(),
         LegacyTablesCheck(),
         RollupCheck(),
         StaleRunningCheck(),
