@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from datasette_capsem.sqlfiles import load_sql
 
-# Newest first: the first marker a file has names its era (dates from spec §4.5).
+# Newest first: the first marker a file has names its era (dates from spec §4.5). The 1.3
+# release (2026-06-27) already has every table and column of HEAD (capsem-ddl: the two DDLs
+# differ in no column), so "1.3" means 1.3 or later.
 ERA_MARKERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("1.5", "security_ask_events", ("turn_id",)),
     ("1.3", "tool_calls", ("transport", "turn_id")),
     ("2026-06-24", "tool_calls", ("turn_id",)),
     ("2026-06-22", "tool_calls", ("decision",)),
