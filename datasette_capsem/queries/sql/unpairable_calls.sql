@@ -1,5 +1,6 @@
--- Gemini tool calls (files 2026-03-13..06-10) logged under the bare tool name whose result was
--- logged as gemini_<name>_<n> in the same trace (spec §4.3): a pair Capsem's writer split.
+-- Gemini tool calls (files 2026-03-13..06-10) logged under the bare tool name, with results of
+-- that tool logged as gemini_<name>_<n> in the file (spec §4.3): pairs Capsem's writer split,
+-- often across traces too (unpairable_responses.sql says why).
 -- Aliases uc (tool_calls) and ur (tool_responses) must be declared by the including query.
 SELECT
     uc.id,
@@ -12,9 +13,8 @@ WHERE uc_call.provider = 'google'
         SELECT call_id, COALESCE({opt:ur.trace_id}, '') FROM tool_responses AS ur
         WHERE call_id IS NOT NULL
     )
-  AND (uc.tool_name, COALESCE({opt:uc.trace_id}, '')) IN (
-        SELECT substr(rtrim(ur.call_id, '0123456789'), 8, length(rtrim(ur.call_id, '0123456789')) - 8),
-               COALESCE({opt:ur.trace_id}, '')
+  AND uc.tool_name IN (
+        SELECT substr(rtrim(ur.call_id, '0123456789'), 8, length(rtrim(ur.call_id, '0123456789')) - 8)
         FROM tool_responses AS ur
         WHERE ur.call_id LIKE 'gemini\_%\_%' ESCAPE '\'
     )

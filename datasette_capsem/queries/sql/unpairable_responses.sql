@@ -3,7 +3,9 @@
 --   Ollama (every era): no tool call is parsed from responses, and every role=tool message of
 --   the history is logged as ollama_tool_result_<message index>.
 --   Gemini (files 2026-03-13..06-10): the call is logged under the bare tool name, its result
---   as gemini_<name>_<n>; listed only when such a bare-name call exists in the trace.
+--   as gemini_<name>_<n>; listed when a bare-name call of that tool exists in the file. Not
+--   in the trace: a request whose results match no known call starts a new trace (or takes
+--   the ambient one), so the writer splits the pair across traces too (spec §4.4).
 -- Aliases ur (tool_responses) and uc (tool_calls) must be declared by the including query.
 SELECT
     ur.id,
@@ -20,9 +22,6 @@ WHERE (ur.call_id, COALESCE({opt:ur.trace_id}, '')) NOT IN (
   AND (
         (ur_call.provider = 'ollama' AND ur.call_id LIKE 'ollama\_tool\_result\_%' ESCAPE '\')
      OR (ur_call.provider = 'google' AND ur.call_id LIKE 'gemini\_%\_%' ESCAPE '\'
-         AND (substr(rtrim(ur.call_id, '0123456789'), 8, length(rtrim(ur.call_id, '0123456789')) - 8),
-              COALESCE({opt:ur.trace_id}, '')) IN (
-                SELECT uc.call_id, COALESCE({opt:uc.trace_id}, '') FROM tool_calls AS uc
-                WHERE uc.call_id = uc.tool_name
-            ))
+         AND substr(rtrim(ur.call_id, '0123456789'), 8, length(rtrim(ur.call_id, '0123456789')) - 8)
+             IN (SELECT uc.call_id FROM tool_calls AS uc WHERE uc.call_id = uc.tool_name))
   )
