@@ -130,7 +130,7 @@ BLOB_PLANTS = (
     ("upper_case_hex", "verified"),
     ("plain_mismatch", "mismatch"),
     ("text_body", "verified"),
-    ("null_body_empty_hash", "verified"),
+    ("empty_body_empty_hash", "verified"),
     ("upper_case_prefix", "mismatch"),
 )
 
@@ -175,9 +175,9 @@ def _plant_blobs(ledger: Path, planted: Planted, trace: str) -> None:
                 conn.execute(
                     "UPDATE event_body_blobs SET body = CAST(body AS TEXT) WHERE id = ?", [blob_id]
                 )
-            elif name == "null_body_empty_hash":
+            elif name == "empty_body_empty_hash":  # body is NOT NULL in every era's DDL
                 conn.execute(
-                    "UPDATE event_body_blobs SET body = NULL, stored_bytes = 0, original_bytes = 0,"
+                    "UPDATE event_body_blobs SET body = x'', stored_bytes = 0, original_bytes = 0,"
                     " body_hash = ? WHERE id = ?",
                     [_ref(b""), blob_id],
                 )

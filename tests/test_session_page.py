@@ -13,6 +13,7 @@ import pytest_asyncio
 
 from datasette_capsem.checks import Check, hookimpl
 from datasette_capsem.checks.plugins import plugin_manager
+from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.views.session import ReportCache, report_cache
 from tests.helpers import make_datasette
 from tests.trace_support import (
@@ -57,12 +58,28 @@ async def test_counts_and_traces_match_the_ledger(datasette, manifest, capsem_ho
         data = (await datasette.client.get(session_url(session["id"], ".json"))).json()
         for table, count in session["counts"].items():
             assert data["counts"][table] == count, table
-        assert data["era"] and data["traces_total"] == len(session["traces"])
-        assert {t["trace_id"] for t in data["traces"]} == set(session["traces"])
+        # Turns are UUID traces; each model call of the 16-hex ambient trace is an exchange.
+        assert data["era"] and {t["trace_id"] for t in data["traces"]} == set(session["traces"])
+        turns = [t for t in session["traces"] if not is_ambient(t)]
+        assert data["turns"] == len(turns)
+        assert data["traces_total"] == data["turns"] + data["exchanges"]
         starts = [t["start"] for t in data["traces"]]
         assert starts == sorted(starts, reverse=True)  # newest first
         with ledger(capsem_home, session, cache_dir) as conn:
+            ambient = conn.execute(
+                "SELECT count(*) FROM model_calls WHERE length(trace_id) = 16"
+            ).fetchone()[0]
+            assert data["exchanges"] == ambient
             for trace in data["traces"]:
+                if trace["exchange"] is not None:
+                    calls = conn.execute(
+                        "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM model_calls "
+                        "WHERE id = ? AND trace_id = ?",
+                        [trace["exchange"], trace["trace_id"]],
+                    ).fetchone()
+                    assert calls[0] == trace["model_calls"] == 1
+                    assert trace["href"].endswith(f"?exchange={trace['exchange']}")
+                    continue
                 calls = conn.execute(
                     "SELECT count(*), sum(input_tokens), sum(output_tokens) FROM model_calls "
                     "WHERE trace_id = ?",

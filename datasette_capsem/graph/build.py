@@ -40,6 +40,7 @@ NODE_TYPES = {
     "audit_events": "audit_event",
     "substitution_events": "substitution_event",
     "mcp_calls": "mcp_call",
+    "snapshot_events": "snapshot_event",
     "model_calls": "model_call",
     "tool_calls": "tool_call",
     "tool_responses": "tool_response",
@@ -54,7 +55,7 @@ LANE_OF_TYPE = {
     "model_call": "model_call", "model_item": "model_item", "tool_call": "tool_call",
     "mcp_call": "tool_call", "tool_response": "tool_response", "body": "body",
     "security_event": "security_event", "fs_event": "host", "exec_event": "host",
-    "audit_event": "host", "substitution_event": "host",
+    "audit_event": "host", "substitution_event": "host", "snapshot_event": "host",
 }  # fmt: skip
 ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
 EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
@@ -226,7 +227,8 @@ class GraphBuilder:
             entry = self.findings.get(candidate)
             if entry is not None and row_node in entry["nodes"]:
                 info = {k: entry[k] for k in ("severity", "title")}
-                self._edge(source, target, edge_type, broken=True, finding=candidate, **info)
+                broken = entry["severity"] != "info"  # an info finding is a writer's habit
+                self._edge(source, target, edge_type, broken=broken, finding=candidate, **info)
                 return
         self._edge(source, target, edge_type)
 
@@ -649,6 +651,10 @@ def _other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:
     if table == "mcp_calls":
         return f"MCP {text(row.get('tool_name') or row.get('method'), 28)}", text(
             row.get("server_name"), 24
+        )
+    if table == "snapshot_events":
+        return f"snapshot {text(row.get('name') or row.get('slot'), 24)}", text(
+            row.get("origin"), 20
         )
     return table, ""
 

@@ -66,6 +66,9 @@ TRACE_TABLES: dict[str, tuple[str, ...]] = {
         "id", "event_id", "timestamp", "server_name", "method", "tool_name", "request_id",
         "decision", "duration_ms", "error_message:preview", "trace_id",
     ),
+    "snapshot_events": (  # 0.16 .. 06-11 (dropped then); trace_id from 1.1
+        "id", "timestamp", "slot", "origin", "name", "files_count", "trace_id",
+    ),
 }  # fmt: skip
 
 # Tables joined to a trace's rows by event_id.
