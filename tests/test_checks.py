@@ -85,9 +85,9 @@ def expected_entries(manifest: dict) -> dict[str, set[tuple]]:
         if habit["kind"] == "unpairable_tool_ids":
             expected[habit["session"]].add((habit["kind"], habit["table"], habit["row_id"]))
     for session in manifest["sessions"]:
-        if session.get("era") in PRE_READY_ERAS and not session.get("broken"):
-            if not session.get("alias_of"):
-                expected[session["id"]].add(("capsem_ready_schema", "file", None))
+        era, broken, alias = session.get("era"), session.get("broken"), session.get("alias_of")
+        if era in PRE_READY_ERAS and not broken and not alias:
+            expected[session["id"]].add(("capsem_ready_schema", "file", None))
     return expected
 
 

@@ -116,7 +116,9 @@ UNPAIRABLE_CALL = "((SELECT provider FROM model_calls WHERE id = tc.model_call_i
 MARKS_TOOL_TURNS = (
     "(provider = 'anthropic' OR (provider = 'openai' AND path LIKE '/v1/chat/completions%'))"
 )
-HABIT_KINDS = {"unpairable_tool_ids"}  # the checker reports this writer habit as info
+# The checker reports the writer's id habit as info, and an era's readiness for Capsem's own
+# routes as info: facts of Capsem's files, not defects the generator injects.
+HABIT_KINDS = {"unpairable_tool_ids", "capsem_ready_schema"}
 ROW_KINDS = set(findings.KINDS) - {"rollup_mismatch", "stale_running", "unclean_wal"} - HABIT_KINDS
 
 

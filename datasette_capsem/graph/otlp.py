@@ -37,6 +37,7 @@ HOST_SPANS: dict[str, tuple[str, str, str | None]] = {
     "audit_events": ("audit", "CHAIN", None),
     "substitution_events": ("credential", "GUARDRAIL", None),
     "mcp_calls": ("MCP", "TOOL", "duration_ms"),
+    "snapshot_events": ("snapshot", "CHAIN", None),
 }
 
 
@@ -361,6 +362,7 @@ def _host_name(table: str, row: dict[str, Any]) -> str:
         "audit_events": ("exe",),
         "substitution_events": ("outcome", "provider"),
         "mcp_calls": ("server_name", "tool_name"),
+        "snapshot_events": ("origin", "name"),
     }[table]
     return " ".join(text(row.get(f), 60) for f in fields if row.get(f) is not None)
 

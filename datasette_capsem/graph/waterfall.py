@@ -26,11 +26,15 @@ WATERFALL_TABLES: dict[str, tuple[str, str | None]] = {
     "audit_events": ("audit", None),
     "substitution_events": ("credential", None),
     "mcp_calls": ("mcp", "duration_ms"),
+    "snapshot_events": ("snapshot", None),
     "security_rule_events": ("security", None),
     "security_decision_events": ("security", None),
     "security_ask_events": ("security", None),
 }
-KIND_ORDER = ("model", "tool", "mcp", "net", "dns", "exec", "audit", "fs", "credential", "security")
+KIND_ORDER = (
+    "model", "tool", "mcp", "net", "dns", "exec", "audit", "fs", "snapshot", "credential",
+    "security",
+)  # fmt: skip
 
 
 def _label(table: str, row: dict[str, Any]) -> str:
@@ -52,6 +56,8 @@ def _label(table: str, row: dict[str, Any]) -> str:
         return f"{text(row.get('outcome'), 12)} {text(row.get('provider'), 20)}"
     if table == "mcp_calls":
         return f"MCP {text(row.get('server_name'), 20)} {text(row.get('tool_name'), 30)}"
+    if table == "snapshot_events":
+        return f"snapshot {text(row.get('name') or row.get('slot'), 30)} ({text(row.get('origin'), 20)})"
     outcome = row.get("rule_action") or row.get("effective_decision") or row.get("status")
     return f"{text(row.get('event_type'), 24)} {text(outcome, 10)} {text(row.get('rule_id'), 40)}"
 
