@@ -44,12 +44,21 @@ def _inline_script_hashes() -> str:
     return " ".join(_csp_hash(script) for script in scripts)
 
 
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; "
-    f"script-src 'self' {_inline_script_hashes()}; "
-    "style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; "
-    "base-uri 'none'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"
-)
+def _policy(script_src: str) -> str:
+    return (
+        "default-src 'self'; "
+        f"script-src {script_src}; "
+        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"
+    )
+
+
+# Plugin pages: no inline script but Datasette's fixed, hashed ones, and no string evaluation.
+CONTENT_SECURITY_POLICY = _policy(f"'self' {_inline_script_hashes()}")
+# Datasette's own pages load the bundles other installed plugins add (datasette-vega's
+# evaluates strings): they keep the same script origins and hashes, plus 'unsafe-eval'. No
+# inline script from a page's data can run on either.
+CORE_CONTENT_SECURITY_POLICY = _policy(f"'self' 'unsafe-eval' {_inline_script_hashes()}")
 
 
 def route_path(datasette, scope) -> str:
@@ -135,6 +144,8 @@ SECURITY_HEADERS = (
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every HTML response (Datasette's own pages and error pages too): the CSP."""
+    strict = is_plugin_page(path) or path.startswith("/-/static-plugins/datasette-capsem")
+    policy = (CONTENT_SECURITY_POLICY if strict else CORE_CONTENT_SECURITY_POLICY).encode()
 
     async def wrapped(message):
         if message["type"] == "http.response.start":
@@ -145,7 +156,7 @@ def _with_security_headers(send, path: str):
             ]
             headers += SECURITY_HEADERS
             if not any(k.lower() == b"content-security-policy" for k, _v in headers):
-                headers.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+                headers.append((b"content-security-policy", policy))
             message = {**message, "headers": headers}
         await send(message)
 
