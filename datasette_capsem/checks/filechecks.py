@@ -14,8 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from datasette.utils import tilde_encode
-
 from datasette_capsem.checks.model import Check, CheckContext, Finding
 from datasette_capsem.ledger import rollup
 from datasette_capsem.sqlfiles import load_sql
@@ -53,12 +51,12 @@ def _session_id(ctx: CheckContext) -> str | None:
 
 def _main_row_link(ctx: CheckContext) -> str | None:
     session_id = _session_id(ctx)
-    return f"/main/sessions/{tilde_encode(session_id)}" if session_id else None
+    return ctx.urls.row("main", "sessions", session_id) if session_id else None
 
 
 def _session_page(ctx: CheckContext) -> str | None:
     session_id = _session_id(ctx)
-    return f"/-/capsem/sessions/{tilde_encode(session_id)}" if session_id else None
+    return ctx.urls.session(session_id) if session_id else None
 
 
 def _ledger_path(ctx: CheckContext) -> Path | None:

@@ -11,12 +11,10 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
-
-from datasette.utils import tilde_encode
 
 from datasette_capsem.findings import KINDS, Severity
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.urls import Urls
 
 SEVERITY_ORDER = {Severity.ERROR.value: 0, Severity.WARNING.value: 1, Severity.INFO.value: 2}
 DEFAULT_SAMPLE_LIMIT = 50
@@ -98,22 +96,21 @@ class CheckContext:
     database: str | None = None  # Datasette database name, for links
     sample_limit: int = DEFAULT_SAMPLE_LIMIT
     now: float = field(default_factory=time.time)
+    urls: Urls = field(default_factory=Urls)  # root-relative: pages prefix their base_url
 
     def table_link(self, table: str | None, row_ids: list[Any]) -> str | None:
         """A Datasette table URL filtered to the sampled rows."""
         if not self.database or not table:
             return None
-        base = f"/{tilde_encode(self.database)}/{tilde_encode(table)}"
         if not row_ids:
-            return base
-        return f"{base}?{urlencode({'id__in': ','.join(str(i) for i in row_ids)})}"
+            return self.urls.table(self.database, table)
+        return self.urls.table(self.database, table, id__in=",".join(str(i) for i in row_ids))
 
     def query_link(self, name: str, params: dict[str, str] | None = None) -> str | None:
         """The URL of a canned query on this session's database."""
         if not self.database:
             return None
-        url = f"/{tilde_encode(self.database)}/{quote(name)}"
-        return f"{url}?{urlencode(params)}" if params else url
+        return self.urls.query(self.database, name, **(params or {}))
 
 
 class Check(abc.ABC):

@@ -13,13 +13,13 @@ from pathlib import Path
 import click
 
 from datasette_capsem.catalog import Catalog
+from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.otlp import export_trace, merge
 from datasette_capsem.graph.trace_rows import load_trace
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
-from datasette_capsem.views.resolve import resolve_name
 
 EXIT_UNKNOWN, EXIT_NO_LEDGER, EXIT_NO_TRACE = 1, 2, 3
 ALL_TRACES = 1_000_000

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from datasette_capsem.catalog import Catalog
+from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
-from datasette_capsem.views.resolve import resolve_name
 
 EXIT_UNKNOWN, EXIT_AMBIGUOUS = 1, 2
 

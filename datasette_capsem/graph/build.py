@@ -24,9 +24,9 @@ from typing import Any
 
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.graph.exchanges import correlate_net, is_ambient
-from datasette_capsem.graph.links import Links
 from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, TraceRows, row_start_ms
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
+from datasette_capsem.urls import SessionUrls
 
 LANES = (
     "trace", "net", "model_call", "model_item", "tool_call", "tool_response", "body",
@@ -91,7 +91,7 @@ def _fmt_bytes(value: Any) -> str:
 class GraphBuilder:
     """Builds nodes, edges and per-trace findings from a `TraceRows`."""
 
-    def __init__(self, rows: TraceRows, links: Links, verdicts: RowVerdicts = NO_VERDICTS):
+    def __init__(self, rows: TraceRows, links: SessionUrls, verdicts: RowVerdicts = NO_VERDICTS):
         self.rows = rows
         self.links = links
         self.verdicts = verdicts
@@ -660,7 +660,7 @@ def _other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:
 
 
 def build_graph(
-    rows: TraceRows, links: Links, verdicts: RowVerdicts = NO_VERDICTS
+    rows: TraceRows, links: SessionUrls, verdicts: RowVerdicts = NO_VERDICTS
 ) -> dict[str, Any]:
     """graph.json for one trace: nodes, edges, findings, groups and layout hints."""
     return GraphBuilder(rows, links, verdicts).build()

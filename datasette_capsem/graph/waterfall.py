@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasette_capsem.graph.links import Links
 from datasette_capsem.graph.timeparse import iso_from_ms
 from datasette_capsem.graph.trace_rows import TraceRows, row_start_ms
 from datasette_capsem.graph.values import as_float, text, usable_event_id
+from datasette_capsem.urls import SessionUrls
 
 # table -> (kind shown in the timeline, column holding the duration in ms)
 WATERFALL_TABLES: dict[str, tuple[str, str | None]] = {
@@ -66,7 +66,7 @@ def _security_rows(rows: TraceRows) -> list[tuple[str, dict[str, Any]]]:
     return [(table, row) for table, found in rows.security.items() for row in found]
 
 
-def waterfall_rows(rows: TraceRows, links: Links) -> dict[str, Any]:
+def waterfall_rows(rows: TraceRows, links: SessionUrls) -> dict[str, Any]:
     """Bars sorted by start; offsets are from the first row, durations in ms."""
     tables: list[tuple[str, dict[str, Any]]] = [("model_calls", r) for r in rows.model_calls]
     tables += [("tool_calls", r) for r in rows.tool_calls]

@@ -29,13 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import quote
 
 from datasette.utils import tilde_encode
 
 from datasette_capsem.catalog import CatalogSnapshot, Session
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
+from datasette_capsem.urls import Urls
 
 MAIN_DB, LEDGER = "main.db", "ledger"
 # Figure -> (main.db columns, ledger total fields); a figure is the sum of its columns.
@@ -58,6 +58,8 @@ SORTABLE = (
 )  # fmt: skip
 SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds"}
 CACHED_FILTERS = 64  # filter results kept per build, so paging through one costs a slice
+
+ROOT_URLS = Urls()
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -163,12 +165,6 @@ def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None)
     return values, sources
 
 
-def session_href(session_id: str, to: str | None = None) -> str:
-    """The session's page (or a path under it): always keyed by id, never by name."""
-    href = f"/-/capsem/sessions/{quote(session_id, safe='')}"
-    return f"{href}/{to.lstrip('/')}" if to else href
-
-
 def build_row(
     session: Session, index_row: dict[str, Any] | None, database_href: str | None = None
 ) -> dict[str, Any]:
@@ -199,7 +195,7 @@ def build_row(
         "indexed": index_row is not None,
         "inherited_from": index_row.get("inherited_from") if index_row else None,
         "index_problem": problem,
-        "href": session_href(session.id),
+        "href": ROOT_URLS.session(session.id),  # root-relative; the page prefixes base_url
         "database_href": database_href if session.has_ledger else None,
     }
     return row

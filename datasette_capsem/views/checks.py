@@ -27,7 +27,7 @@ async def _report(opened: Opened, database: str) -> Report:
 
 
 def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
-    """Links in the report are root-relative; honour Datasette's base_url."""
+    """Links in the report are root-relative (the engine's `Urls()`); honour base_url."""
     for finding in data["findings"]:
         if finding["link"] and finding["link"].startswith("/"):
             finding["link"] = datasette.urls.path(finding["link"])

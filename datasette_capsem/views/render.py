@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from datasette.utils.asgi import Response
 
 from datasette_capsem import redaction
 from datasette_capsem.graph.values import json_dumps
+from datasette_capsem.urls import Urls
 
 TEMPLATE_DIR = "capsem"
 
@@ -113,7 +113,7 @@ def session_links(datasette, sessions) -> list[dict[str, Any]]:
         {
             "id": s.id,
             "name": s.display_name,
-            "href": datasette.urls.path(f"/-/capsem/sessions/{quote(s.id, safe='')}"),
+            "href": Urls.of(datasette).session(s.id),
         }
         for s in sessions
     ]

@@ -1,4 +1,6 @@
-"""Display names to session ids: `/-/capsem/resolve?name=NAME[&to=PATH]` and its `.json`.
+"""`/-/capsem/resolve?name=NAME[&to=PATH]` and its `.json`: a display name to its session's page.
+
+The rule itself is the catalog's (`catalog/resolve.py`):
 
 Everything is keyed by id; a name is only a way in. The rules, in order:
 
@@ -13,66 +15,18 @@ Everything is keyed by id; a name is only a way in. The rules, in order:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
 
 from datasette.utils.asgi import Response
 
 from datasette_capsem import permissions
-from datasette_capsem.catalog import Catalog, Session
-from datasette_capsem.index.listing import session_href
+from datasette_capsem.catalog.resolve import candidate, resolve_name
 from datasette_capsem.state import get_state
+from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 
 MAX_NAME_LENGTH = 256
 # `to` is a path under the session's page: plain segments only, no scheme, host or '..'.
 SAFE_TO = re.compile(r"^[A-Za-z0-9_.~-]+(/[A-Za-z0-9_.~-]+)*/?$")
-
-
-@dataclass
-class Resolution:
-    name: str
-    id: str | None = None
-    candidates: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ambiguous(self) -> bool:
-        return self.id is None and len(self.candidates) > 1
-
-    def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "id": self.id, "candidates": self.candidates}
-
-
-def _candidate(session: Session, match: str) -> dict[str, Any]:
-    return {
-        "id": session.id,
-        "name": session.name,
-        "match": match,
-        "kind": session.kind,
-        "status": session.status,
-        "created_at": session.created_at,
-        "stopped_at": session.stopped_at,
-        "has_ledger": session.has_ledger,
-        "same_vm_as": session.same_vm_as,
-        "href": session_href(session.id),
-    }
-
-
-def resolve_name(catalog: Catalog, name: str) -> Resolution:
-    """Apply the rules of the module docstring against the current catalog."""
-    sessions = catalog.snapshot().sessions
-    by_id = sessions.get(name)
-    named = [s for s in sessions.values() if s.name == name and s is not by_id]
-    named.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
-    candidates = ([_candidate(by_id, "id")] if by_id else []) + [
-        _candidate(s, "name") for s in named
-    ]
-    resolution = Resolution(name=name, candidates=candidates)
-    if by_id is not None and (by_id.name != name or not named):
-        resolution.id = by_id.id
-    elif by_id is None and len(named) == 1:
-        resolution.id = named[0].id
-    return resolution
 
 
 def _bad(datasette, request, message: str):
@@ -93,7 +47,7 @@ async def resolve(datasette, request):
     catalog = get_state(datasette).catalog
     resolution = resolve_name(catalog, name)
     if not resolution.candidates:
-        near = [_candidate(s, "near") for s in catalog.near_matches(name)]
+        near = [candidate(s, "near") for s in catalog.near_matches(name)]
         return await render.error(
             datasette, request, 404, "Unknown session",
             f"No session has the id or name {name!r}.", suggestions=near,
@@ -105,7 +59,7 @@ async def resolve(datasette, request):
     if resolution.ambiguous:
         context = {**resolution.as_json(), "to": to}
         return await render.page(datasette, request, "resolve.html", context, status=300)
-    return Response.redirect(session_href(resolution.id, to))
+    return Response.redirect(Urls.of(datasette).session(resolution.id, to))
 
 
 ROUTES = [

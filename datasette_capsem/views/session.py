@@ -21,17 +21,17 @@ from datasette.utils.asgi import Response
 
 from datasette_capsem import permissions
 from datasette_capsem.catalog import Session
+from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.exchanges import is_ambient
-from datasette_capsem.graph.links import Links, segment, with_base
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
+from datasette_capsem.urls import SessionUrls, Urls
 from datasette_capsem.views import render
-from datasette_capsem.views.resolve import resolve_name
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class Opened:
     """A session resolved from a URL, with its mounted ledger when it has one."""
 
     session: Session
-    links: Links
+    links: SessionUrls
     db: LedgerDatabase | None = None
     schema: LedgerSchema | None = None
     problem: LedgerUnavailable | None = None
@@ -83,10 +83,9 @@ def page_bounds(request) -> tuple[int, int] | str:
     return offset, size
 
 
-def links_for(datasette, session: Session) -> Links:
-    state = get_state(datasette)
-    base = with_base(datasette.setting("base_url") or "/")
-    return Links(session.id, state.catalog.database_name(session), base)
+def links_for(datasette, session: Session) -> SessionUrls:
+    database = get_state(datasette).catalog.database_name(session)
+    return Urls.of(datasette).for_session(session.id, database)
 
 
 async def unknown_session(datasette, request, value: str, *, suggest: bool = True) -> Response:
@@ -163,7 +162,7 @@ async def _by_name(datasette, request, value: str) -> Response:
         "Ambiguous session name",
         f"Several sessions are called {value!r}; pick one by its id.",
         suggestions=[
-            {"id": c["id"], "name": c["name"], "href": f"/-/capsem/sessions/{segment(c['id'])}"}
+            {"id": c["id"], "name": c["name"], "href": Urls.of(datasette).session(c["id"])}
             for c in resolution.candidates
         ],
     )

@@ -1,0 +1,66 @@
+"""Display names to session ids: the catalog's rule, used by the resolve page and every CLI command.
+
+Everything is keyed by id; a name is only a way in. The rules, in order:
+
+1. A string that is a session's id and not also that session's name (UUIDs, 0.x ids) is that
+   session, whatever other session may be *named* like it: an id never resolves elsewhere,
+   so a VM named like another session's id can never show the other's data.
+2. Otherwise every session carrying the name is a candidate: a pre-2026-06-26 session whose
+   id was its name, and a registry entry with a newer UUID for the same VM, both match.
+   One candidate resolves; several give a chooser page; none gives a 404 with near matches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasette_capsem.catalog.catalog import Catalog
+from datasette_capsem.catalog.models import Session
+from datasette_capsem.urls import Urls
+
+
+@dataclass
+class Resolution:
+    name: str
+    id: str | None = None
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.id is None and len(self.candidates) > 1
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "id": self.id, "candidates": self.candidates}
+
+
+def candidate(session: Session, match: str) -> dict[str, Any]:
+    return {
+        "id": session.id,
+        "name": session.name,
+        "match": match,
+        "kind": session.kind,
+        "status": session.status,
+        "created_at": session.created_at,
+        "stopped_at": session.stopped_at,
+        "has_ledger": session.has_ledger,
+        "same_vm_as": session.same_vm_as,
+        "href": Urls().session(session.id),  # root-relative; pages prefix their base_url
+    }
+
+
+def resolve_name(catalog: Catalog, name: str) -> Resolution:
+    """Apply the rules of the module docstring against the current catalog."""
+    sessions = catalog.snapshot().sessions
+    by_id = sessions.get(name)
+    named = [s for s in sessions.values() if s.name == name and s is not by_id]
+    named.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
+    candidates = ([candidate(by_id, "id")] if by_id else []) + [
+        candidate(s, "name") for s in named
+    ]
+    resolution = Resolution(name=name, candidates=candidates)
+    if by_id is not None and (by_id.name != name or not named):
+        resolution.id = by_id.id
+    elif by_id is None and len(named) == 1:
+        resolution.id = named[0].id
+    return resolution
