@@ -10,6 +10,7 @@ import functools
 from datasette import hookimpl
 
 from datasette_capsem import permissions
+from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.index import INDEX_DATABASE, index_queries
 from datasette_capsem.index import plugin as index_plugin
 from datasette_capsem.memory import limit_malloc_arenas
@@ -59,11 +60,15 @@ def extra_template_vars(datasette, template):
 
 @hookimpl
 def handle_exception(datasette, request, exception):
-    if not isinstance(exception, LedgerUnavailable):
+    """The one place errors become pages: a view's `CapsemError` or `Redirect`, a ledger that
+    cannot be read (`LedgerUnavailable`), or a core parameter Datasette would answer with 500."""
+    if isinstance(exception, LedgerUnavailable):
+        exception = render.unreadable(datasette, exception)
+    if not isinstance(exception, (CapsemError, Redirect)):
         return _bad_parameter(datasette, request, exception)
 
     async def inner():
-        return await render.unreadable(datasette, request, exception)
+        return await render.failure(datasette, request, exception)
 
     return inner
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasette_capsem import permissions
+from datasette_capsem import errors
 from datasette_capsem.checks import Report, check_session
 from datasette_capsem.views import render
 from datasette_capsem.views.session import Opened, open_session
@@ -66,22 +66,10 @@ def _grouped(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 async def check_page(datasette, request):
-    if not await permissions.can_view_instance(datasette, request.actor):
-        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
     opened = await open_session(datasette, request, need_ledger=False)
-    if not isinstance(opened, Opened):
-        return opened
     if opened.problem is not None:
-        problem = opened.problem
-        return await render.error(
-            datasette,
-            request,
-            422,
-            f"Unreadable ledger ({problem.kind})",
-            f"The ledger of session {opened.session.id} cannot be read, so it cannot be checked: "
-            f"{problem.detail}.",
-            path=str(problem.path),
-        )
+        whose = f"The ledger of session {opened.session.id} (so it cannot be checked)"
+        raise errors.unreadable(opened.problem, whose)
     report = await _report(opened, opened.links.database)
     data = _with_base(datasette, report.to_dict())
     context = {**data, **_grouped(data["findings"]), "session_href": opened.links.session()}

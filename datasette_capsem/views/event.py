@@ -9,7 +9,8 @@ from typing import Any
 
 from datasette.utils.asgi import Response
 
-from datasette_capsem import redaction
+from datasette_capsem import errors, redaction
+from datasette_capsem.errors import CapsemError
 from datasette_capsem.graph.events import load_body, load_event, raw_body
 from datasette_capsem.views import render
 from datasette_capsem.views.session import bad_value, open_session, url_value
@@ -28,39 +29,30 @@ def _row_links(opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def _opened_event(datasette, request):
     opened = await open_session(datasette, request, need_ledger=True)
-    if isinstance(opened, Response):
-        return opened, None
     event_id = url_value(request, "event_id")
     problem = bad_value(event_id, "event id", MAX_EVENT_ID_CHARS)
     if problem:
-        return await render.error(datasette, request, 400, "Bad event id", problem), None
+        raise errors.bad_parameter("Bad event id", problem)
     return opened, event_id
 
 
 async def event_page(datasette, request):
     opened, event_id = await _opened_event(datasette, request)
-    if isinstance(opened, Response):
-        return opened
     schema = opened.schema
+    back = [{"id": opened.session.id, "href": opened.links.session()}]
     if not any(schema.has(t, "event_id") for t in ("model_calls", "net_events", "tool_calls")):
-        return await render.error(
-            datasette,
-            request,
-            404,
+        raise errors.not_found(
             "No event ids in this ledger",
             f"Session {opened.session.id}'s ledger predates event ids (2026-06-06); its rows "
             "have no event page. Browse them from the session page.",
-            suggestions=[{"id": opened.session.id, "href": opened.links.session()}],
+            back,
         )
     event = await opened.db.execute_fn(lambda conn: load_event(conn, schema, event_id))
     if not (event["rows"] or event["security"] or event["bodies"]):
-        return await render.error(
-            datasette,
-            request,
-            404,
+        raise errors.not_found(
             "Unknown event",
             f"No row of session {opened.session.id} carries the event id {event_id!r}.",
-            suggestions=[{"id": opened.session.id, "href": opened.links.session()}],
+            back,
         )
     for body in event["bodies"]:
         body["href"] = opened.links.body(event_id, body["id"], ".json")
@@ -96,18 +88,16 @@ def _notes(event: dict[str, Any]) -> list[str]:
 
 async def body_page(datasette, request):
     opened, event_id = await _opened_event(datasette, request)
-    if isinstance(opened, Response):
-        return opened
     raw_blob_id = url_value(request, "blob_id")
     if not raw_blob_id.isdigit() or len(raw_blob_id) > MAX_BLOB_ID_DIGITS:
-        return await render.error(datasette, request, 400, "Bad body id", "Body ids are integers.")
+        raise errors.bad_parameter("Bad body id", "Body ids are integers.")
     blob_id = int(raw_blob_id)
     suffix = request.url_vars.get("suffix") or ""
     if suffix == "/raw":
         return await _raw(datasette, request, opened, event_id, blob_id)
     body = await opened.db.execute_fn(lambda conn: load_body(conn, blob_id))
     if body is None or body.get("event_id") != event_id:
-        return await _no_body(datasette, request, event_id, blob_id)
+        raise _no_body(event_id, blob_id)
     body["raw"] = opened.links.body(event_id, blob_id, "/raw")
     body["event_href"] = opened.links.event(event_id)
     if suffix == ".json":
@@ -122,29 +112,23 @@ async def body_page(datasette, request):
     return await render.page(datasette, request, "body.html", context)
 
 
-async def _no_body(datasette, request, event_id: str, blob_id: int) -> Response:
-    return await render.error(
-        datasette,
-        request,
-        404,
-        "Unknown body",
-        f"No body blob {blob_id} belongs to event {event_id!r}.",
+def _no_body(event_id: str, blob_id: int) -> CapsemError:
+    return errors.not_found(
+        "Unknown body", f"No body blob {blob_id} belongs to event {event_id!r}."
     )
 
 
 async def _raw(datasette, request, opened, event_id: str, blob_id: int) -> Response:
     """The stored bytes as a download: never rendered, never sniffed."""
     if redaction.policy.get() != redaction.OPEN:
-        return await render.error(
-            datasette,
-            request,
+        raise CapsemError(
             403,
             "Raw download refused",
             "Raw bodies cannot be masked; they need the capsem-view-secrets permission.",
         )
     found = await opened.db.execute_fn(lambda conn: _raw_checked(conn, blob_id, event_id))
     if found is None:
-        return await _no_body(datasette, request, event_id, blob_id)
+        raise _no_body(event_id, blob_id)
     return Response(
         found,
         content_type="application/octet-stream",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from datasette_capsem import permissions
+from datasette_capsem import errors, permissions
 from datasette_capsem.index import charts, filters
 from datasette_capsem.index.listing import FIGURES, SORTABLE
 from datasette_capsem.index.plugin import index_service, session_table
@@ -39,17 +39,14 @@ def _pairs(request) -> list[tuple[str, str]]:
     return [(key, value) for key in request.args for value in request.args.getlist(key)]
 
 
-async def _forbidden(datasette, request):
-    if await permissions.can_view_instance(datasette, request.actor):
-        return None
-    return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+async def _require_view(datasette, request) -> None:
+    if not await permissions.can_view_instance(datasette, request.actor):
+        raise errors.forbidden()
 
 
 async def _filtered(datasette, request):
-    """(state, query, filtered rows, index snapshot) or an error response."""
-    denied = await _forbidden(datasette, request)
-    if denied is not None:
-        return denied
+    """(state, query, filtered rows, index snapshot); a `CapsemError` for a bad request."""
+    await _require_view(datasette, request)
     state = get_state(datasette)
     try:
         query = filters.parse_query(
@@ -58,7 +55,7 @@ async def _filtered(datasette, request):
             max_size=datasette.setting("max_returned_rows"),
         )
     except filters.BadParameter as problem:
-        return await render.error(datasette, request, 400, "Bad parameter", str(problem))
+        raise errors.bad_parameter("Bad parameter", str(problem)) from problem
     index = index_service(state).snapshot()
     table = session_table(state)
     built = table.rows(state.catalog.snapshot(), index)
@@ -82,8 +79,6 @@ def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
 
 async def home(datasette, request):
     result = await _filtered(datasette, request)
-    if not isinstance(result, tuple):
-        return result
     state, query, rows, _index = result
     shown = rows[query.offset : query.offset + query.size]
     next_offset = query.offset + query.size
@@ -122,8 +117,6 @@ async def home(datasette, request):
 async def usage_chart(datasette, request):
     """Tokens and cost per day by provider over the filtered sessions' ledgers."""
     result = await _filtered(datasette, request)
-    if not isinstance(result, tuple):
-        return result
     _state, _query, rows, index = result
     return render.json_response({"rows": charts.usage_per_day(rows, index)})
 
@@ -131,15 +124,11 @@ async def usage_chart(datasette, request):
 async def sessions_chart(datasette, request):
     """Sessions created per day and kind, over the filtered sessions."""
     result = await _filtered(datasette, request)
-    if not isinstance(result, tuple):
-        return result
     return render.json_response({"rows": charts.sessions_per_day(result[2])})
 
 
 async def index_freshness(datasette, request):
-    denied = await _forbidden(datasette, request)
-    if denied is not None:
-        return denied
+    await _require_view(datasette, request)
     return render.json_response(index_service(get_state(datasette)).freshness())
 
 

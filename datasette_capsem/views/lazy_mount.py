@@ -16,7 +16,8 @@ from importlib import resources
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request, Response
 
-from datasette_capsem import permissions, redaction
+from datasette_capsem import errors, permissions, redaction
+from datasette_capsem.errors import CapsemError
 from datasette_capsem.mount.mounter import MAIN_DATABASE
 from datasette_capsem.mount.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
@@ -86,52 +87,42 @@ def _request(scope, receive) -> Request:
     return Request({**scope, "csrftoken": lambda: ""}, receive)
 
 
-async def _problem_response(datasette, path: str, request, actor):
-    """None when the request may go on to Datasette, else the error response to send.
+async def _mount_for(datasette, path: str, actor) -> None:
+    """Mount the database a core Datasette request reads, or raise the `CapsemError` to send.
 
     Nothing is mounted, decompressed or suggested for an actor who may not see it."""
     if "\x00" in path:
-        return await render.error(
-            datasette, request, 400, "Bad path", "The path contains a NUL byte."
-        )
+        raise errors.bad_parameter("Bad path", "The path contains a NUL byte.")
     name = database_segment(path)
     if name in NON_DATABASE_SEGMENTS or name == "_internal":
-        return None
+        return
     if not await permissions.can_view_database(datasette, actor, name):
-        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+        raise errors.forbidden()
     state = get_state(datasette)
     if name == MAIN_DATABASE:
         if state.mounter.ensure_main() is None:
             problem = state.catalog.snapshot().main_db_problem or "main.db cannot be read"
-            return await render.error(datasette, request, 404, "No session index", problem)
-        return None
+            raise errors.not_found("No session index", problem)
+        return
     if name in datasette.databases:
-        return None
+        return
     session = state.catalog.session_for_database(name)
     if session is None:
         near = [
             s
             for s in state.catalog.near_matches(name)
-            if await permissions.can_view_database(
-                datasette, actor, state.catalog.database_name(s)
-            )
+            if await permissions.can_view_database(datasette, actor, state.catalog.database_name(s))
         ]
         near = render.session_links(datasette, near)
-        return await render.error(
-            datasette,
-            request,
-            404,
-            "Unknown session",
-            f"No session or database is called {name!r}.",
-            suggestions=near,
+        raise errors.not_found(
+            "Unknown session", f"No session or database is called {name!r}.", near
         )
     if not state.catalog.recheck_ledger(session).has_ledger:
-        return await render.no_ledger(datasette, request, session)
+        raise render.no_ledger(datasette, session)
     try:
         await state.mounter.session_database(session)
     except LedgerUnavailable as problem:
-        return await render.unreadable(datasette, request, problem, session)
-    return None
+        raise render.unreadable(datasette, problem, session) from problem
 
 
 SECURITY_HEADERS = (
@@ -249,10 +240,8 @@ async def _public_metadata(datasette, request) -> Response:
 async def _plugin_page_refusal(datasette, path: str, request, actor) -> Response | None:
     """Plugin pages: the instance permission, and a session's database permission, are checked
     before any lookup, suggestion or redirect; a refused actor learns nothing."""
-    if not is_plugin_page(path):
-        return None
-    if not await permissions.can_view_instance(datasette, actor):
-        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+    if is_plugin_page(path) and not await permissions.can_view_instance(datasette, actor):
+        return await render.failure(datasette, request, errors.forbidden())
     return None
 
 
@@ -269,13 +258,15 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
         if problem:
             response = await render.error(datasette, request, 400, "Bad parameter", problem)
     operator = redaction.policy.get() == redaction.OPEN
-    if response is None and not operator and path.rstrip("/") in ("/-/metadata", "/-/metadata.json"):
+    if (
+        response is None
+        and not operator
+        and path.rstrip("/") in ("/-/metadata", "/-/metadata.json")
+    ):
         if await permissions.can_view_instance(datasette, actor):
             response = await _public_metadata(datasette, request)
         else:
-            response = await render.error(
-                datasette, request, 403, "Forbidden", "You may not view this."
-            )
+            response = await render.failure(datasette, request, errors.forbidden())
     mask = not operator
     paths = None if operator else secrets_guard.private_paths(datasette)
     csv = path.endswith(".csv") or "_format=csv" in (scope.get("query_string") or b"").decode(
@@ -285,8 +276,10 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
         guarded_send = secrets_guard.masking_send(guarded_send, path, mask=mask, paths=paths)
     if response is not None:
         return await response.asgi_send(guarded_send)
-    response = await _problem_response(datasette, path, request, actor)
-    if response is not None:
+    try:
+        await _mount_for(datasette, path, actor)
+    except CapsemError as problem:
+        response = await render.failure(datasette, request, problem)
         return await response.asgi_send(guarded_send)
     return await app(scope, receive, guarded_send)
 

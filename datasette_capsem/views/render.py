@@ -6,7 +6,8 @@ from typing import Any
 
 from datasette.utils.asgi import Response
 
-from datasette_capsem import redaction
+from datasette_capsem import errors, redaction
+from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph.values import json_dumps
 from datasette_capsem.urls import Urls
 
@@ -80,31 +81,30 @@ async def error(
     return await page(datasette, request, "error.html", data, status=status)
 
 
-async def unreadable(datasette, request, problem, session=None) -> Response:
-    """The page for a Capsem file that cannot be read (a `LedgerUnavailable`)."""
+async def failure(datasette, request, problem: CapsemError | Redirect) -> Response:
+    """The response for a raised `CapsemError` (its page, HTML or JSON) or `Redirect`."""
+    if isinstance(problem, Redirect):
+        return Response.redirect(problem.location)
+    return await error(
+        datasette,
+        request,
+        problem.status,
+        problem.title,
+        problem.message,
+        path=problem.path,
+        suggestions=problem.suggestions,
+    )
+
+
+def unreadable(datasette, problem, session=None) -> CapsemError:
+    """The error for a Capsem file that cannot be read (a `LedgerUnavailable`)."""
     whose = f"The ledger of session {session.id}" if session else "The file"
-    return await error(
-        datasette,
-        request,
-        422,
-        f"Unreadable ledger ({problem.kind})",
-        f"{whose} cannot be read: {problem.detail}.",
-        path=str(problem.path),
-        suggestions=session_links(datasette, [session] if session else []),
-    )
+    return errors.unreadable(problem, whose, session_links(datasette, [session] if session else []))
 
 
-async def no_ledger(datasette, request, session) -> Response:
-    """The page for a session whose directory, and so its ledger, is gone."""
-    return await error(
-        datasette,
-        request,
-        404,
-        "No ledger on disk",
-        f"Session {session.id} has no session.db on disk (Capsem deletes the directory of a "
-        "stopped ephemeral session; its main.db row remains).",
-        suggestions=session_links(datasette, [session]),
-    )
+def no_ledger(datasette, session) -> CapsemError:
+    """The error for a session whose directory, and so its ledger, is gone."""
+    return errors.no_ledger(session.id, session_links(datasette, [session]))
 
 
 def session_links(datasette, sessions) -> list[dict[str, Any]]:

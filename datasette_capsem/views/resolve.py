@@ -18,7 +18,7 @@ import re
 
 from datasette.utils.asgi import Response
 
-from datasette_capsem import permissions
+from datasette_capsem import errors, permissions
 from datasette_capsem.catalog.resolve import candidate, resolve_name
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
@@ -29,29 +29,24 @@ MAX_NAME_LENGTH = 256
 SAFE_TO = re.compile(r"^[A-Za-z0-9_.~-]+(/[A-Za-z0-9_.~-]+)*/?$")
 
 
-def _bad(datasette, request, message: str):
-    return render.error(datasette, request, 400, "Bad parameter", message)
-
-
 async def resolve(datasette, request):
     if not await permissions.can_view_instance(datasette, request.actor):
-        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+        raise errors.forbidden()
     name = (request.args.get("name") or "").strip()
     to = (request.args.get("to") or "").strip() or None
     if not name:
-        return await _bad(datasette, request, "name is required: /-/capsem/resolve?name=NAME")
+        raise errors.bad_parameter("Bad parameter", "name is required: /-/capsem/resolve?name=NAME")
     if len(name) > MAX_NAME_LENGTH or "\x00" in name:
-        return await _bad(datasette, request, f"name must be under {MAX_NAME_LENGTH} characters")
+        raise errors.bad_parameter(
+            "Bad parameter", f"name must be under {MAX_NAME_LENGTH} characters"
+        )
     if to is not None and (not SAFE_TO.match(to) or ".." in to.split("/")):
-        return await _bad(datasette, request, "to must be a relative path like 'traces/abc'")
+        raise errors.bad_parameter("Bad parameter", "to must be a relative path like 'traces/abc'")
     catalog = get_state(datasette).catalog
     resolution = resolve_name(catalog, name)
     if not resolution.candidates:
         near = [candidate(s, "near") for s in catalog.near_matches(name)]
-        return await render.error(
-            datasette, request, 404, "Unknown session",
-            f"No session has the id or name {name!r}.", suggestions=near,
-        )  # fmt: skip
+        raise errors.not_found("Unknown session", f"No session has the id or name {name!r}.", near)
     if render.wants_json(request):
         return render.json_response(
             resolution.as_json(), status=300 if resolution.ambiguous else 200

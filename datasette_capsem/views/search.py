@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from datasette_capsem import permissions
+from datasette_capsem import errors, permissions
 from datasette_capsem.catalog import Session
 from datasette_capsem.graph.search import ScanReport, scan_ledgers
 from datasette_capsem.graph.values import usable_event_id
@@ -106,14 +106,14 @@ async def _visible(datasette, request, hits: list[dict], sessions: dict) -> list
 
 async def search_page(datasette, request):
     if not await permissions.can_view_instance(datasette, request.actor):
-        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+        raise errors.forbidden()
     value = (request.args.get("q") or "").strip()
     context: dict[str, Any] = {"q": value, "sessions": [], "hits": [], "index": None, "scan": None}
     if not value:
         return await render.page(datasette, request, "search.html", context)
     problem = bad_value(value, "search value", MAX_QUERY_CHARS)
     if problem:
-        return await render.error(datasette, request, 400, "Bad search", problem)
+        raise errors.bad_parameter("Bad search", problem)
     state = get_state(datasette)
     hits, covered, index_problem = await _index_hits(datasette, value)
     sessions = {s.id: s for s in state.catalog.sessions()}

@@ -94,7 +94,7 @@ def secret_column_probe(scope, receive) -> str | None:
         else:
             candidates = [key.split("__")[0]]
         for column in candidates:
-            if column.strip().lower().strip("[]\"") in redaction.ALL_SECRET_COLUMNS:
+            if column.strip().lower().strip('[]"') in redaction.ALL_SECRET_COLUMNS:
                 return column
     return None
 
@@ -112,14 +112,14 @@ def core_parameter_problem(path: str, args) -> str | None:
             try:
                 parsed = json.loads(value)
             except ValueError:
-                return "_facet in JSON form must be an object like {\"simple\": \"column\"}"
+                return '_facet in JSON form must be an object like {"simple": "column"}'
             if not (
                 isinstance(parsed, dict)
                 and len(parsed) == 1
                 and set(parsed) <= {"simple", "array", "date"}
                 and all(isinstance(v, str) and v for v in parsed.values())
             ):
-                return "_facet in JSON form must be an object like {\"simple\": \"column\"}"
+                return '_facet in JSON form must be an object like {"simple": "column"}'
     for value in args.getlist("_through"):
         try:
             parsed = json.loads(value)

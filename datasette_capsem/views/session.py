@@ -17,13 +17,12 @@ from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import unquote
 
-from datasette.utils.asgi import Response
-
-from datasette_capsem import permissions
+from datasette_capsem import errors, permissions
 from datasette_capsem.catalog import Session
 from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
+from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -88,7 +87,8 @@ def links_for(datasette, session: Session) -> SessionUrls:
     return Urls.of(datasette).for_session(session.id, database)
 
 
-async def unknown_session(datasette, request, value: str, *, suggest: bool = True) -> Response:
+async def unknown_session(datasette, request, value: str, *, suggest: bool = True) -> CapsemError:
+    """404 for an id no session has (or one the actor may not view: the same answer)."""
     near = []
     if suggest:  # only sessions the actor may view: a suggestion confirms an id exists
         for session in get_state(datasette).catalog.near_matches(value):
@@ -97,54 +97,41 @@ async def unknown_session(datasette, request, value: str, *, suggest: bool = Tru
             ):
                 near.append(session)
     near = render.session_links(datasette, near)
-    return await render.error(
-        datasette,
-        request,
-        404,
-        "Unknown session",
-        f"No session has the id {value!r}.",
-        suggestions=near,
-    )
+    return errors.not_found("Unknown session", f"No session has the id {value!r}.", near)
 
 
-async def open_session(datasette, request, *, need_ledger: bool) -> Opened | Response:
-    """Resolve `session_id` from the URL through the catalog (never as a path)."""
+async def open_session(datasette, request, *, need_ledger: bool) -> Opened:
+    """Resolve `session_id` from the URL through the catalog (never as a path); raise a
+    `CapsemError` (or a `Redirect` for a display name) when it names no viewable session."""
     value = url_value(request, "session_id")
     problem = bad_value(value, "session id")
     if problem:
-        return await render.error(datasette, request, 400, "Bad session id", problem)
+        raise errors.bad_parameter("Bad session id", problem)
     if not await permissions.can_view_instance(datasette, request.actor):
-        return await render.error(datasette, request, 403, "Forbidden", "You may not view this.")
+        raise errors.forbidden()
     catalog = get_state(datasette).catalog
     session = catalog.get(value)
     if session is None:
-        return await _by_name(datasette, request, value)
+        raise await _by_name(datasette, request, value)
     opened = Opened(session, links_for(datasette, session))
     if not await permissions.can_view_database(datasette, request.actor, opened.links.database):
         # As if it did not exist: a 403 here would confirm the id.
-        return await unknown_session(datasette, request, value, suggest=False)
+        raise await unknown_session(datasette, request, value, suggest=False)
     if not session.has_ledger:
         if need_ledger:
-            return await render.no_ledger(datasette, request, session)
+            raise render.no_ledger(datasette, session)
         return opened
     try:
         opened.db = await get_state(datasette).mounter.session_database(session)
         opened.schema = await opened.db.ledger_schema()
     except LedgerUnavailable as error:
         if need_ledger:
-            return await render.error(
-                datasette,
-                request,
-                422,
-                f"Unreadable ledger ({error.kind})",
-                f"The ledger of session {session.id} cannot be read: {error.detail}.",
-                path=str(error.path),
-            )
+            raise errors.unreadable(error, f"The ledger of session {session.id}") from error
         opened.problem, opened.db, opened.schema = error, None, None
     return opened
 
 
-async def _by_name(datasette, request, value: str) -> Response:
+async def _by_name(datasette, request, value: str) -> CapsemError | Redirect:
     """A display name in the URL: redirect to the one session it names, else explain."""
     resolution = resolve_name(get_state(datasette).catalog, value)
     if resolution.id:
@@ -155,20 +142,17 @@ async def _by_name(datasette, request, value: str) -> Response:
         return _redirect_to_id(request, datasette, session)
     if not resolution.ambiguous:
         return await unknown_session(datasette, request, value)
-    return await render.error(
-        datasette,
-        request,
-        404,
+    return errors.not_found(
         "Ambiguous session name",
         f"Several sessions are called {value!r}; pick one by its id.",
-        suggestions=[
+        [
             {"id": c["id"], "name": c["name"], "href": Urls.of(datasette).session(c["id"])}
             for c in resolution.candidates
         ],
     )
 
 
-def _redirect_to_id(request, datasette, session: Session) -> Response:
+def _redirect_to_id(request, datasette, session: Session) -> Redirect:
     """A display name in the URL: send the reader to the id, which is what selects data."""
     raw_id = request.url_vars.get("session_id") or ""
     raw = request.scope.get("raw_path") or request.path.encode("utf-8")
@@ -177,7 +161,7 @@ def _redirect_to_id(request, datasette, session: Session) -> Response:
     rest = raw[raw.find(marker) + len(marker) :] if marker in raw else ""
     query = request.query_string
     target = links_for(datasette, session).session() + rest
-    return Response.redirect(target + (f"?{query}" if query else ""))
+    return Redirect(target + (f"?{query}" if query else ""))
 
 
 # -- integrity ---------------------------------------------------------------------------
@@ -458,11 +442,9 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
 
 async def session_page(datasette, request):
     opened = await open_session(datasette, request, need_ledger=False)
-    if isinstance(opened, Response):
-        return opened
     bounds = page_bounds(request)
     if isinstance(bounds, str):
-        return await render.error(datasette, request, 400, "Bad pagination", bounds)
+        raise errors.bad_parameter("Bad pagination", bounds)
     offset, size = bounds
     context = _base_context(opened, offset, size)
     if opened.db is not None:

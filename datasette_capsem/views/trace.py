@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from datasette.utils.asgi import Response
-
+from datasette_capsem import errors
 from datasette_capsem.graph.build import build_graph
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
@@ -54,55 +53,37 @@ def _scoped(links, rows: TraceRows, suffix: str) -> str:
     return links.trace(rows.trace_id, suffix)
 
 
-async def _load(datasette, request) -> tuple[Opened, TraceRows] | Response:
+async def _load(datasette, request) -> tuple[Opened, TraceRows]:
     opened = await open_session(datasette, request, need_ledger=True)
-    if isinstance(opened, Response):
-        return opened
     trace_id = url_value(request, "trace_id")
     problem = bad_value(trace_id, "trace id")
     if problem:
-        return await render.error(datasette, request, 400, "Bad trace id", problem)
+        raise errors.bad_parameter("Bad trace id", problem)
     exchange = request.args.get("exchange")
     if exchange is not None and not exchange.isdigit():
-        return await render.error(
-            datasette, request, 400, "Bad exchange", "exchange must be a model call id (digits)."
-        )
+        raise errors.bad_parameter("Bad exchange", "exchange must be a model call id (digits).")
     schema = opened.schema
     rows = await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
     if exchange is not None and not rows.empty:
         if int(exchange) not in {row["id"] for row in rows.model_calls}:
-            return await render.error(
-                datasette,
-                request,
-                404,
+            raise errors.not_found(
                 "Unknown exchange",
                 f"Trace {trace_id!r} of session {opened.session.id} has no model call {exchange}.",
-                suggestions=[{"id": trace_id, "name": None, "href": opened.links.trace(trace_id)}],
+                [{"id": trace_id, "name": None, "href": opened.links.trace(trace_id)}],
             )
         scope_to_exchange(rows, int(exchange))
     if rows.empty:
-        return await render.error(
-            datasette,
-            request,
-            404,
+        session = opened.session
+        raise errors.not_found(
             "Unknown trace",
-            f"No row of session {opened.session.id} carries the trace id {trace_id!r}.",
-            suggestions=[
-                {
-                    "id": opened.session.id,
-                    "name": opened.session.display_name,
-                    "href": opened.links.session(),
-                }
-            ],
+            f"No row of session {session.id} carries the trace id {trace_id!r}.",
+            [{"id": session.id, "name": session.display_name, "href": opened.links.session()}],
         )
     return opened, rows
 
 
 async def trace_page(datasette, request):
-    loaded = await _load(datasette, request)
-    if isinstance(loaded, Response):
-        return loaded
-    opened, rows = loaded
+    opened, rows = await _load(datasette, request)
     suffix = request.url_vars.get("suffix") or ""
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
