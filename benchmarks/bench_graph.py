@@ -24,7 +24,6 @@ from common import generated_home, manifest, print_table
 from datasette.app import Datasette
 
 from datasette_capsem.graph.search import scan_ledgers
-from datasette_capsem.index.plugin import index_service
 from datasette_capsem.state import get_state
 
 CALLS = 500
@@ -133,7 +132,7 @@ async def search_rows(sessions: int, repeat: int) -> list[list]:
             ]
         )
         indexed = await instance(home, Path(tmp) / "indexed")
-        report = index_service(get_state(indexed)).refresh()
+        report = get_state(indexed).index.refresh()
         ms, status, _ = await timed(indexed, url, repeat)
         data = (await indexed.client.get(url)).json()
         rows.append(

@@ -27,7 +27,6 @@ from datasette.app import Datasette
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
 from datasette_capsem.index import IndexService
-from datasette_capsem.index.plugin import index_service, session_table
 from datasette_capsem.state import get_state
 
 FILTERS = [
@@ -103,9 +102,9 @@ async def list_latency(home: Path, cache: Path, repeat: int) -> list[list]:
     datasette = Datasette(metadata={"plugins": {"datasette-capsem": plugin}})
     await datasette.invoke_startup()
     state = get_state(datasette)
-    index_service(state).refresh()
+    state.index.refresh()
     started = time.perf_counter()
-    session_table(state).rows(state.catalog.snapshot(), index_service(state).snapshot())
+    state.session_table.rows(state.catalog.snapshot(), state.index.snapshot())
     build_ms = (time.perf_counter() - started) * 1000
     rows = [["(rebuild of the in-memory list after a change)", f"{build_ms:.0f}", "", ""]]
     for query in FILTERS:

@@ -1,12 +1,20 @@
-"""The per-Datasette state of the plugin: settings, catalog and mounts, created once."""
+"""The composition root: the plugin's typed state of one Datasette instance, built once.
+
+Like `Datasette` owning `self.urls`, `self.databases` and `self.executor`, each instance owns
+one `CapsemState`: settings, catalog, mounter, the cross-session index and its session table,
+and the integrity-report cache. Libraries receive what they need as arguments; only views and
+hooks look the state up.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from datasette_capsem.catalog import Catalog
+from datasette_capsem.checks.cache import ReportCache
 from datasette_capsem.config import PLUGIN_NAME, Settings, load_settings
+from datasette_capsem.index.listing import SessionTable
+from datasette_capsem.index.service import IndexService
 from datasette_capsem.mount.mounter import Mounter
 
 STATE_ATTRIBUTE = "_capsem_state"
@@ -17,16 +25,30 @@ class CapsemState:
     settings: Settings
     catalog: Catalog
     mounter: Mounter
-    # Services other modules attach at startup (e.g. the cross-session index), by name.
-    services: dict[str, Any] = field(default_factory=dict)
+    index: IndexService
+    session_table: SessionTable
+    reports: ReportCache
+
+
+def build_state(datasette) -> CapsemState:
+    """Everything the plugin keeps for one Datasette instance (nothing started yet)."""
+    settings = load_settings(datasette.plugin_config(PLUGIN_NAME))
+    catalog = Catalog(settings)
+    return CapsemState(
+        settings=settings,
+        catalog=catalog,
+        mounter=Mounter(datasette, catalog, settings),
+        index=IndexService(settings, catalog),
+        session_table=SessionTable(catalog.database_name),
+        reports=ReportCache(),
+    )
 
 
 def get_state(datasette) -> CapsemState:
-    """The plugin state of this Datasette instance, built on first use."""
+    """The plugin state of this Datasette instance (built by the startup hook, or on first use
+    by a hook Datasette calls before startup)."""
     state = getattr(datasette, STATE_ATTRIBUTE, None)
     if state is None:
-        settings = load_settings(datasette.plugin_config(PLUGIN_NAME))
-        catalog = Catalog(settings)
-        state = CapsemState(settings, catalog, Mounter(datasette, catalog, settings))
+        state = build_state(datasette)
         setattr(datasette, STATE_ATTRIBUTE, state)
     return state

@@ -18,7 +18,6 @@ from datasette.cli import cli
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
 from datasette_capsem.index import IndexService
-from datasette_capsem.index.plugin import index_service
 from datasette_capsem.mount.readonly import open_readonly
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette, snapshot_tree
@@ -285,7 +284,7 @@ def sample_ledger(manifest: dict, session_id: str) -> str:
 
 async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_path):
     datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
-    service = index_service(get_state(datasette))
+    service = get_state(datasette).index
     service.refresh()
     indexed = service.covered_sessions() & set(service.snapshot().ledgers)
     per_file = expected_per_file(manifest, capsem_home, tmp_path / "direct", indexed)
@@ -464,7 +463,7 @@ async def test_the_index_lives_in_the_cache_and_the_home_is_untouched(capsem_hom
 
 async def test_canned_queries_of_the_index_database(capsem_home, manifest, tmp_path):
     datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
-    service = index_service(get_state(datasette))
+    service = get_state(datasette).index
     service.refresh()
     by_day = await datasette.client.get("/index/tokens_cost_by_day.json?_shape=array&_size=max")
     assert by_day.status_code == 200
@@ -493,7 +492,7 @@ async def test_index_database_refuses_writes(capsem_home, tmp_path):
 async def test_server_refreshes_the_index_in_the_background(capsem_home, manifest, tmp_path):
     home = copy_home(capsem_home, tmp_path / "home")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0.2)
-    service = index_service(get_state(datasette))
+    service = get_state(datasette).index
     session = next(s for s in readable(manifest) if s["era"] == "current" and s.get("clean"))
     deadline = time.time() + 30
     while session["id"] not in service.snapshot().ledgers and time.time() < deadline:

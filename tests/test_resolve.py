@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_capsem.index.plugin import index_service
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
 from tests.test_index import direct_sums, same
@@ -113,7 +112,7 @@ async def test_a_vm_named_like_another_sessions_id_never_shows_its_data(
     registry["vms"][victim["id"]] = entry
     registry_path.write_text(json.dumps(registry))
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    index_service(get_state(datasette)).refresh()
+    get_state(datasette).index.refresh()
 
     response = await datasette.client.get(f"/-/capsem/resolve?name={victim['id']}")
     assert response.headers["location"] == f"/-/capsem/sessions/{victim['id']}"

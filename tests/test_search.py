@@ -10,7 +10,6 @@ import pytest
 import pytest_asyncio
 
 from datasette_capsem.graph.search import scan_ledgers
-from datasette_capsem.index.plugin import index_service
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
 from tests.trace_support import by_id, clean_current, ledger, readable
@@ -34,7 +33,7 @@ async def indexed(capsem_home, tmp_path_factory):
     """An instance whose cross-session index is built."""
     cache = tmp_path_factory.mktemp("search-cache-indexed")
     datasette = await make_datasette(capsem_home, cache, index_refresh_seconds=0)
-    index_service(get_state(datasette)).refresh()
+    get_state(datasette).index.refresh()
     return datasette
 
 

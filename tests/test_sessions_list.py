@@ -13,7 +13,6 @@ from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.runner import check_catalog_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
-from datasette_capsem.index.plugin import index_service
 from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
@@ -49,7 +48,7 @@ def main_rows(capsem_home, manifest, cache_dir) -> dict[str, dict]:
 
 async def indexed_datasette(home: Path, cache_dir: Path):
     datasette = await make_datasette(home, cache_dir, index_refresh_seconds=0)
-    index_service(get_state(datasette)).refresh()
+    get_state(datasette).index.refresh()
     return datasette
 
 
@@ -252,7 +251,7 @@ async def test_charts_follow_the_filters(capsem_home, cache_dir):
         rows = (await listed(datasette, query))["sessions"]
         ledger_tokens = sum(r["tokens"] for r in rows if r["sources"]["tokens"] == "ledger")
         usage = (await datasette.client.get(f"/-/capsem/charts/usage.json?{query}")).json()["rows"]
-        indexed = get_state(datasette).services["index"].snapshot().ledgers
+        indexed = get_state(datasette).index.snapshot().ledgers
         expected = sum(
             (indexed[r["id"]]["input_tokens"] or 0) + (indexed[r["id"]]["output_tokens"] or 0)
             for r in rows if r["id"] in indexed and not indexed[r["id"]]["problem"]

@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 from datasette_capsem import errors, permissions
 from datasette_capsem.index import charts, filters
 from datasette_capsem.index.listing import FIGURES, SORTABLE
-from datasette_capsem.index.plugin import index_service, session_table
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
 
@@ -56,8 +55,8 @@ async def _filtered(datasette, request):
         )
     except filters.BadParameter as problem:
         raise errors.bad_parameter("Bad parameter", str(problem)) from problem
-    index = index_service(state).snapshot()
-    table = session_table(state)
+    index = state.index.snapshot()
+    table = state.session_table
     built = table.rows(state.catalog.snapshot(), index)
     rows = table.filtered(
         built,
@@ -95,7 +94,7 @@ async def home(datasette, request):
         "sort": query.sort,
         "sort_desc": query.descending,
         "filters": query.applied(),
-        "index": index_service(state).freshness(),
+        "index": state.index.freshness(),
         "problems": snapshot.problems,
         "capsem_home": str(state.settings.capsem_home),
         "home_exists": snapshot.home_exists,
@@ -129,7 +128,7 @@ async def sessions_chart(datasette, request):
 
 async def index_freshness(datasette, request):
     await _require_view(datasette, request)
-    return render.json_response(index_service(get_state(datasette)).freshness())
+    return render.json_response(get_state(datasette).index.freshness())
 
 
 ROUTES = [

@@ -22,7 +22,6 @@ from datasette_capsem.views.session import bad_value, links_for
 
 MAX_QUERY_CHARS = 256
 MAX_RESULTS = 500
-INDEX_SERVICE = "index"
 
 
 async def in_thread(fn: Callable, *args: Any) -> Any:
@@ -47,9 +46,7 @@ def _session_matches(datasette, value: str) -> list[dict[str, Any]]:
 
 async def _index_hits(datasette, value: str) -> tuple[list[dict], set[str], str | None]:
     """Hits from the cross-session index, the sessions it covers, and why it was not used."""
-    index = get_state(datasette).services.get(INDEX_SERVICE)
-    if index is None:
-        return [], set(), "the cross-session index is not running"
+    index = get_state(datasette).index
     try:
         hits = await in_thread(index.lookup, value)
         covered = set(await in_thread(index.covered_sessions))
