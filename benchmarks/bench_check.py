@@ -27,8 +27,8 @@ from pathlib import Path
 
 from common import OUT, generated_home, manifest, print_table
 
+from datasette_capsem import readonly
 from datasette_capsem.checks import all_checks, check_session
-from datasette_capsem.mount import readonly
 
 HASH_CHECK = "blob_hash_mismatch"
 

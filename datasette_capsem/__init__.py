@@ -6,18 +6,22 @@ This module only connects Datasette's hooks to the modules that do the work.
 from __future__ import annotations
 
 import functools
+import sqlite3
 
 from datasette import hookimpl
 
 from datasette_capsem import permissions
+from datasette_capsem.cli import register as register_cli
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.index import INDEX_DATABASE, index_queries
-from datasette_capsem.index import plugin as index_plugin
+from datasette_capsem.index.database import IndexDatabase
 from datasette_capsem.memory import limit_malloc_arenas
 from datasette_capsem.mount.mounter import refresh_schemas
-from datasette_capsem.mount.readonly import LedgerUnavailable
-from datasette_capsem.state import get_state
-from datasette_capsem.views import all_routes, core_errors, lazy_mount, render
+from datasette_capsem.readonly import LedgerUnavailable
+from datasette_capsem.state import CapsemState, get_state
+from datasette_capsem.views import core_errors, lazy_mount, render
+from datasette_capsem.views.canned_queries import canned_queries_for_database
+from datasette_capsem.views.routes import ROUTES
 
 
 @hookimpl
@@ -27,8 +31,25 @@ def startup(datasette):
     # Re-check only databases whose files changed, instead of every one on every request.
     datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
     state.mounter.ensure_main()
-    # The cross-session index: mounted as `index`, refreshed in a background thread.
-    index_plugin.start(datasette)
+    start_index(datasette, state)
+
+
+def start_index(datasette, state: CapsemState) -> None:
+    """The cross-session index: its file created, mounted as `index`, refreshed in the
+    background (the list's session table is rebuilt after each refresh)."""
+    service = state.index
+    try:
+        service.ensure_schema()
+    except (OSError, sqlite3.Error) as error:
+        service.record_error(f"cannot create the index in {service.path}: {error}")
+        return
+    if INDEX_DATABASE not in datasette.databases:
+        datasette.add_database(
+            IndexDatabase(datasette, service.path), name=INDEX_DATABASE, route=INDEX_DATABASE
+        )
+    table = state.session_table
+    service.after_refresh.append(lambda: table.rows(state.catalog.snapshot(), service.snapshot()))
+    service.start_background()
 
 
 @hookimpl
@@ -38,14 +59,12 @@ def asgi_wrapper(datasette):
 
 @hookimpl
 def register_routes(datasette):
-    return all_routes()
+    return ROUTES
 
 
 @hookimpl
 def register_commands(cli):
-    from datasette_capsem.cli import register
-
-    register(cli)
+    register_cli(cli)
 
 
 @hookimpl
@@ -60,8 +79,9 @@ def extra_template_vars(datasette, template):
 
 @hookimpl
 def handle_exception(datasette, request, exception):
-    """The one place errors become pages: a view's `CapsemError` or `Redirect`, a ledger that
-    cannot be read (`LedgerUnavailable`), or a core parameter Datasette would answer with 500."""
+    """Errors raised in Datasette's own views: a ledger that cannot be read
+    (`LedgerUnavailable`), or a core parameter Datasette would answer with 500. (Plugin views'
+    `CapsemError`s are rendered by `render.answering_errors`, with the same page.)"""
     if isinstance(exception, LedgerUnavailable):
         exception = render.unreadable(datasette, exception)
     if not isinstance(exception, (CapsemError, Redirect)):
@@ -103,9 +123,7 @@ def actor_from_request(datasette, request):
 
 @hookimpl
 def canned_queries(datasette, database, actor):
-    """Capsem's canned queries for main, index and every session database (queries/hook.py)."""
-    from datasette_capsem.queries.hook import canned_queries_for_database
-
+    """Capsem's canned queries for main, index and every session database (views/canned_queries.py)."""
     async def inner():
         found = index_queries() if database == INDEX_DATABASE else {}
         found.update(await canned_queries_for_database(datasette, database))

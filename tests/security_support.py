@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from datasette_capsem.mount.readonly import open_readonly
-from datasette_capsem.views import all_routes
+from datasette_capsem.readonly import open_readonly
+from datasette_capsem.views.routes import ROUTES
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = re.compile(r"\((?:\?P<(\w+)>)?((?:[^()\\]|\\.)*)\)(\?)?")
@@ -72,7 +72,7 @@ def session_ids(home: Path, manifest: dict, cache: Path) -> dict[str, str]:
 def plugin_routes(ids: dict[str, str]) -> list[str]:
     """Every plugin route, once per format, with real ids."""
     found: list[str] = []
-    for pattern, _handler in all_routes():
+    for pattern, _handler in ROUTES:
         for path in _expand(pattern, ids) or []:
             if path not in found:
                 found.append(path)

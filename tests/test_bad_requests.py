@@ -13,9 +13,9 @@ from urllib.parse import quote
 import pytest
 import pytest_asyncio
 
-from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
-from datasette_capsem.views import all_routes
+from datasette_capsem.views.routes import ROUTES
 from tests.helpers import make_datasette
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -81,7 +81,7 @@ async def instance(capsem_home, manifest, tmp_path_factory):
 def route_paths(valid: dict[str, str]) -> list[tuple[str, str]]:
     """(path template with one parameter replaced by {}, parameter name) for every route."""
     found = []
-    for pattern, _handler in all_routes():
+    for pattern, _handler in ROUTES:
         names = [n for n in re.findall(r"\(\?P<(\w+)>", pattern) if n not in ("format", "suffix")]
         skeleton = pattern.strip("^$").replace("\\.", ".").replace("/?", "")
         for name in names:

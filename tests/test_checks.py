@@ -25,13 +25,13 @@ from datasette_capsem.checks import (
     check_session,
     hookimpl,
 )
-from datasette_capsem.checks.plugins import plugin_manager
 from datasette_capsem.checks.runner import check_catalog_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.findings import KINDS
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.ledger import rollup
-from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
+from datasette_capsem.plugins import plugin_manager
+from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from tests.helpers import make_datasette, snapshot_tree
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")

@@ -17,7 +17,7 @@ import pytest_asyncio
 from datasette_capsem.catalog.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
-from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.readonly import open_readonly
 from tests.capsem_writer import DDL_DIR, HEAD, MAIN_HEAD, Ledger, blake3_ref, ddl, new_event_id
 from tests.helpers import make_datasette, snapshot_tree
 

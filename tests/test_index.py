@@ -18,7 +18,7 @@ from datasette.cli import cli
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
 from datasette_capsem.index import IndexService
-from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette, snapshot_tree
 

@@ -32,7 +32,7 @@ from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.graph.timeparse import iso_from_ms, parse_ms, parse_ns
 from datasette_capsem.graph.values import as_float, json_dumps
 from datasette_capsem.ledger.bodies import hash_verdict
-from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.readonly import open_readonly
 from tests.helpers import make_datasette
 from tests.trace_support import event_url, session_url, trace_url
 

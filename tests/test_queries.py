@@ -18,9 +18,9 @@ import pytest_asyncio
 
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import read_schema
-from datasette_capsem.mount.readonly import open_readonly
 from datasette_capsem.queries import all_specs, canned_queries_for
 from datasette_capsem.queries.spec import sql_parameters
+from datasette_capsem.readonly import open_readonly
 from tests.helpers import make_datasette
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -568,7 +568,7 @@ async def test_bad_session_list_parameters_give_no_rows(datasette, params):
 
 async def test_an_outside_query_registers_through_the_hook(datasette, manifest):
     from datasette_capsem.checks import hookimpl
-    from datasette_capsem.checks.plugins import plugin_manager
+    from datasette_capsem.plugins import plugin_manager
     from datasette_capsem.queries import QuerySpec
 
     class BiggestBodies:

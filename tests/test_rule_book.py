@@ -16,7 +16,7 @@ import pytest_asyncio
 from datasette_capsem.catalog.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
-from datasette_capsem.mount.readonly import open_readonly
+from datasette_capsem.readonly import open_readonly
 from tests.helpers import make_datasette
 from tests.trace_support import trace_url
 

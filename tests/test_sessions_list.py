@@ -13,7 +13,7 @@ from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.runner import check_catalog_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
-from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
+from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
 from tests.test_index import direct_sums, same

@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import discover
 from datasette_capsem.catalog.models import MainRow, Session
 from datasette_capsem.config import Settings
-from datasette_capsem.mount import readonly
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served

@@ -7,9 +7,9 @@ Public API: `check_session`, `Report`, `Finding`, `Check`, `SqlCheck`, `SqlVaria
 from __future__ import annotations
 
 from datasette_capsem.checks.engine import all_checks, check_session
-from datasette_capsem.checks.hookspecs import hookimpl
 from datasette_capsem.checks.model import Check, CheckContext, Finding, Report
 from datasette_capsem.checks.sqlcheck import SqlCheck, SqlVariant
+from datasette_capsem.hookspecs import hookimpl
 
 __all__ = [
     "Check",

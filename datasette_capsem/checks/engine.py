@@ -14,9 +14,11 @@ import blake3
 
 from datasette_capsem.catalog.catalog import database_name
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
+from datasette_capsem.checks.profiles import for_profile
 from datasette_capsem.findings import KINDS
 from datasette_capsem.ledger.bodies import hash_verdict
 from datasette_capsem.ledger.schema import LEDGER_TABLES, LedgerSchema, read_schema
+from datasette_capsem.plugins import collect
 from datasette_capsem.sqlfiles import load_sql
 
 SQL_PACKAGE = "datasette_capsem.checks"
@@ -27,8 +29,6 @@ KIND_ORDER = {kind: index for index, kind in enumerate(KINDS)}
 
 def all_checks() -> list[Check]:
     """Every registered check, in the order of spec §6.2 (plugins' own kinds last)."""
-    from datasette_capsem.checks.plugins import collect
-
     checks = collect("capsem_checks", "id")
     return sorted(checks, key=lambda c: (KIND_ORDER.get(c.kind, len(KIND_ORDER)), c.id))
 
@@ -113,8 +113,6 @@ def check_session(
     grows with the whole file, see `checks.builtin`). `tables` are row counts the caller has
     already read (the overview counts every table); the report counts them itself otherwise.
     """
-    from datasette_capsem.checks.builtin import for_profile
-
     started = time.perf_counter()
     if main_row is None and session is not None:
         main_row = getattr(session, "main_row", None)

@@ -11,11 +11,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.checks.engine import check_session
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Report
 from datasette_capsem.config import Settings
-from datasette_capsem.mount import readonly
 
 
 def resolve_session(catalog: Catalog, text: str) -> Session | None:

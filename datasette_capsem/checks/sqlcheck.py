@@ -21,6 +21,7 @@ from typing import Any
 from datasette_capsem.checks.model import Check, CheckContext, Finding
 from datasette_capsem.ledger.dialect import render_optional_columns
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.queries import missing_for, spec_for
 from datasette_capsem.sqlfiles import load_sql
 
 TABLE_MARKER = "__TABLE__"
@@ -102,8 +103,6 @@ class SqlCheck(Check):
     @staticmethod
     def _sql_of(variant: SqlVariant, schema: LedgerSchema, table: str | None) -> str | None:
         if variant.query:
-            from datasette_capsem.queries import spec_for
-
             spec = spec_for(variant.query, schema)
             return spec.render(schema) if spec else None
         sql = render_optional_columns(variant.sql or "", variant.aliases, schema)
@@ -133,8 +132,6 @@ class SqlCheck(Check):
 
 
 def _query_missing(name: str | None, schema: LedgerSchema) -> list[str]:
-    from datasette_capsem.queries import missing_for
-
     return missing_for(name or "", schema)
 
 

@@ -5,20 +5,19 @@ Each sub-command lives in its own module and is attached here, so this file only
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
-# Module name -> the click command attribute(s) it defines. A module that fails to import is a
-# bug, so there is no guard.
-SUBCOMMANDS: dict[str, str | tuple[str, ...]] = {
-    "generate": "generate",
-    "serve": ("demo", "serve"),
-    "index": "index",
-    "resolve": "resolve",
-    "check": "check",
-    "export_otlp": "export_otlp",
-}
+from datasette_capsem.cli import check, export_otlp, generate, index, resolve, serve
+
+SUBCOMMANDS: tuple[click.Command, ...] = (
+    generate.generate,
+    serve.demo,
+    serve.serve,
+    index.index,
+    resolve.resolve,
+    check.check,
+    export_otlp.export_otlp,
+)
 
 
 @click.group(name="capsem")
@@ -27,8 +26,6 @@ def capsem_group() -> None:
 
 
 def register(cli: click.Group) -> None:
-    for module_name, attr in SUBCOMMANDS.items():
-        module = importlib.import_module(f"datasette_capsem.cli.{module_name}")
-        for name in (attr,) if isinstance(attr, str) else attr:
-            capsem_group.add_command(getattr(module, name))
+    for command in SUBCOMMANDS:
+        capsem_group.add_command(command)
     cli.add_command(capsem_group)

@@ -21,7 +21,7 @@ from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.runner import Outcome, check_all, check_catalog_session
 from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
 from datasette_capsem.config import Settings
-from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.readonly import LedgerUnavailable
 
 EXIT_OK, EXIT_ERRORS, EXIT_UNREADABLE = 0, 1, 2
 

@@ -1,7 +1,7 @@
 """`datasette capsem export-otlp ID [--trace T]`: a session's traces as OTLP JSON.
 
 The output loads into Jaeger, Langfuse or Phoenix (see graph/otlp.py for the attributes). The
-ledger is opened through `mount.readonly`, so exporting never writes beside a Capsem file.
+ledger is opened through `readonly`, so exporting never writes beside a Capsem file.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from datasette_capsem.graph import overview
 from datasette_capsem.graph.otlp import export_trace, merge
 from datasette_capsem.graph.trace_rows import load_trace
 from datasette_capsem.ledger.schema import read_schema
-from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
+from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 
 EXIT_UNKNOWN, EXIT_NO_LEDGER, EXIT_NO_TRACE = 1, 2, 3
 ALL_TRACES = 1_000_000

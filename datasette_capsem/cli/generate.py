@@ -8,6 +8,7 @@ import click
 
 from datasette_capsem.generate import GenerateError, GenerateOptions, generate_home
 from datasette_capsem.generate.home import check_target
+from datasette_capsem.generate.live import LiveError, run_live
 
 
 def _non_negative(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
@@ -125,8 +126,6 @@ def generate(
 def _run_live(
     directory: Path, session_id: str, rate: float, duration: float | None, seed: int
 ) -> None:
-    from datasette_capsem.generate.live import LiveError, run_live
-
     if rate <= 0:
         raise click.BadParameter("must be positive", param_hint="--rate")
     if duration is not None and duration < 0:

@@ -8,14 +8,13 @@ from pathlib import Path
 import click
 
 from datasette_capsem.config import PLUGIN_NAME, ConfigError, load_settings
+from datasette_capsem.generate import GenerateOptions, generate_home
 
 DEMO_SEED = 7
 
 
 def _demo_home(sessions: int | None) -> Path:
     """A generated home in the plugin's cache (never in a real Capsem home), built once."""
-    from datasette_capsem.generate import GenerateOptions, generate_home
-
     cache_root = Path(load_settings({}).cache_dir).parent
     home = cache_root / f"demo-home-{DEMO_SEED}-{sessions or 'default'}"
     if not (home / "manifest.json").exists():
@@ -59,6 +58,8 @@ def _settings_for(metadata: dict):
 
 
 def _run(home: Path, demo: bool, host: str, port: int, metadata: dict, settings: dict) -> None:
+    # Imported when serving, not at import time: Datasette loads this plugin (and so this
+    # module) while `datasette.app` itself is still being imported.
     import uvicorn
     from datasette.app import Datasette
 

@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from datasette_capsem.ledger.dialect import quote_identifier
 from datasette_capsem.ledger.schema import LEDGER_TABLES as ALL_LEDGER_TABLES
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
@@ -34,11 +35,6 @@ LEDGER_TABLES = frozenset(ALL_LEDGER_TABLES)
 ID_COLUMNS = frozenset({"trace_id", "turn_id", "event_id", "call_id", "message_id", "ask_id"})
 
 
-def quote(identifier: str) -> str:
-    """An SQLite identifier in double quotes (only ever called on constants)."""
-    return '"' + identifier.replace('"', '""') + '"'
-
-
 def _column(schema: LedgerSchema, table: str, spec: str) -> str:
     """One projection term: `name`, `name:preview` (first chars), `name:length` (bytes of a
     blob) or `name:isnull`. The last two read only the record header, not a big value."""
@@ -46,16 +42,16 @@ def _column(schema: LedgerSchema, table: str, spec: str) -> str:
     present = schema.has(table, name)
     if mode == "length":
         alias = f"{name}_length"
-        return f"length({quote(name)}) AS {quote(alias)}" if present else f"NULL AS {quote(alias)}"
+        return f"length({quote_identifier(name)}) AS {quote_identifier(alias)}" if present else f"NULL AS {quote_identifier(alias)}"
     if mode == "isnull":
         alias = f"{name}_isnull"
-        test = f"typeof({quote(name)}) = 'null'" if present else "NULL"
-        return f"{test} AS {quote(alias)}"
+        test = f"typeof({quote_identifier(name)}) = 'null'" if present else "NULL"
+        return f"{test} AS {quote_identifier(alias)}"
     if not present:
-        return f"NULL AS {quote(name)}"
+        return f"NULL AS {quote_identifier(name)}"
     if mode == "preview":
-        return f"substr({quote(name)}, 1, {PREVIEW_CHARS}) AS {quote(name)}"
-    return quote(name)
+        return f"substr({quote_identifier(name)}, 1, {PREVIEW_CHARS}) AS {quote_identifier(name)}"
+    return quote_identifier(name)
 
 
 def projection(schema: LedgerSchema, table: str, specs: Sequence[str]) -> str:
@@ -80,11 +76,11 @@ def query_text(
     if table is not None:
         if table not in LEDGER_TABLES and table not in file_tables:
             raise ValueError(f"not a ledger table: {table!r}")
-        sql = sql.replace("/*TABLE*/", quote(table))
+        sql = sql.replace("/*TABLE*/", quote_identifier(table))
     if column is not None:
         if column not in ID_COLUMNS:
             raise ValueError(f"not an id column: {column!r}")
-        sql = sql.replace("/*COLUMN*/", quote(column))
+        sql = sql.replace("/*COLUMN*/", quote_identifier(column))
     if columns is not None:
         if schema is None or table is None:
             raise ValueError("a projection needs the schema and the table")

@@ -2,7 +2,7 @@
 
 The index answers most searches from one table. Ledgers it has not read (new, changed since
 the last refresh, or no index at all) are scanned here: in a small thread pool, each ledger
-opened through `mount.readonly` (never a plain sqlite3.connect, which could create files
+opened through `readonly` (never a plain sqlite3.connect, which could create files
 beside a WAL-mode ledger, spec §4.7), with a cap on how many ledgers and how much time one
 search may spend, so a search over thousands of sessions stays bounded and says what it skipped.
 """
@@ -19,7 +19,7 @@ from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
-from datasette_capsem.mount.readonly import LedgerUnavailable, open_readonly
+from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 
 HITS_PER_COLUMN = 20
 MAX_SCAN_LEDGERS = 1000

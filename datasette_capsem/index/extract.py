@@ -18,6 +18,7 @@ import sqlite3
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from datasette_capsem.ledger.dialect import quote_identifier
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
 
@@ -53,10 +54,6 @@ TOTAL_FIELDS = (
 )
 # Row counts among TOTAL_FIELDS (what `inherited_rows` adds up).
 COUNTED_FIELDS = ("requests", "model_calls", "tool_calls", *COUNTED_TABLES)
-
-
-def quote_identifier(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 PARENT_SCHEMA = "capsem_parent"  # where a fork's parent ledger is attached

@@ -39,6 +39,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
 from datasette_capsem.index import store
@@ -50,7 +51,6 @@ from datasette_capsem.index.extract import (
 )
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.memory import release_memory
-from datasette_capsem.mount import readonly
 from datasette_capsem.sqlfiles import load_sql
 
 Progress = Callable[[int, int], None]

@@ -21,9 +21,8 @@ from typing import Any
 
 from datasette.database import Database
 
-from datasette_capsem import redaction
+from datasette_capsem import readonly, redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
-from datasette_capsem.mount import readonly
 
 
 class ReadOnlyDatabaseError(sqlite3.OperationalError):

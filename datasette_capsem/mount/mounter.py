@@ -15,7 +15,7 @@ from datasette.utils.internal_db import init_internal_db, populate_schema_tables
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
 from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
-from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.sqlfiles import load_sql
 
 MAIN_DATABASE = "main"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.plugins import collect
 from datasette_capsem.queries.spec import DATABASE_KINDS, QueryPart, QuerySpec, load_specs
 
 __all__ = [
@@ -26,8 +27,6 @@ __all__ = [
 
 def all_specs() -> list[QuerySpec]:
     """Every registered query variant, built-in and from plugins."""
-    from datasette_capsem.checks.plugins import collect
-
     return sorted(collect("capsem_queries", "id"), key=lambda s: (s.order, s.name, -s.priority))
 
 

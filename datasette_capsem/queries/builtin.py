@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 
-from datasette_capsem.checks.hookspecs import hookimpl
+from datasette_capsem.hookspecs import hookimpl
 from datasette_capsem.queries.spec import QuerySpec, load_specs
 
 

@@ -19,7 +19,7 @@ from datasette.utils.asgi import Request, Response
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.mount.mounter import MAIN_DATABASE
-from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render, secrets_guard
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from datasette.utils.asgi import Response
@@ -79,6 +81,20 @@ async def error(
         "suggestions": suggestions or [],
     }
     return await page(datasette, request, "error.html", data, status=status)
+
+
+def answering_errors(view: Callable[[Any, Any], Awaitable[Response]]):
+    """A route's view whose raised `CapsemError` or `Redirect` becomes its page here, before
+    Datasette's own exception handler (which would log a traceback for a plain 4xx)."""
+
+    @functools.wraps(view)
+    async def wrapped(datasette, request) -> Response:
+        try:
+            return await view(datasette, request)
+        except (CapsemError, Redirect) as problem:
+            return await failure(datasette, request, problem)
+
+    return wrapped
 
 
 async def failure(datasette, request, problem: CapsemError | Redirect) -> Response:

@@ -17,6 +17,7 @@ from datasette.utils.asgi import Request
 
 from datasette_capsem import permissions, redaction
 from datasette_capsem.config import PLUGIN_NAME
+from datasette_capsem.state import get_state
 
 TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
 UNMASKED_PREFIXES = ("/-/static/", "/-/static-plugins/")
@@ -165,8 +166,6 @@ def neutralise_csv(text: str) -> str:
 def private_paths(datasette) -> list[tuple[str, str]]:
     """(absolute path, placeholder) of the Capsem home, run dir and cache, longest first: a
     path below them keeps its relative part (`$CAPSEM_HOME/run/sessions/<id>/session.db`)."""
-    from datasette_capsem.state import get_state
-
     settings = get_state(datasette).settings
     pairs = []
     places = [(settings.cache_dir.parent, "$DATASETTE_CAPSEM_CACHE")]

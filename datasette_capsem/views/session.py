@@ -27,7 +27,7 @@ from datasette_capsem.graph import overview
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
-from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import SessionUrls, Urls
 from datasette_capsem.views import render

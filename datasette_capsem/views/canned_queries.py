@@ -14,8 +14,9 @@ from typing import Any
 from datasette_capsem.index.database import INDEX_DATABASE  # noqa: E402
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.mount.mounter import MAIN_DATABASE
-from datasette_capsem.mount.readonly import LedgerUnavailable
+from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
+from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 
 
@@ -40,8 +41,6 @@ async def _schema_of(database) -> LedgerSchema | None:
 
 
 def _plugins_key() -> tuple[int, ...]:
-    from datasette_capsem.checks.plugins import plugin_manager
-
     return tuple(sorted(id(plugin) for plugin in plugin_manager().get_plugins()))
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pluggy
 
-from datasette_capsem.checks import hookspecs
+from datasette_capsem import hookspecs
 
 # Modules of this package that implement the hooks; each registers like an outside plugin.
 BUILTIN_PLUGINS = (

@@ -1,0 +1,128 @@
+"""The floor plan holds: one-way layers, no hidden import cycles, one home per idea.
+
+Read from the package's own source with `ast`, so a regression fails here, not in review.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "datasette_capsem"
+NAME = "datasette_capsem"
+
+# Layers, lowest first: a module may import only from its own layer or lower ones
+# (docs/architecture.md). `generate` is a tool beside the product and may read the ledger layer.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("findings", "sqlfiles", "config", "errors", "urls", "hookspecs", "memory", "permissions",
+     "redaction"),
+    ("readonly", "ledger", "plugins"),  # files, the ledger model, plugin machinery
+    ("catalog",),  # discovery
+    ("mount", "queries"),  # Datasette databases; canned queries
+    ("checks",),  # the rule book
+    ("index", "graph"),  # cross-session index; the trace model and its renderers
+    ("state",),  # the composition root
+    ("views", "cli", "generate"),
+    ("__init__",),  # Datasette hooks
+)  # fmt: skip
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        found[".".join((NAME, *parts)).removesuffix(".__init__")] = path
+    return found
+
+
+def imports(path: Path) -> tuple[set[str], list[tuple[int, str]]]:
+    """(modules imported at module level, (line, module) imported inside functions)."""
+    tree = ast.parse(path.read_text("utf-8"))
+    known = MODULES
+    top, nested = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(NAME):
+            # `from package import submodule` imports the submodule, not the package's names
+            names = {
+                f"{node.module}.{alias.name}"
+                if f"{node.module}.{alias.name}" in known
+                else node.module
+                for alias in node.names
+            }
+        elif isinstance(node, ast.Import):
+            names = {a.name for a in node.names if a.name.startswith(NAME)}
+        else:
+            continue
+        if node.col_offset == 0:
+            top |= names
+        else:
+            nested += [(node.lineno, name) for name in sorted(names)]
+    return top, nested
+
+
+MODULES = modules()
+
+
+def layer_of(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "__init__"
+    for index, layer in enumerate(LAYERS):
+        if top in layer:
+            return index
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS and docs/architecture.md")
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    edges = {}
+    for module, path in known.items():
+        top, _ = imports(path)
+        edges[module] = {name for name in top if name in known and name != module}
+    return edges
+
+
+def test_no_import_runs_from_a_lower_layer_to_a_higher_one():
+    for module, targets in graph().items():
+        for target in targets:
+            assert layer_of(target) <= layer_of(module), f"{module} imports {target}"
+
+
+def test_the_import_graph_has_no_cycles():
+    edges = graph()
+    state: dict[str, int] = {}
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in edges[module]:
+            if state.get(target) == 1:
+                raise AssertionError(" -> ".join([*path, module, target]))
+            if target not in state:
+                visit(target, [*path, module])
+        state[module] = 2
+
+    for module in edges:
+        if module not in state:
+            visit(module, [])
+
+
+def test_no_import_inside_a_function_dodges_a_cycle():
+    for module, path in modules().items():
+        _, nested = imports(path)
+        assert not nested, f"{module}: {nested}"
+
+
+def test_views_raise_errors_and_state_is_typed():
+    for path in (PACKAGE / "views").glob("*.py"):
+        source = path.read_text("utf-8")
+        assert "isinstance(opened, Response)" not in source, path.name
+        assert ", Response)" not in source.replace("(Response, ", ""), path.name
+    for path in PACKAGE.rglob("*.py"):
+        assert ".services" not in path.read_text("utf-8"), path
+
+
+def test_one_url_builder_and_one_identifier_quoting():
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "urls.py":
+            continue
+        source = path.read_text("utf-8")
+        assert 'f"/-/capsem/sessions/' not in source and "f'/-/capsem/sessions/" not in source, path
+        assert "def quote_identifier" not in source and "def quote(" not in source, path
