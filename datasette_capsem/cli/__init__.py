@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, str | tuple[str, ...]] = {
     "resolve": "resolve",
     "check": "check",
     "export_otlp": "export_otlp",
+    "push_otlp": "push_otlp",
 }
 
 
