@@ -141,6 +141,14 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+SESSION_KEYS = frozenset({"session.id", "capsem.session.id"})
+
+
+def _without_session(attributes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Attributes but the session id: what makes a span copied into a fork the same span."""
+    return [a for a in attributes if a.get("key") not in SESSION_KEYS]
+
+
 def trace_fingerprints(conn, schema, salt: str) -> dict[str, str]:
     """Capsem trace id -> fingerprint of the rows its export reads, for every trace of the file."""
     per_trace: dict[str, list] = {}
@@ -200,6 +208,7 @@ class Pusher:
         self.summary = Summary()
         self.salt = _digest([FORMAT_VERSION, SCOPE, home_label, masked])
         self.queue: list[_Item] = []
+        self.queued: dict[tuple[str, str], str] = {}  # (trace, span) -> digest, not yet acked
         self._last_progress = 0.0
 
     # -- one pass over the home -----------------------------------------------------------
@@ -292,13 +301,17 @@ class Pusher:
                 spans = scope["spans"]
                 if not spans:
                     continue
-                delivered = self.state.span_digests(session.session_id, spans[0]["traceId"])
+                delivered = self.state.span_digests(spans[0]["traceId"])
+                shared = _without_session(resource["attributes"])
                 for span in spans:
                     total += 1
-                    digest = _digest([resource, scope.get("scope"), span])
-                    if delivered.get(span["spanId"]) == digest:
+                    same = {**span, "attributes": _without_session(span["attributes"])}
+                    digest = _digest([shared, scope.get("scope"), same])
+                    key = (span["traceId"], span["spanId"])
+                    if digest in (delivered.get(span["spanId"]), self.queued.get(key)):
                         self.summary.spans_skipped += 1
                         continue
+                    self.queued[key] = digest
                     items.append((resource_key, resource, span, digest))
         trace = _Trace(session, trace_id, fingerprint, total, outstanding=len(items))
         session.spans += total
@@ -322,7 +335,7 @@ class Pusher:
             attempts = self.sender.post(encode(document, self.content_type))
         except (Refused, Unreachable) as error:
             self._fail(batch + self.queue)
-            self.queue = []
+            self.queue, self.queued = [], {}
             raise StopPush(str(error), isinstance(error, Refused)) from error
         self.summary.requests += 1
         self.summary.retries += attempts.tries - 1
@@ -335,11 +348,13 @@ class Pusher:
                 )
         self.state.record_spans(
             [
-                (i.owner.session.session_id, i.span["traceId"], i.span["spanId"], i.digest)
+                (i.span["traceId"], i.span["spanId"], i.digest, i.owner.session.session_id)
                 for i in batch
             ]
         )
         self.summary.spans_sent += len(batch)
+        for item in batch:
+            self.queued.pop((item.span["traceId"], item.span["spanId"]), None)
         for item in batch:
             item.owner.outstanding -= 1
             if item.owner.outstanding == 0:

@@ -3,9 +3,12 @@
 One file per (home, endpoint) under `<cache>/push-otlp/`, never in the Capsem home. Three
 tables, each written only after the receiver acknowledged the spans concerned:
 
-* `spans`: (session, OTLP trace id, span id) -> digest of the span as sent (its resource,
-  attributes, times...). A span is sent again only when its digest changes (a root span whose
-  totals grew, a tool span whose response arrived), never twice unchanged.
+* `spans`: (OTLP trace id, span id) -> digest of the span as sent (attributes, times, the
+  resource but for the session id) and the session that sent it. A span is sent again only
+  when its digest changes (a root span whose totals grew, a tool span whose response arrived),
+  never twice unchanged. Keyed without the session because a forked session's ledger starts as
+  a copy of its parent's: the copied turns, same trace and span ids, were delivered with the
+  parent and are not sent again under the fork.
 * `traces`: (session, Capsem trace id) -> fingerprint of the ledger rows it was exported from.
   An unchanged fingerprint skips the trace without reading its rows.
 * `sessions`: session -> the ledger file's signature (size and mtime of the file and its WAL)
@@ -24,12 +27,12 @@ from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
-    session_id TEXT NOT NULL,
     trace_hex TEXT NOT NULL,
     span_id TEXT NOT NULL,
     digest TEXT NOT NULL,
+    session_id TEXT NOT NULL,
     sent_at REAL NOT NULL,
-    PRIMARY KEY (session_id, trace_hex, span_id)
+    PRIMARY KEY (trace_hex, span_id)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS traces (
     session_id TEXT NOT NULL,
@@ -82,10 +85,9 @@ class DeliveryState:
         )
         return {trace_id: (fingerprint, spans) for trace_id, fingerprint, spans in rows}
 
-    def span_digests(self, session_id: str, trace_hex: str) -> dict[str, str]:
+    def span_digests(self, trace_hex: str) -> dict[str, str]:
         rows = self.conn.execute(
-            "SELECT span_id, digest FROM spans WHERE session_id = ? AND trace_hex = ?",
-            [session_id, trace_hex],
+            "SELECT span_id, digest FROM spans WHERE trace_hex = ?", [trace_hex]
         )
         return dict(rows.fetchall())
 
@@ -98,11 +100,11 @@ class DeliveryState:
     # -- writes (after an acknowledgement) ------------------------------------------------
 
     def record_spans(self, rows: list[tuple[str, str, str, str]]) -> None:
-        """(session, trace_hex, span_id, digest) of spans the receiver acknowledged."""
+        """(trace_hex, span_id, digest, session) of spans the receiver acknowledged."""
         now = time.time()
         with self._transaction():
             self.conn.executemany(
-                "INSERT OR REPLACE INTO spans (session_id, trace_hex, span_id, digest, sent_at)"
+                "INSERT OR REPLACE INTO spans (trace_hex, span_id, digest, session_id, sent_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 [(*row, now) for row in rows],
             )
