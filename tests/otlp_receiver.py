@@ -2,8 +2,8 @@
 
 It decodes what it receives as a collector would (protobuf with opentelemetry-proto's
 ExportTraceServiceRequest, or OTLP/JSON), answers with an ExportTraceServiceResponse, and keeps
-every span it accepted. `fail_next(n, status)` makes the next n requests fail with `status`
-(503, 429 with Retry-After...), as a collector restarting mid-stream does.
+every span it accepted. `fail_after(k, n, status)` makes the n requests after the k-th fail
+with `status` (503, 429 with Retry-After, 401...), as a collector restarting mid-stream does.
 """
 
 from __future__ import annotations
@@ -66,11 +66,20 @@ class Receiver:
     spans: list[Received] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    _failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    _failures: dict[int, tuple[int, dict[str, str]]] = field(default_factory=dict)
+    _count: int = 0  # POSTs seen
 
-    def fail_next(self, count: int, status: int = 503, headers: dict[str, str] | None = None):
+    def fail_after(
+        self, seen: int, count: int, status: int = 503, headers: dict[str, str] | None = None
+    ) -> None:
+        """Requests number seen+1 .. seen+count (counted from the start) fail with `status`."""
         with self.lock:
-            self._failures += [(status, headers or {})] * count
+            for number in range(seen + 1, seen + count + 1):
+                self._failures[number] = (status, headers or {})
+
+    def clear_failures(self) -> None:
+        with self.lock:
+            self._failures.clear()
 
     def __enter__(self) -> Receiver:
         receiver = self
@@ -83,7 +92,8 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 kind = self.headers.get("content-type", "")
                 with receiver.lock:
-                    failure = receiver._failures.pop(0) if receiver._failures else None
+                    receiver._count += 1
+                    failure = receiver._failures.pop(receiver._count, None)
                 if self.path != "/v1/traces":
                     return self._answer(404, b"not found", "text/plain")
                 if failure:
