@@ -438,3 +438,44 @@ def test_a_refusing_endpoint_stops_at_once(clean_home, tmp_path):
         assert len(receiver.requests) == 1, "a 401 is not retried"
     assert "HTTP 401" in err and "stopped: the endpoint refused a batch" in out
     assert "Traceback" not in err
+
+
+def test_protobuf_body_is_protobufs_own_mapping_of_the_otlp_json(clean_home, tmp_path):
+    """encode.to_protobuf builds the request field by field; protobuf's JSON mapping of the
+    same document (ids as base64) must give the identical message."""
+    import base64
+
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from datasette_capsem.graph.otlp import export_trace, merge
+    from datasette_capsem.graph.trace_rows import load_trace
+    from datasette_capsem.ledger.schema import read_schema
+    from datasette_capsem.push.encode import to_protobuf
+
+    home, manifest = clean_home
+    documents = []
+    for entry in manifest["sessions"][:12]:
+        if not entry["ledger"] or not entry["traces"]:
+            continue
+        conn = open_readonly(home / entry["ledger"], tmp_path / "read")
+        try:
+            schema = read_schema(conn)
+            documents += [
+                export_trace(load_trace(conn, schema, t), entry["id"]) for t in entry["traces"]
+            ]
+        finally:
+            conn.close()
+    document = merge(documents)
+    mapped = json.loads(json.dumps(document))
+    for resource_spans in mapped["resourceSpans"]:
+        for scope in resource_spans["scopeSpans"]:
+            for span in scope["spans"]:
+                for name in ("traceId", "spanId", "parentSpanId"):
+                    if span.get(name):
+                        span[name] = base64.b64encode(bytes.fromhex(span[name])).decode()
+    expected = json_format.ParseDict(mapped, ExportTraceServiceRequest())
+    assert ExportTraceServiceRequest.FromString(to_protobuf(document)) == expected
+    assert len(expected.resource_spans) > 10

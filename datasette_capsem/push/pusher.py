@@ -286,7 +286,7 @@ class Pusher:
         rows = load_trace(conn, schema, trace_id)
         document = export_trace(rows, session.session_id)
         if self.masked:
-            document = redaction.redact_tree(document)
+            document = _masked(document)
         items = []
         total = 0
         for resource_spans in document["resourceSpans"]:
@@ -395,6 +395,25 @@ class Pusher:
             f"[{done}/{total} sessions] {s.spans_sent} spans sent in {s.traces_sent} traces, "
             f"{s.traces_skipped} traces already delivered, {len(s.unreadable)} unreadable"
         )
+
+
+def _masked(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as pages show it to an actor without `view_secrets` (redaction.py): every
+    attribute, span name, status message and event attribute through the same functions. Ids
+    and times, which the exporter writes from hex and integers, are left as they are."""
+    for resource_spans in document["resourceSpans"]:
+        resource = resource_spans["resource"]
+        resource["attributes"] = redaction.redact_tree(resource["attributes"])
+        for scope in resource_spans["scopeSpans"]:
+            for span in scope["spans"]:
+                span["name"] = redaction.redact_cell(None, span["name"])
+                span["attributes"] = redaction.redact_tree(span["attributes"])
+                status = span.get("status") or {}
+                if status.get("message"):
+                    status["message"] = redaction.redact_cell(None, status["message"])
+                for event in span.get("events", ()):
+                    event["attributes"] = redaction.redact_tree(event["attributes"])
+    return document
 
 
 def _document(batch: list[_Item]) -> dict[str, Any]:
