@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from datasette_capsem.cli import check, export_otlp, generate, index, resolve, serve
+from datasette_capsem.cli import check, export_otlp, generate, index, push_otlp, resolve, serve
 
 SUBCOMMANDS: tuple[click.Command, ...] = (
     generate.generate,
@@ -17,6 +17,7 @@ SUBCOMMANDS: tuple[click.Command, ...] = (
     resolve.resolve,
     check.check,
     export_otlp.export_otlp,
+    push_otlp.push_otlp,
 )
 
 
