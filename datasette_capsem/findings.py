@@ -16,6 +16,14 @@ class Severity(str, Enum):
     WARNING = "warning"
     INFO = "info"
 
+    @staticmethod
+    def rank(value: str | None) -> int:
+        """Sort key, most severe first; an unknown severity (a plugin's) sorts last."""
+        return SEVERITY_RANK.get(value or "", len(SEVERITY_RANK))
+
+
+SEVERITY_RANK = {Severity.ERROR.value: 0, Severity.WARNING.value: 1, Severity.INFO.value: 2}
+
 
 @dataclass(frozen=True)
 class FindingKind:

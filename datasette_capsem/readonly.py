@@ -72,6 +72,19 @@ class FileState:
         return "immutable" if self.wal_mode else "ro"
 
 
+def file_fingerprint(path: Path | str) -> tuple:
+    """The one file fingerprint: (size, mtime_ns) of a ledger and of its `-wal` (None when
+    absent). Two stats, no read; it changes whenever a writer appears, leaves or adds frames."""
+    result = []
+    for candidate in (str(path), f"{path}-wal"):
+        try:
+            stat = os.stat(candidate)
+            result.append((stat.st_size, stat.st_mtime_ns))
+        except OSError:
+            result.append(None)
+    return tuple(result)
+
+
 def _stat_or_none(path: Path) -> os.stat_result | None:
     try:
         return os.stat(path)

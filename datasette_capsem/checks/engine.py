@@ -10,8 +10,6 @@ import sqlite3
 import time
 from typing import Any
 
-import blake3
-
 from datasette_capsem.catalog.catalog import database_name
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
 from datasette_capsem.checks.profiles import for_profile
@@ -33,14 +31,6 @@ def all_checks() -> list[Check]:
     return sorted(checks, key=lambda c: (KIND_ORDER.get(c.kind, len(KIND_ORDER)), c.id))
 
 
-def blake3_hex(value: Any) -> str | None:
-    """capsem_blake3(x) for SQL: hex blake3 of a BLOB, or of a TEXT's UTF-8 bytes."""
-    if value is None:
-        return None
-    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else bytes(value)
-    return blake3.blake3(data).hexdigest()
-
-
 def body_hash_verdict(body: Any, body_hash: Any, truncated: Any) -> str:
     """capsem_body_hash_verdict(body, body_hash, truncated) for SQL: verified, mismatch or
     unverifiable. The very function the trace graph and the event and body pages use
@@ -50,7 +40,6 @@ def body_hash_verdict(body: Any, body_hash: Any, truncated: Any) -> str:
 
 def prepare_connection(conn: sqlite3.Connection) -> None:
     """SQL functions checks may use. Registering a function never writes to the file."""
-    conn.create_function("capsem_blake3", 1, blake3_hex, deterministic=True)
     conn.create_function("capsem_body_hash_verdict", 3, body_hash_verdict, deterministic=True)
 
 

@@ -16,7 +16,6 @@ from datasette_capsem.findings import KINDS, Severity
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.urls import Urls
 
-SEVERITY_ORDER = {Severity.ERROR.value: 0, Severity.WARNING.value: 1, Severity.INFO.value: 2}
 DEFAULT_SAMPLE_LIMIT = 50
 
 
@@ -207,7 +206,7 @@ class Report:
         """Applicable findings with offending rows, most severe first."""
         found = [f for f in self.findings if f.problem]
         return sorted(
-            found, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), f.kind, f.table or "")
+            found, key=lambda f: (Severity.rank(f.severity), f.kind, f.table or "")
         )
 
     @property

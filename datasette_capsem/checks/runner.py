@@ -18,15 +18,6 @@ from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Report
 from datasette_capsem.config import Settings
 
 
-def resolve_session(catalog: Catalog, text: str) -> Session | None:
-    """A session by id, by Datasette database name (`session-<id>`), or by unique name."""
-    session = catalog.get(text) or catalog.session_for_database(text)
-    if session is not None:
-        return session
-    named = [s for s in catalog.sessions() if s.name == text]
-    return named[0] if len(named) == 1 else None
-
-
 def check_catalog_session(
     session: Session, settings: Settings, *, sample_limit: int = DEFAULT_SAMPLE_LIMIT
 ) -> Report:

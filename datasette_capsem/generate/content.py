@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import blake3
-
 from datasette_capsem.generate import catalog
 from datasette_capsem.generate.ledger import Ledger
+from datasette_capsem.ledger import bodies
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 TITLE_PROMPT = "Write a five-word title for this conversation."
@@ -74,9 +73,8 @@ def hex_id(rng: random.Random, digits: int = 12) -> str:
 
 
 def blake3_ref(data: bytes | str) -> str:
-    """``blake3:<64 hex>`` of ``data``, the format of every *_hash column."""
-    raw = data.encode() if isinstance(data, str) else data
-    return "blake3:" + blake3.blake3(raw).hexdigest()
+    """``blake3:<64 hex>`` of ``data`` (text as UTF-8), the format of every *_hash column."""
+    return bodies.blake3_ref(data.encode() if isinstance(data, str) else data)
 
 
 def dumps(value: Any) -> str:

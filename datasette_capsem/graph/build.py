@@ -23,6 +23,7 @@ from collections import defaultdict
 from typing import Any
 
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
+from datasette_capsem.findings import Severity
 from datasette_capsem.graph.exchanges import correlate_net, is_ambient
 from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, TraceRows, row_start_ms
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
@@ -59,7 +60,6 @@ LANE_OF_TYPE = {
 }  # fmt: skip
 ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
 EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
-SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 UNPAIRABLE = "unpairable_tool_ids"
 # Collapse hints for the page script: beyond `threshold` groups, keep `keep` at each end.
 COLLAPSE = {"threshold": 12, "keep": 4, "chunk": 100}
@@ -596,7 +596,7 @@ class GraphBuilder:
             ),
         )
         findings = sorted(
-            self.findings.values(), key=lambda f: (SEVERITY_RANK[f["severity"]], f["kind"])
+            self.findings.values(), key=lambda f: (Severity.rank(f["severity"]), f["kind"])
         )
         return {
             "trace_id": self.rows.trace_id,

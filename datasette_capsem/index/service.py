@@ -73,11 +73,6 @@ def _stat_ledger(path: Path) -> tuple[tuple, store.Fingerprint | None]:
         return identity, (stat.st_size, stat.st_mtime_ns, None, None)
 
 
-def stat_fingerprint(path: Path) -> store.Fingerprint | None:
-    """(size, mtime_ns, wal size, wal mtime_ns) without opening the ledger; None if gone."""
-    return _stat_ledger(path)[1]
-
-
 @dataclass(frozen=True)
 class Parent:
     """The ledger a fork was copied from, as the refresh resolved it."""

@@ -99,10 +99,6 @@ class LedgerSchema:
         """A file a newer writer re-opened: current columns beside leftover tables."""
         return self.has("tool_calls", "turn_id") and bool(self.legacy_tables)
 
-    @property
-    def is_ledger(self) -> bool:
-        return "model_calls" in self.tables or "net_events" in self.tables
-
     def summary(self) -> dict:
         return {
             "era": self.era,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import os
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -23,22 +22,11 @@ from datasette.database import Database
 
 from datasette_capsem import readonly, redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
+from datasette_capsem.readonly import file_fingerprint
 
 
 class ReadOnlyDatabaseError(sqlite3.OperationalError):
     pass
-
-
-def _quick_fingerprint(path: Path) -> tuple:
-    """Two stats: enough to notice a writer appearing, leaving or adding frames."""
-    result = []
-    for candidate in (str(path), f"{path}-wal"):
-        try:
-            stat = os.stat(candidate)
-            result.append((stat.st_size, stat.st_mtime_ns))
-        except OSError:
-            result.append(None)
-    return tuple(result)
 
 
 class LedgerDatabase(Database):
@@ -49,7 +37,7 @@ class LedgerDatabase(Database):
         self.cache_dir = cache_dir
         self._state = readonly.inspect_file(self.source_path)  # raises LedgerUnavailable
         super().__init__(ds, path=str(self.source_path), is_mutable=True)
-        self._fingerprint = _quick_fingerprint(self.source_path)
+        self._fingerprint = file_fingerprint(self.source_path)
         self._generation = 0
         self._connection: tuple[int, sqlite3.Connection] | None = None
         self._policy: str | None = None  # the secret policy the connection enforces now
@@ -99,7 +87,7 @@ class LedgerDatabase(Database):
     def _revalidate(self) -> None:
         """Re-plan the open mode when the file or its WAL changed. Runs in the query's thread
         right before connecting, so a writer that comes or goes meanwhile is seen."""
-        fingerprint = _quick_fingerprint(self.source_path)
+        fingerprint = file_fingerprint(self.source_path)
         if fingerprint == self._fingerprint:
             return
         state = readonly.inspect_file(self.source_path)
@@ -159,7 +147,7 @@ class LedgerDatabase(Database):
 
     async def ledger_schema(self) -> LedgerSchema:
         """Tables and columns of the file, re-read only when the file changed."""
-        changed = _quick_fingerprint(self.source_path) != self._fingerprint
+        changed = file_fingerprint(self.source_path) != self._fingerprint
         if self._schema is None or changed or self._schema_generation != self._generation:
             self._schema = await self.execute_fn(read_schema)  # revalidates first
             self._schema_generation = self._generation

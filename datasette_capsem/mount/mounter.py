@@ -14,8 +14,8 @@ from datasette.utils.internal_db import init_internal_db, populate_schema_tables
 
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
-from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
-from datasette_capsem.readonly import LedgerUnavailable
+from datasette_capsem.mount.ledger_db import LedgerDatabase
+from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint
 from datasette_capsem.sqlfiles import load_sql
 
 MAIN_DATABASE = "main"
@@ -114,10 +114,6 @@ class Mounter:
         database.close()
         self.evict_count += 1
 
-    def close_all(self) -> None:
-        for name in list(self.mounted):
-            self.evict(name)
-
     def is_session_mount(self, name: str) -> bool:
         return name in self.mounted
 
@@ -136,11 +132,11 @@ class SchemaRefreshCache:
     def unchanged(self, name: str, database) -> bool:
         if not isinstance(database, LedgerDatabase):
             return False
-        return self._seen.get(name) == _quick_fingerprint(database.source_path)
+        return self._seen.get(name) == file_fingerprint(database.source_path)
 
     def remember(self, name: str, database) -> None:
         if isinstance(database, LedgerDatabase):
-            self._seen[name] = _quick_fingerprint(database.source_path)
+            self._seen[name] = file_fingerprint(database.source_path)
 
     def forget(self, name: str) -> None:
         self._seen.pop(name, None)

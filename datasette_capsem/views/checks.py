@@ -11,6 +11,7 @@ from typing import Any
 
 from datasette_capsem import errors
 from datasette_capsem.checks import Report, check_session
+from datasette_capsem.findings import Severity
 from datasette_capsem.views import render
 from datasette_capsem.views.session import Opened, open_session
 
@@ -34,7 +35,6 @@ def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 def _by_kind(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -46,11 +46,11 @@ def _by_kind(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {"kind": finding["kind"], "title": finding["title"], "severity": finding["severity"],
              "explanation": finding["explanation"], "count": 0, "parts": []},
         )  # fmt: skip
-        if SEVERITY_RANK.get(finding["severity"], 9) < SEVERITY_RANK.get(entry["severity"], 9):
+        if Severity.rank(finding["severity"]) < Severity.rank(entry["severity"]):
             entry["severity"] = finding["severity"]
         entry["count"] += finding["count"]
         entry["parts"].append(finding)
-    return sorted(kinds.values(), key=lambda e: (SEVERITY_RANK.get(e["severity"], 9), e["kind"]))
+    return sorted(kinds.values(), key=lambda e: (Severity.rank(e["severity"]), e["kind"]))
 
 
 def _grouped(findings: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

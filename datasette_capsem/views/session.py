@@ -26,8 +26,8 @@ from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
-from datasette_capsem.mount.ledger_db import LedgerDatabase, _quick_fingerprint
-from datasette_capsem.readonly import LedgerUnavailable
+from datasette_capsem.mount.ledger_db import LedgerDatabase
+from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import SessionUrls, Urls
 from datasette_capsem.views import render
@@ -186,7 +186,7 @@ def _validator(opened: Opened) -> Hashable:
     """What a report depends on besides the clock: the ledger's files and the main.db row."""
     session = opened.session
     path = opened.db.source_path if opened.db is not None else session.ledger_path
-    files = _quick_fingerprint(path) if path is not None else None
+    files = file_fingerprint(path) if path is not None else None
     row = session.main_row
     return (files, session.live, tuple(dict(row).items()) if row is not None else None)
 
