@@ -352,7 +352,57 @@
       lines.push("findings: " + node.findings.join(", "));
     }
     title.textContent = lines.join("\n");
+    if (this.selected === node.id) {
+      g.classList.add("selected");
+    }
+    if (this.matches && this.matches[node.id]) {
+      g.classList.add("match");
+    }
+    if (parent !== root) {
+      /* With the explorer on the page, a click selects the node (its detail opens beside the
+         tree); a modified click still follows the link. */
+      parent.addEventListener("click", function (event) {
+        if (!window.capsemExplorer || event.ctrlKey || event.metaKey || event.shiftKey) {
+          return;
+        }
+        event.preventDefault();
+        document.dispatchEvent(new CustomEvent("capsem:select", {detail: {id: node.id}}));
+      });
+    }
   };
+
+  /* Show `id` (expanding the block that folds it) and mark it selected. */
+  CapsemGraph.prototype.highlight = function (id) {
+    this.selected = id;
+    var node = this.nodesById[id];
+    if (node && !this.expandAll) {
+      this.expanded[node.group] = true;
+    }
+    this.render();
+    var drawn = null;
+    Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
+      if (g.getAttribute("data-node-id") === id) {
+        drawn = g;
+      }
+    });
+    if (drawn && drawn.scrollIntoView) {
+      var canvas = this.container.querySelector(".capsem-graph-canvas");
+      var box = drawn.getBoundingClientRect();
+      var frame = canvas.getBoundingClientRect();
+      canvas.scrollLeft += box.left - frame.left - frame.width / 2;
+      canvas.scrollTop += box.top - frame.top - frame.height / 2;
+    }
+  };
+
+  CapsemGraph.prototype.mark = function (ids) {
+    var self = this;
+    this.matches = {};
+    ids.forEach(function (id) { self.matches[id] = true; });
+    Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
+      g.classList.toggle("match", !!self.matches[g.getAttribute("data-node-id")]);
+    });
+  };
+
 
   CapsemGraph.prototype.drawCluster = function (root, item) {
     var cluster = item.cluster;
@@ -440,6 +490,12 @@
         var graph = new CapsemGraph(container, data);
         toolbar(container, graph);
         graph.render();
+        document.addEventListener("capsem:selected", function (event) {
+          graph.highlight(event.detail.id);
+        });
+        document.addEventListener("capsem:matches", function (event) {
+          graph.mark(event.detail.ids);
+        });
         container.setAttribute("data-ready", "1");
       })
       .catch(function (error) {

@@ -36,6 +36,9 @@ from datasette_capsem.views.session import (
 FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
 
 
+FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
+
+
 def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
     """Totals of the trace, as listed on the session page."""
     calls = sorted(rows.model_calls, key=lambda r: (str(r.get("timestamp") or ""), r["id"]))
