@@ -455,7 +455,9 @@
       var page = el("a", null, "open its page", links);
       page.href = span.href;
     }
+    panel.removeAttribute("data-loaded");
     if (!/^[a-z_]+:[0-9]+$/.test(span.id) || span.missing) {
+      panel.setAttribute("data-loaded", span.id);
       return;
     }
     var holder = el("div", "capsem-detail-row", null, panel);
