@@ -88,7 +88,7 @@ async def test_tree_nests_a_turn(datasette, manifest):
     assert {"net_event", "body", "security_event"} <= kinds, kinds
     emitting = [
         s for s in flatten(tree) if s["type"] == "model_call" and
-        any(c["type"] == "tool_call" for c in s["children"])
+        any(c["type"] == "tool_call" for c in s.get("children", []))
     ]  # fmt: skip
     assert emitting, "some model call emitted tool calls"
     tool = next(c for c in emitting[0]["children"] if c["type"] == "tool_call")
@@ -175,7 +175,7 @@ async def test_node_detail_puts_important_fields_first(datasette, manifest, caps
     detail = (await datasette.client.get(url)).json()
     names = [f["name"] for f in detail["fields"]]
     assert names[:2] == ["provider", "model"]
-    assert all(f["value"] not in (None, "") for f in detail["fields"])
+    assert all(detail["cells"][f["name"]] not in (None, "") for f in detail["fields"])
     assert detail["row"] == f"/{session['id']}/model_calls/{call['id'].split(':')[1]}"
     directions = {b["direction"] for b in detail["bodies"]}
     assert directions == {"request", "response"}
@@ -235,3 +235,25 @@ async def test_sse_streams_decode_to_their_text(stream, text, thinking):
     view = decode_body(stream, "text/event-stream")
     assert view["kind"] == "sse"
     assert view["assembled"] == {"text": text, "thinking": thinking}
+
+
+async def test_node_detail_follows_the_credential_policy(
+    datasette, manifest, capsem_home, cache_dir
+):
+    """node.json gives each value under its column's name, so carriers (a URL's query
+    string) are hidden whole for a reader without view_secrets, as on every other page."""
+    from datasette_capsem import redaction
+
+    for session in clean_current(manifest):
+        with ledger(capsem_home, session, cache_dir) as conn:
+            row = conn.execute(
+                "SELECT id, trace_id FROM net_events WHERE coalesce(query, '') != '' "
+                "AND trace_id IS NOT NULL LIMIT 1"
+            ).fetchone()
+        if row is None:
+            continue
+        url = trace_url(session["id"], row["trace_id"], "/node.json") + f"?id=net_events:{row['id']}"
+        detail = (await datasette.client.get(url)).json()
+        assert detail["cells"]["query"] == redaction.HIDDEN
+        return
+    pytest.skip("no net row with a query string in the generated home")

@@ -65,10 +65,13 @@ def _columns(schema: LedgerSchema, table: str) -> list[str]:
     return columns
 
 
-def _ordered(table: str, row: dict[str, Any]) -> list[dict[str, Any]]:
+def _ordered(table: str, row: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(fields, cells): the non-empty columns in reading order, and their values keyed by
+    column name, so the one credential policy (`redaction.redact_tree`) sees each value
+    under its column's name (a carrier such as `query` is hidden whole)."""
     first = [c for c in IMPORTANT.get(table, ()) if c in row]
     rest = [c for c in row if c not in first]
-    fields = []
+    fields, cells = [], {}
     for name in first + rest:
         value = row[name]
         if value is None or value == "":
@@ -76,14 +79,13 @@ def _ordered(table: str, row: dict[str, Any]) -> list[dict[str, Any]]:
         field: dict[str, Any] = {"name": name, "important": name in first}
         pretty = pretty_json(value) if any(h in name for h in JSON_HINTS) else None
         shown = pretty if pretty is not None else value
-        cut = isinstance(shown, (str, bytes)) and len(shown) > CELL_CHARS
-        field["value"] = clip(shown, CELL_CHARS)
+        if isinstance(shown, (str, bytes)) and len(shown) > CELL_CHARS:
+            field["cut"] = True
+        cells[name] = clip(shown, CELL_CHARS)
         if pretty is not None:
             field["json"] = True
-        if cut:
-            field["cut"] = True
         fields.append(field)
-    return fields
+    return fields, cells
 
 
 def load_node(
@@ -108,9 +110,9 @@ def load_node(
         "row_id": row_id,
         "trace_id": row.get("trace_id"),
         "event_id": row.get("event_id"),
-        "fields": _ordered(table, row),
         "bodies": [],
     }
+    detail["fields"], detail["cells"] = _ordered(table, row)
     if table == "event_body_blobs":
         body = load_body(conn, row_id)
         detail["bodies"] = [body] if body else []

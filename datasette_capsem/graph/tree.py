@@ -44,6 +44,8 @@ KIND_OF_TYPE = {
     "security_event": "security",
     "mcp_call": "tool_call",
 }
+# Keys a model-call span always has (null when the ledger does not say).
+MODEL_KEYS = (*TOKEN_FIELDS, "cost_usd", "model", "provider", "stop_reason", "duration_ms")
 CHILD_RANK = {"net_event": 0, "security_event": 1, "body": 2, "model_item": 4}
 # Lanes of the timeline that can be toggled on the page: kind -> lane.
 LANE_OF_KIND = {
@@ -77,14 +79,15 @@ def _span(node: dict[str, Any]) -> dict[str, Any]:
         "kind": kind,
         "type": node["type"],
         "name": _name(node),
-        "detail": node.get("detail") or "",
         "t": node.get("t"),
         "duration_ms": node.get("duration_ms"),
-        "href": node.get("href"),
-        "row": node.get("row"),
         "findings": list(node.get("findings") or []),
         "children": [],
     }
+    if node.get("detail"):
+        span["detail"] = node["detail"]
+    if node["type"] in ("trace", "turn") or not node.get("table"):
+        span["href"] = node.get("href")  # a row's own links come with its detail
     for flag in ("missing", "external"):
         if node.get(flag):
             span[flag] = True
@@ -167,6 +170,19 @@ def _totals(span: dict[str, Any]) -> dict[str, Any]:
     return totals
 
 
+def _compact(span: dict[str, Any]) -> None:
+    """Leave out what is empty (a 500-call tree has 8,000 spans): no children, no findings,
+    no time, no figure. The page reads a missing key as empty."""
+    stack = [span]
+    while stack:
+        node = stack.pop()
+        stack.extend(node["children"])
+        kept = MODEL_KEYS if node["type"] == "model_call" else ()
+        for key in [k for k, v in node.items() if (v is None or v == [] or v == "")]:
+            if key not in kept:
+                del node[key]
+
+
 def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
     """tree.json: the nested spans of a trace, with totals on the trace and each turn."""
     spans = {node["id"]: _span(node) for node in graph["nodes"]}
@@ -220,6 +236,7 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
             span["duration_ms"] = span["totals"]["duration_ms"]
             if span["type"] == "turn":
                 span["t"] = span["totals"]["start"]
+    _compact(root)
     findings = {f["kind"]: {k: f[k] for k in ("severity", "title", "count", "nodes")}
                 for f in graph["findings"]}  # fmt: skip
     return {
@@ -239,5 +256,5 @@ def flatten(tree: dict[str, Any]) -> list[dict[str, Any]]:
     while stack:
         span = stack.pop()
         found.append(span)
-        stack.extend(reversed(span["children"]))
+        stack.extend(reversed(span.get("children", [])))
     return found

@@ -552,13 +552,35 @@
     container.insertBefore(bar, container.firstChild);
   }
 
+  function explorerSettled() {
+    var explorer = document.querySelector(".capsem-explorer[data-tree-url]");
+    return new Promise(function (resolve) {
+      if (!explorer || explorer.hasAttribute("data-ready")) {
+        resolve();
+        return;
+      }
+      var watch = new MutationObserver(function () {
+        if (explorer.hasAttribute("data-ready")) {
+          watch.disconnect();
+          resolve();
+        }
+      });
+      watch.observe(explorer, {attributes: true, attributeFilter: ["data-ready"]});
+    });
+  }
+
   function start(container) {
     var url = container.getAttribute("data-graph-url");
     var status = container.querySelector(".capsem-graph-status");
     if (!safeHref(url)) {
       return;
     }
-    fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+    /* The span tree is what makes the page usable: the picture is fetched and drawn once
+       it is, so the two do not compete for the server and the main thread. */
+    explorerSettled()
+      .then(function () {
+        return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}});
+      })
       .then(function (response) {
         if (!response.ok) {
           throw new Error("HTTP " + response.status);
@@ -579,6 +601,7 @@
         document.addEventListener("capsem:matches", function (event) {
           graph.mark(event.detail.ids);
         });
+        container.setAttribute("data-ready-ms", String(Math.round(performance.now())));
         container.setAttribute("data-ready", "1");
       })
       .catch(function (error) {

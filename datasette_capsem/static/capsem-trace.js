@@ -79,6 +79,8 @@
     var self = this;
     Object.keys(HIDDEN_BY_DEFAULT).forEach(function (lane) { self.hiddenLanes[lane] = true; });
     (function walk(span, parent) {
+      span.children = span.children || [];  /* tree.json leaves empty keys out */
+      span.findings = span.findings || [];
       self.spans[span.id] = span;
       if (parent) {
         self.parent[span.id] = parent.id;
@@ -487,14 +489,16 @@
       el("a", null, "event " + detail.event_id, links).href = detail.event;
     }
     var table = el("table", "capsem-kv capsem-detail-fields", null, holder);
+    var cells = detail.cells || {};
     detail.fields.forEach(function (field) {
+      var value = cells[field.name];
       var tr = el("tr", field.important ? "important" : null, null, table);
       el("th", null, field.name, tr);
       var td = el("td", null, null, tr);
       if (field.json) {
-        el("pre", "capsem-body capsem-body-json", field.value, td);
+        el("pre", "capsem-body capsem-body-json", value, td);
       } else {
-        td.textContent = String(field.value);
+        td.textContent = value === null || value === undefined ? "" : String(value);
       }
       if (field.cut && safeHref(detail.row)) {
         el("a", "capsem-more", " (cut: the full value is on the row page)", td).href = detail.row;
@@ -618,6 +622,7 @@
       if (initial) {
         explorer.select(initial, false);
       }
+      root.setAttribute("data-ready-ms", String(Math.round(performance.now())));
       root.setAttribute("data-ready", "1");
     }).catch(function (error) {
       if (status) {
