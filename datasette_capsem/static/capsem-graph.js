@@ -595,6 +595,9 @@
         var graph = new CapsemGraph(container, data);
         toolbar(container, graph);
         graph.render();
+        if (window.capsemExplorer && window.capsemExplorer.selected) {
+          graph.highlight(window.capsemExplorer.selected);  /* chosen before the picture came */
+        }
         document.addEventListener("capsem:selected", function (event) {
           graph.highlight(event.detail.id);
         });
