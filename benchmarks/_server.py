@@ -36,6 +36,8 @@ def main() -> None:
             "max_mounted_sessions": args.max_mounted,
             "view_secrets": True,
         }
+        if args.redact:  # a team instance: secrets masked for everyone
+            del config["view_secrets"]
         if args.cache:
             config["cache_dir"] = args.cache
         settings = json.loads(Path(args.settings).read_text()) if args.settings else {}

@@ -8,7 +8,12 @@ ASGI client after one warm-up request per URL:
 - search of one trace id over 1,000 sessions with the cross-session index built (target
   under 100 ms) and without it (the bounded fallback scan, plus an unbounded scan for scale).
 
-Usage: python benchmarks/bench_graph.py [--repeat 7] [--sessions 1000]
+- the trace page in headless Chromium (/usr/bin/chromium, through Playwright), for a small
+  trace and the 500-call one: HTML size (target under 300 KB) and the time from navigation to
+  an interactive span tree (tree drawn, keys and clicks bound; target under 1 s) and to the
+  drawn picture, each page a fresh tab on a warm server.
+
+Usage: python benchmarks/bench_graph.py [--repeat 7] [--sessions 1000] [--no-browser]
 """
 
 from __future__ import annotations
@@ -20,13 +25,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import generated_home, manifest, print_table
+from common import generated_home, manifest, print_table, server
 from datasette.app import Datasette
 
 from datasette_capsem.graph.search import scan_ledgers
 from datasette_capsem.state import get_state
 
 CALLS = 500
+SMALL_CALLS = 3
+HTML_TARGET_KB = 300
+INTERACTIVE_TARGET_MS = 1000
+CHROMIUM = "/usr/bin/chromium"
 PAGE_TARGET_MS = 1000
 SEARCH_TARGET_MS = 100
 
@@ -78,6 +87,7 @@ async def trace_rows(repeat: int) -> list[list]:
             for label, suffix, target in (
                 ("trace page (HTML)", "", PAGE_TARGET_MS),
                 ("graph.json", "/graph.json", PAGE_TARGET_MS),
+                ("tree.json", "/tree.json", PAGE_TARGET_MS),
                 ("trace .json", ".json", None),
                 ("OTLP export", ".otlp.json", None),
             ):
@@ -151,17 +161,91 @@ async def search_rows(sessions: int, repeat: int) -> list[list]:
     return rows
 
 
+def one_trace_home(calls: int) -> tuple[Path, str, str]:
+    home = generated_home(
+        1, traces_per_session=1, calls_per_trace=calls, defects=False, hostile=False, broken=False
+    )
+    session_id, trace = long_trace(home)
+    return home, session_id, trace
+
+
+async def browser_rows(repeat: int) -> list[list]:
+    """HTML size and time to an interactive page in Chromium, small trace and 500 calls."""
+    import httpx
+    from playwright.async_api import async_playwright
+
+    rows = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--headless", "--disable-gpu"]
+        )
+        cases = [
+            (label, calls, reader, flags)
+            for label, calls in (("small trace", SMALL_CALLS), ("500-call trace", CALLS))
+            for reader, flags in (("may see secrets", ()), ("default", ("--redact",)))
+        ]
+        for label, calls, reader, flags in cases:
+            home, session_id, trace = one_trace_home(calls)
+            with (
+                tempfile.TemporaryDirectory(prefix="bench-browser-") as tmp,
+                server("--home", str(home), "--cache", tmp, *flags) as (base, _pid, _start),
+            ):
+                url = f"{base}/-/capsem/sessions/{session_id}/traces/{trace}"
+                html = httpx.get(url, timeout=60).content  # also warms the server
+                tree_ms, graph_ms = [], []
+                for _ in range(repeat):
+                    page = await browser.new_page()
+                    await page.goto(url, wait_until="commit")
+                    await page.wait_for_selector(
+                        "#capsem-explorer[data-ready='1']", timeout=60000
+                    )
+                    await page.wait_for_selector("#capsem-graph[data-ready='1']", timeout=60000)
+                    tree_ms.append(
+                        float(await page.get_attribute("#capsem-explorer", "data-ready-ms"))
+                    )
+                    graph_ms.append(
+                        float(await page.get_attribute("#capsem-graph", "data-ready-ms"))
+                    )
+                    await page.close()
+            tree, graph = statistics.median(tree_ms), statistics.median(graph_ms)
+            size_kb = len(html) / 1024
+            rows.append(
+                [
+                    label,
+                    reader,
+                    f"{size_kb:.0f} KB",
+                    "ok" if size_kb < HTML_TARGET_KB else "OVER",
+                    f"{tree:.0f} ms",
+                    "ok" if tree < INTERACTIVE_TARGET_MS else "OVER",
+                    f"{graph:.0f} ms",
+                ]
+            )
+        await browser.close()
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--no-search", action="store_true")
     args = parser.parse_args()
+    if not args.no_browser:
+        print_table(
+            f"Trace page in Chromium (median of {args.repeat} fresh tabs; targets: HTML < "
+            f"{HTML_TARGET_KB} KB, interactive < {INTERACTIVE_TARGET_MS} ms)",
+            ["trace", "reader", "HTML", "target", "interactive (tree)", "target", "picture drawn"],
+            asyncio.run(browser_rows(args.repeat)),
+        )
     page = asyncio.run(trace_rows(args.repeat))
     print_table(
         f"Trace of {CALLS} model calls (median of {args.repeat}, target < {PAGE_TARGET_MS} ms)",
         ["request", "reader", "status", "size", "median", "target"],
         page,
     )
+    if args.no_search:
+        return
     search = asyncio.run(search_rows(args.sessions, args.repeat))
     print_table(
         f"Search one trace id over {args.sessions} sessions (target < {SEARCH_TARGET_MS} ms "

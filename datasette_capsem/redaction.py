@@ -222,9 +222,18 @@ def _replacement(kind: str):
 REPLACEMENTS = {kind: _replacement(kind) for kind, _pattern in SECRET_PATTERNS}
 
 
+# Any trigger of any pattern, in one scan of the lowered text: a text none of them occurs in
+# has nothing to mask (no pattern would run), which is most text.
+_ANY_TRIGGER = re.compile(
+    "|".join(re.escape(t) for t in sorted({t for ts in TRIGGERS.values() for t in ts}))
+)
+
+
 def mask_text(text: str) -> str:
     """Replace every credential-shaped substring of `text` with a `[redacted:kind]` marker."""
     lowered = text.lower()
+    if _ANY_TRIGGER.search(lowered) is None:
+        return text
     for kind, pattern in SECRET_PATTERNS:
         if any(trigger in lowered for trigger in TRIGGERS[kind]):
             text = pattern.sub(REPLACEMENTS[kind], text)
@@ -281,7 +290,11 @@ def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -
                 return {**data, "value": {"stringValue": HIDDEN}}
         if hide_free_text.get() and data.get("kind") in ("json", "sse", "text", "hex"):
             return {
-                **{k: v for k, v in data.items() if k not in ("text", "events", "hex")},
+                **{
+                    k: v
+                    for k, v in data.items()
+                    if k not in ("text", "events", "hex", "assembled")
+                },
                 "kind": "text",
                 "text": HIDDEN,
             }

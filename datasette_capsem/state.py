@@ -28,6 +28,7 @@ class CapsemState:
     index: IndexService
     session_table: SessionTable
     reports: ReportCache
+    traces: ReportCache  # rows and graph of the traces viewed last (views/trace.py)
 
 
 def build_state(datasette) -> CapsemState:
@@ -41,6 +42,9 @@ def build_state(datasette) -> CapsemState:
         index=IndexService(settings, catalog),
         session_table=SessionTable(catalog.database_name),
         reports=ReportCache(),
+        # A trace page asks for its tree and graph right after its HTML: a few entries, kept
+        # while the ledger is unchanged, let each be built once.
+        traces=ReportCache(size=6, max_age=120.0),
     )
 
 

@@ -1,6 +1,7 @@
-"""The trace page in headless Chromium: the graph draws, its nodes lead to their rows, broken
-links show, a 500-call trace collapses and expands, hostile text stays text, and screenshots of
-a small and a 500-call graph are saved (to docs/screenshots/ with CAPSEM_SCREENSHOTS=1)."""
+"""The trace page in headless Chromium: the graph draws, its nodes link to their rows, broken
+links show, no label overlaps a node or another label, a 500-call trace collapses and expands,
+hostile text stays text, and screenshots of a small and a 500-call graph are saved (to
+docs/screenshots/ with CAPSEM_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
@@ -63,20 +64,20 @@ async def test_clicking_graph_nodes_opens_their_rows(browser, capsem_home, manif
         assert drawn == total  # a short trace is drawn whole
         await screenshot(page, "trace-graph-small.png")
 
-        call = page.locator("#capsem-graph g[data-type='model_call']").first
-        node_id = await call.get_attribute("data-node-id")
-        await call.click()
-        await page.wait_for_load_state("networkidle")
-        assert "/events/" in page.url
+        link = page.locator("#capsem-graph a.node-link:has(g[data-type='model_call'])").first
+        node_id = await link.locator("g").get_attribute("data-node-id")
+        # A click selects (the explorer's panel shows the row); the node links to its page.
+        href = await link.get_attribute("href")
+        assert "/events/" in href
+        await page.goto(base + href, wait_until="networkidle")
         body = await page.inner_text("body")
         assert f"model_calls row {node_id.split(':')[1]}" in body and "Bodies" in body
 
         await page.go_back()
         await graph_ready(page)
-        response_node = page.locator("#capsem-graph g[data-type='tool_response']").first
-        row_id = (await response_node.get_attribute("data-node-id")).split(":")[1]
-        await response_node.click()
-        await page.wait_for_load_state("networkidle")
+        link = page.locator("#capsem-graph a.node-link:has(g[data-type='tool_response'])").first
+        row_id = (await link.locator("g").get_attribute("data-node-id")).split(":")[1]
+        await page.goto(base + await link.get_attribute("href"), wait_until="networkidle")
         assert page.url.endswith(f"/{session['id']}/tool_responses/{row_id}")
         assert "tool_responses" in await page.inner_text("body")
         await page.close()
@@ -103,6 +104,12 @@ async def test_broken_links_are_drawn_as_such(browser, capsem_home, manifest, tm
         assert await page.locator("#capsem-graph g.node.missing").count() >= 1
         labels = await page.locator("#capsem-graph text.edge-label").all_text_contents()
         assert any(label.startswith("Tool response with no matching") for label in labels)
+        await assert_no_overlap(page)
+        # A broken link's label selects the row that carries the finding.
+        label = page.locator("#capsem-graph text.edge-label").first
+        carrier = await label.get_attribute("data-node-id-ref")
+        await label.click()
+        await page.wait_for_selector(f".capsem-detail[data-loaded='{carrier}']")
         await page.close()
         assert problems == []
 
@@ -121,12 +128,79 @@ async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_p
         await clusters.first.click()
         more = await page.locator("#capsem-graph g[data-type='model_call']").count()
         assert more > calls
+        await assert_no_overlap(page)
         first_call = page.locator("#capsem-graph g[data-type='model_call']").first
+        node_id = await first_call.get_attribute("data-node-id")
         await first_call.click()
-        await page.wait_for_load_state("networkidle")
-        assert "/events/" in page.url
+        await page.wait_for_selector(f".capsem-detail[data-loaded='{node_id}']")
+        assert "#node=" in page.url
         await page.close()
         assert problems == []
+
+
+OVERLAPS = """() => {
+    const box = e => e.getBoundingClientRect();
+    const meet = (a, b) => a.left < b.right - 0.5 && b.left < a.right - 0.5 &&
+        a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+    const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5 &&
+        a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+    const problems = [];
+    const nodes = [...document.querySelectorAll('#capsem-graph g[data-node-id]')].map(g => ({
+        id: g.getAttribute('data-node-id'), rect: box(g.querySelector('rect')),
+        texts: [...g.querySelectorAll('text')].map(box)}));
+    const labels = [...document.querySelectorAll(
+        '#capsem-graph text.edge-label, #capsem-graph text.lane-label')].map(t => ({
+        text: t.textContent, rect: box(t)}));
+    for (const n of nodes) {
+        for (const t of n.texts) {
+            if (!inside(t, n.rect)) problems.push(`label of ${n.id} leaves its box`);
+        }
+    }
+    const texts = nodes.flatMap(n => n.texts.map(t => ({id: n.id, rect: t})))
+        .concat(labels.map(l => ({id: 'label ' + l.text, rect: l.rect})));
+    for (const t of texts) {
+        for (const n of nodes) {
+            if (n.id !== t.id && meet(t.rect, n.rect)) problems.push(`${t.id} covers ${n.id}`);
+        }
+    }
+    for (let i = 0; i < labels.length; i++) {
+        for (let j = i + 1; j < labels.length; j++) {
+            if (meet(labels[i].rect, labels[j].rect)) {
+                problems.push(`labels overlap: ${labels[i].text} / ${labels[j].text}`);
+            }
+        }
+    }
+    return {problems: problems.slice(0, 20), nodes: nodes.length, labels: labels.length};
+}"""
+
+
+async def assert_no_overlap(page) -> None:
+    """No label (node, lane or broken-link label) overlaps a node or another label, measured
+    on the bounding boxes Chromium laid out."""
+    found = await page.evaluate(OVERLAPS)
+    assert found["nodes"] > 0
+    assert found["problems"] == [], found
+
+
+async def test_no_label_overlaps_a_node_or_a_label(browser, capsem_home, manifest, tmp_path):
+    sessions = clean_current(manifest)[:1] + [
+        s for s, _ in defect_sessions(manifest, "orphan_tool_response")[:1]
+    ]
+    sessions += [s for s, _ in defect_sessions(manifest, "tool_call_without_response")[:1]]
+    checked = 0
+    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
+        for session in sessions:
+            for trace in session["traces"][:3]:
+                page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+                await page.set_viewport_size({"width": 1500, "height": 1100})
+                await graph_ready(page)
+                await assert_no_overlap(page)
+                await page.click("#capsem-graph .capsem-expand-all")
+                await assert_no_overlap(page)
+                await page.close()
+                assert problems == []
+                checked += 1
+    assert checked
 
 
 async def test_hostile_text_stays_text(browser, capsem_home, manifest, tmp_path):

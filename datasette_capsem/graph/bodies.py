@@ -79,6 +79,61 @@ def _sse_events(text: str) -> list[dict[str, Any]]:
     return events
 
 
+def _delta_text(data: Any) -> tuple[str, str]:
+    """(text, thinking) one streamed event adds, for the providers Capsem records: Anthropic
+    `content_block_delta`, OpenAI chat `choices[].delta`, Responses `response.*.delta`,
+    Gemini `candidates[].content.parts[]` and Ollama `message`."""
+    if not isinstance(data, dict):
+        return "", ""
+    text, thinking = [], []
+    delta = data.get("delta")
+    kind = str(data.get("type") or "")
+    if isinstance(delta, dict):  # Anthropic
+        for key, into in (("text", text), ("thinking", thinking), ("partial_json", text)):
+            if isinstance(delta.get(key), str):
+                into.append(delta[key])
+    elif isinstance(delta, str) and kind.startswith("response."):  # OpenAI Responses
+        (thinking if "reasoning" in kind else text).append(delta)
+    choices = data.get("choices")
+    for choice in choices if isinstance(choices, list) else []:  # OpenAI chat completions
+        part = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(part, dict):
+            if isinstance(part.get("content"), str):
+                text.append(part["content"])
+            if isinstance(part.get("reasoning_content"), str):
+                thinking.append(part["reasoning_content"])
+            calls = part.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                    text.append(function["arguments"])
+    candidates = data.get("candidates")
+    for candidate in candidates if isinstance(candidates, list) else []:  # Gemini
+        content = candidate.get("content") if isinstance(candidate, dict) else None
+        parts = content.get("parts") if isinstance(content, dict) else None
+        for part in parts if isinstance(parts, list) else []:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                (thinking if part.get("thought") else text).append(part["text"])
+    message = data.get("message")  # Ollama
+    if isinstance(message, dict) and isinstance(message.get("content"), str):
+        text.append(message["content"])
+    return "".join(text), "".join(thinking)
+
+
+def sse_text(events: list[dict[str, Any]]) -> dict[str, str]:
+    """The text (and thinking) a stream of events assembles to, decoded from its deltas."""
+    text, thinking = [], []
+    for event in events:
+        try:
+            data = json.loads(event["data"]) if event.get("json") else None
+        except (ValueError, RecursionError):
+            data = None
+        added, thought = _delta_text(data)
+        text.append(added)
+        thinking.append(thought)
+    return {"text": "".join(text), "thinking": "".join(thinking)}
+
+
 def _is_sse(media: str, text: str) -> bool:
     if media == "text/event-stream":
         return True
@@ -124,7 +179,8 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
     text, valid = _utf8(shown)
     view["valid_utf8"] = valid
     if _is_sse(media, text):
-        return {**view, "kind": "sse", "events": _sse_events(text)}
+        events = _sse_events(text)
+        return {**view, "kind": "sse", "events": events, "assembled": sse_text(events)}
     if ("json" in media or text.lstrip()[:1] in ("{", "[")) and not view["display_truncated"]:
         pretty = _json_pretty(text)
         if pretty is not None:

@@ -58,6 +58,8 @@ LANE_OF_TYPE = {
     "security_event": "security_event", "fs_event": "host", "exec_event": "host",
     "audit_event": "host", "substitution_event": "host", "snapshot_event": "host",
 }  # fmt: skip
+# Whose body a blob is, by its source table, as the picture and the tree label it.
+BODY_OWNERS = {"model_calls": "model call", "net_events": "HTTP", "tool_calls": "tool call"}
 ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
 EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
 UNPAIRABLE = "unpairable_tool_ids"
@@ -548,7 +550,9 @@ class GraphBuilder:
     def _bodies(self) -> None:
         for row in self.rows.bodies:
             event_id, source = row.get("event_id"), row.get("source_table")
-            label = f"{text(row.get('direction'), 10)} body {_fmt_bytes(row.get('stored_bytes'))}"
+            owner = BODY_OWNERS.get(source) or text(source, 20)
+            size = _fmt_bytes(row.get("stored_bytes"))
+            label = f"{owner} {text(row.get('direction'), 10)} body {size}"
             parents = [
                 p for p in self.by_event.get(event_id, []) if self.nodes[p].get("table") == source
             ]

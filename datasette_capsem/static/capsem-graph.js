@@ -21,10 +21,9 @@
   var COL_W = 214;
   var CLUSTER_W = 142;
   var CLUSTER_COL_W = 166;
-  var LEFT = 118;
+  var LEFT = 150;
   var TOP = 28;
   var LANE_PAD = 10;
-  var LABEL_CHARS = 27;
   var SPINE_SLOT = {trace: 0, model_call: 1, net: 2, tool_call: 3, tool_response: 4, model_item: 4,
     security_event: 4, body: 4, host: 2, ambient: 2};
   var LANE_NAMES = {
@@ -53,11 +52,6 @@
 
   var html = window.capsemDom.el;
 
-  function clip(text, size) {
-    var value = text === null || text === undefined ? "" : String(text);
-    return value.length > size ? value.slice(0, size - 1) + "\u2026" : value;
-  }
-
   function shortNumber(value) {
     if (value >= 1e6) {
       return (value / 1e6).toFixed(1) + "M";
@@ -66,6 +60,39 @@
   }
 
   var safeHref = window.capsemDom.safeHref;
+  var NODE_FONT = "11px system-ui, sans-serif";
+  var BOLD_FONT = "bold 11px system-ui, sans-serif";
+  var EDGE_FONT = "bold 10px system-ui, sans-serif";
+  var LABEL_ROW_H = 15;
+  var measurer = null;
+
+  /* Width in px of `text` drawn in `font` (a canvas measures without a layout pass). */
+  function textWidth(text, font) {
+    if (!measurer) {
+      measurer = document.createElement("canvas").getContext("2d");
+    }
+    measurer.font = font;
+    return measurer.measureText(text).width;
+  }
+
+  /* `text`, cut with an ellipsis so that it fits in `width` px: no label leaves its box. */
+  function fit(text, width, font) {
+    var value = text === null || text === undefined ? "" : String(text);
+    if (textWidth(value, font) <= width) {
+      return value;
+    }
+    var lo = 0;
+    var hi = value.length;
+    while (lo < hi) {
+      var mid = (lo + hi + 1) >> 1;
+      if (textWidth(value.slice(0, mid) + "\u2026", font) <= width) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return value.slice(0, lo) + "\u2026";
+  }
 
   function CapsemGraph(container, data) {
     this.container = container;
@@ -190,7 +217,7 @@
       items: visible,
       position: position,
       lanes: usedLanes,
-      width: right + 230,  /* room for broken-edge labels */
+      width: right + 20,
       height: y + 8
     };
   };
@@ -219,9 +246,9 @@
       svg("rect", {x: 0, y: lane.top, width: layout.width, height: lane.height,
         "class": i % 2 ? "lane lane-odd" : "lane"}, root);
       var label = svg("text", {x: 6, y: lane.top + 17, "class": "lane-label"}, root);
-      label.textContent = LANE_NAMES[lane.lane] || lane.lane;
+      label.textContent = fit(LANE_NAMES[lane.lane] || lane.lane, LEFT - 22, BOLD_FONT);
     });
-    this.drawEdges(root, layout, representative);
+    var labels = this.drawEdges(root, layout, representative);
     layout.items.forEach(function (item) {
       if (item.cluster) {
         self.drawCluster(root, item);
@@ -229,10 +256,65 @@
         self.drawNode(root, item);
       }
     });
+    this.drawEdgeLabels(root, layout, labels);
+  };
+
+  /* Broken-link labels go in a band under the lanes, one row each where they would collide,
+     with a leader to their edge: a label never covers a node or another label. Clicking one
+     selects the row that carries the finding. */
+  CapsemGraph.prototype.drawEdgeLabels = function (root, layout, labels) {
+    if (!labels.length) {
+      return;
+    }
+    var top = layout.height + 6;
+    var rowEnds = [];
+    var right = layout.width;
+    var group = svg("g", {"class": "edge-labels"}, root);
+    labels.sort(function (a, b) { return a.x - b.x; });
+    labels.forEach(function (label) {
+      var text = fit(label.text, 360, EDGE_FONT);
+      var width = textWidth(text, EDGE_FONT) + 4;
+      var x = Math.max(LEFT, label.x - width / 2);
+      var row = 0;
+      while (rowEnds[row] !== undefined && rowEnds[row] + 10 > x) {
+        row += 1;
+      }
+      rowEnds[row] = x + width;
+      right = Math.max(right, x + width + 10);
+      var y = top + (row + 1) * LABEL_ROW_H;
+      svg("path", {d: "M" + label.x + " " + label.y + " V" + (y - 11),
+        "class": "edge-leader broken-" + label.severity}, group);
+      var node = svg("text", {x: x, y: y, "class": "edge-label broken-" + label.severity,
+        "data-node-id-ref": label.node, tabindex: 0, role: "button"}, group);
+      node.textContent = text;
+      var title = svg("title", {}, node);
+      title.textContent = label.text;
+      function pick() {
+        if (window.capsemExplorer && label.node) {
+          document.dispatchEvent(new CustomEvent("capsem:select", {detail: {id: label.node}}));
+        }
+      }
+      node.addEventListener("click", pick);
+      node.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") {
+          event.preventDefault();
+          pick();
+        }
+      });
+    });
+    var height = top + (rowEnds.length + 1) * LABEL_ROW_H;
+    root.setAttribute("height", height);
+    root.setAttribute("width", right);
+    root.setAttribute("viewBox", "0 0 " + right + " " + height);
+    Array.prototype.forEach.call(root.querySelectorAll("rect.lane"), function (lane) {
+      lane.setAttribute("width", right);
+    });
   };
 
   CapsemGraph.prototype.drawEdges = function (root, layout, representative) {
     var seen = {};
+    var labels = [];
+    var self = this;
     var group = svg("g", {"class": "edges"}, root);
     var firstCall = null;
     this.drawSequence(group, layout);
@@ -288,14 +370,15 @@
       var title = svg("title", {}, path);
       title.textContent = edge.type + (edge.broken ? ": " + edge.title : "");
       if (edge.broken) {
-        var label = svg("text", {
-          x: (Math.max(a.x, b.x) + Math.min(a.x, b.x) + a.w) / 2 - 40,
-          y: (sy + ty) / 2 - 4,
-          "class": "edge-label broken-" + edge.severity
-        }, group);
-        label.textContent = clip(edge.title, 64);
+        /* The row that carries the finding: the end that is not a placeholder. */
+        var carrier = self.nodesById[edge.source] && !self.nodesById[edge.source].missing
+          ? edge.source : edge.target;
+        var mid = b.x === a.x ? Math.min(a.x, b.x) - 8 : (Math.min(a.x + a.w, b.x) + Math.max(a.x + a.w, b.x)) / 2;
+        labels.push({text: edge.title, x: mid, y: (sy + ty) / 2, severity: edge.severity,
+          node: carrier});
       }
     });
+    return labels;
   };
 
   /* A line through the model calls (and collapsed blocks) in time order. */
@@ -339,7 +422,7 @@
     }, parent);
     svg("rect", {width: NODE_W, height: NODE_H, rx: 4, ry: 4}, g);
     var text = svg("text", {x: 6, y: 16}, g);
-    text.textContent = clip(node.label, LABEL_CHARS);
+    text.textContent = fit(node.label, NODE_W - 12, NODE_FONT);
     var title = svg("title", {}, g);
     var lines = [node.type + ": " + node.label];
     if (node.detail) {
@@ -352,7 +435,57 @@
       lines.push("findings: " + node.findings.join(", "));
     }
     title.textContent = lines.join("\n");
+    if (this.selected === node.id) {
+      g.classList.add("selected");
+    }
+    if (this.matches && this.matches[node.id]) {
+      g.classList.add("match");
+    }
+    if (parent !== root) {
+      /* With the explorer on the page, a click selects the node (its detail opens beside the
+         tree); a modified click still follows the link. */
+      parent.addEventListener("click", function (event) {
+        if (!window.capsemExplorer || event.ctrlKey || event.metaKey || event.shiftKey) {
+          return;
+        }
+        event.preventDefault();
+        document.dispatchEvent(new CustomEvent("capsem:select", {detail: {id: node.id}}));
+      });
+    }
   };
+
+  /* Show `id` (expanding the block that folds it) and mark it selected. */
+  CapsemGraph.prototype.highlight = function (id) {
+    this.selected = id;
+    var node = this.nodesById[id];
+    if (node && !this.expandAll) {
+      this.expanded[node.group] = true;
+    }
+    this.render();
+    var drawn = null;
+    Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
+      if (g.getAttribute("data-node-id") === id) {
+        drawn = g;
+      }
+    });
+    if (drawn && drawn.scrollIntoView) {
+      var canvas = this.container.querySelector(".capsem-graph-canvas");
+      var box = drawn.getBoundingClientRect();
+      var frame = canvas.getBoundingClientRect();
+      canvas.scrollLeft += box.left - frame.left - frame.width / 2;
+      canvas.scrollTop += box.top - frame.top - frame.height / 2;
+    }
+  };
+
+  CapsemGraph.prototype.mark = function (ids) {
+    var self = this;
+    this.matches = {};
+    ids.forEach(function (id) { self.matches[id] = true; });
+    Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
+      g.classList.toggle("match", !!self.matches[g.getAttribute("data-node-id")]);
+    });
+  };
+
 
   CapsemGraph.prototype.drawCluster = function (root, item) {
     var cluster = item.cluster;
@@ -377,9 +510,9 @@
     var last = cluster.groups[cluster.groups.length - 1];
     var line1 = svg("text", {x: 6, y: 16}, g);
     var unit = this.data.group_unit === "row" ? "rows" : "calls";
-    line1.textContent = "\u25B8 " + unit + " #" + first + "\u2013#" + last;
+    line1.textContent = fit("\u25B8 " + unit + " #" + first + "\u2013#" + last, CLUSTER_W - 12, NODE_FONT);
     var line2 = svg("text", {x: 6, y: 16 + NODE_H, "class": "detail"}, g);
-    line2.textContent = nodes + " nodes \u00B7 " + shortNumber(tokens) + " tok";
+    line2.textContent = fit(nodes + " nodes \u00B7 " + shortNumber(tokens) + " tok", CLUSTER_W - 12, NODE_FONT);
     var title = svg("title", {}, g);
     title.textContent = "Collapsed: click to expand " + unit + " #" + first + " to #" + last;
     function expand() {
@@ -419,13 +552,35 @@
     container.insertBefore(bar, container.firstChild);
   }
 
+  function explorerSettled() {
+    var explorer = document.querySelector(".capsem-explorer[data-tree-url]");
+    return new Promise(function (resolve) {
+      if (!explorer || explorer.hasAttribute("data-ready")) {
+        resolve();
+        return;
+      }
+      var watch = new MutationObserver(function () {
+        if (explorer.hasAttribute("data-ready")) {
+          watch.disconnect();
+          resolve();
+        }
+      });
+      watch.observe(explorer, {attributes: true, attributeFilter: ["data-ready"]});
+    });
+  }
+
   function start(container) {
     var url = container.getAttribute("data-graph-url");
     var status = container.querySelector(".capsem-graph-status");
     if (!safeHref(url)) {
       return;
     }
-    fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+    /* The span tree is what makes the page usable: the picture is fetched and drawn once
+       it is, so the two do not compete for the server and the main thread. */
+    explorerSettled()
+      .then(function () {
+        return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}});
+      })
       .then(function (response) {
         if (!response.ok) {
           throw new Error("HTTP " + response.status);
@@ -440,6 +595,16 @@
         var graph = new CapsemGraph(container, data);
         toolbar(container, graph);
         graph.render();
+        if (window.capsemExplorer && window.capsemExplorer.selected) {
+          graph.highlight(window.capsemExplorer.selected);  /* chosen before the picture came */
+        }
+        document.addEventListener("capsem:selected", function (event) {
+          graph.highlight(event.detail.id);
+        });
+        document.addEventListener("capsem:matches", function (event) {
+          graph.mark(event.detail.ids);
+        });
+        container.setAttribute("data-ready-ms", String(Math.round(performance.now())));
         container.setAttribute("data-ready", "1");
       })
       .catch(function (error) {

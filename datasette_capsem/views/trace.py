@@ -1,29 +1,42 @@
 """`/-/capsem/sessions/<id>/traces/<trace_id>`: one agent turn end to end.
 
-The page draws the identity graph (by `static/capsem-graph.js`, from `graph.json`) beside a
-waterfall of every timed row. The same data is served as `.json` (summary, graph and
-waterfall), `/graph.json` (the graph alone) and `.otlp.json` (OpenTelemetry export).
+The page is a skeleton: its scripts fetch the span tree (`/tree.json`, drawn with its timeline
+by `static/capsem-trace.js`), a selected row in full (`/node.json?id=TABLE:ROW_ID`, for the
+detail panel) and the identity graph (`/graph.json`, drawn by `static/capsem-graph.js`). The
+same data is served as `.json` (summary, graph and waterfall) and `.otlp.json` (OpenTelemetry
+export). The rows and graph of the traces viewed last are cached per ledger version
+(`CapsemState.traces`), so the page and its JSON build them once.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from datasette_capsem import errors
 from datasette_capsem.graph.build import build_graph
+from datasette_capsem.graph.detail import load_node, parse_node_id
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
 from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
+from datasette_capsem.graph.tree import build_tree
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
+from datasette_capsem.state import get_state
 from datasette_capsem.views import render
 from datasette_capsem.views.session import (
     Opened,
+    _validator,
     bad_value,
     open_session,
     row_verdicts,
     url_value,
 )
+
+FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
+
+
+FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
 
 
 def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
@@ -53,17 +66,40 @@ def _scoped(links, rows: TraceRows, suffix: str) -> str:
     return links.trace(rows.trace_id, suffix)
 
 
-async def _load(datasette, request) -> tuple[Opened, TraceRows]:
-    opened = await open_session(datasette, request, need_ledger=True)
+async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, Any]:
+    """The identity graph of `rows` (built once per ledger version, trace and exchange)."""
+    verdicts = await row_verdicts(datasette, opened)
+
+    async def compute():
+        return build_graph(rows, opened.links, verdicts)
+
+    key = (opened.session.id, rows.trace_id, rows.exchange, "graph")
+    entry, _ = await get_state(datasette).traces.get(key, _validator(opened), compute)
+    return entry.report
+
+
+def _trace_id(request) -> str:
     trace_id = url_value(request, "trace_id")
     problem = bad_value(trace_id, "trace id")
     if problem:
         raise errors.bad_parameter("Bad trace id", problem)
+    return trace_id
+
+
+async def _load(datasette, request) -> tuple[Opened, TraceRows]:
+    opened = await open_session(datasette, request, need_ledger=True)
+    trace_id = _trace_id(request)
     exchange = request.args.get("exchange")
     if exchange is not None and not exchange.isdigit():
         raise errors.bad_parameter("Bad exchange", "exchange must be a model call id (digits).")
     schema = opened.schema
-    rows = await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
+
+    async def compute() -> TraceRows:
+        return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
+
+    key = (opened.session.id, trace_id, None, "rows")
+    entry, _ = await get_state(datasette).traces.get(key, _validator(opened), compute)
+    rows = entry.report
     if exchange is not None and not rows.empty:
         if int(exchange) not in {row["id"] for row in rows.model_calls}:
             raise errors.not_found(
@@ -71,7 +107,7 @@ async def _load(datasette, request) -> tuple[Opened, TraceRows]:
                 f"Trace {trace_id!r} of session {opened.session.id} has no model call {exchange}.",
                 [{"id": trace_id, "name": None, "href": opened.links.trace(trace_id)}],
             )
-        scope_to_exchange(rows, int(exchange))
+        rows = scope_to_exchange(copy.copy(rows), int(exchange))  # the cached rows stay whole
     if rows.empty:
         session = opened.session
         raise errors.not_found(
@@ -82,16 +118,47 @@ async def _load(datasette, request) -> tuple[Opened, TraceRows]:
     return opened, rows
 
 
+async def node_detail(datasette, request):
+    """`…/node.json?id=table:row`: one row of this trace in full, for the detail panel."""
+    opened = await open_session(datasette, request, need_ledger=True)
+    trace_id = _trace_id(request)
+    wanted = request.args.get("id") or ""
+    parsed = parse_node_id(wanted)
+    if parsed is None:
+        raise errors.bad_parameter("Bad node id", "id must be a row node: TABLE:ROW_ID.")
+    table, row_id = parsed
+    schema = opened.schema
+    detail = await opened.db.execute_fn(lambda conn: load_node(conn, schema, table, row_id))
+    if detail is None:
+        raise errors.not_found("Unknown row", f"No {table} row {row_id} in this ledger.")
+    links = opened.links
+    detail["row"] = links.row(table, row_id)
+    if detail.get("event_id") and table != "event_body_blobs":
+        detail["event"] = links.event(str(detail["event_id"]))
+    for body in detail["bodies"]:
+        if body.get("event_id") and body.get("id") is not None:
+            body["href"] = links.body(str(body["event_id"]), body["id"], ".json")
+            body["page"] = links.body(str(body["event_id"]), body["id"])
+    detail["node"] = wanted
+    detail["in_trace"] = detail.get("trace_id") in (None, trace_id)
+    return render.json_response(detail)
+
+
 async def trace_page(datasette, request):
-    opened, rows = await _load(datasette, request)
     suffix = request.url_vars.get("suffix") or ""
+    if suffix == "/node.json":  # one row, without loading the whole trace
+        return await node_detail(datasette, request)
+    opened, rows = await _load(datasette, request)
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
         return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
-    graph = build_graph(rows, links, await row_verdicts(datasette, opened))
-    graph["session_id"] = session.id
+    graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
     if suffix == "/graph.json":
         return render.json_response(graph)
+    if suffix == "/tree.json":
+        tree = build_tree(rows, graph)
+        tree["session_id"] = session.id
+        return render.json_response(tree)
     waterfall = waterfall_rows(rows, links)
     summary = trace_summary(rows, waterfall)
     if suffix == ".json":
@@ -104,13 +171,16 @@ async def trace_page(datasette, request):
         "trace": summary,
         "findings": graph["findings"],
         "notes": graph["notes"],
-        "waterfall": waterfall,
+        "waterfall_unplaced": waterfall["unplaced"],
+        "finding_nodes": FINDING_NODES,
         "node_count": len(graph["nodes"]),
         "edge_count": len(graph["edges"]),
         "links": {
             "session": links.session(),
             "trace_page": links.trace(rows.trace_id),
             "graph": _scoped(links, rows, "/graph.json"),
+            "tree": _scoped(links, rows, "/tree.json"),
+            "node": links.trace(rows.trace_id, "/node.json"),
             "json": _scoped(links, rows, ".json"),
             "otlp": _scoped(links, rows, ".otlp.json"),
         },
@@ -121,7 +191,7 @@ async def trace_page(datasette, request):
 ROUTES = [
     (
         r"^/-/capsem/sessions/(?P<session_id>[^/]+)/traces/(?P<trace_id>[^/]+?)"
-        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json)?$",
+        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json|/tree\.json|/node\.json)?$",
         trace_page,
     ),
 ]

@@ -1,0 +1,644 @@
+/* datasette-capsem: the trace explorer — span tree with its timeline, detail panel, search.
+ *
+ * The page is a skeleton: the tree comes from tree.json, a node's row and bodies from
+ * node.json?id=… when it is selected. Every string from those URLs may be attacker-controlled
+ * (it comes from a ledger): text goes in through textContent only, links are followed only
+ * when they are same-origin paths, and no HTML is ever parsed from data (the page runs under
+ * a CSP without inline script or eval).
+ *
+ * The selection lives in the URL (#node=model_calls:12) so it can be shared; the graph script
+ * (capsem-graph.js) selects through the same "capsem:select" event and is told what is
+ * selected and what matches a search through "capsem:selected" and "capsem:matches".
+ */
+(function () {
+  "use strict";
+
+  var el = window.capsemDom.el;
+  var safeHref = window.capsemDom.safeHref;
+  var LANES = [
+    ["net", "HTTP"], ["dns", "DNS"], ["file", "files"], ["process", "processes"],
+    ["security", "security"], ["body", "bodies"], ["item", "model items"]
+  ];
+  var HIDDEN_BY_DEFAULT = {item: true};
+  var KIND_LABEL = {
+    trace: "trace", turn: "turn", model_call: "model", tool_call: "tool", tool_response: "result",
+    http: "http", dns: "dns", file: "file", process: "proc", credential: "cred",
+    security: "sec", body: "body", model_item: "item"
+  };
+
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined) {
+      return "";
+    }
+    return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : Math.round(ms) + " ms";
+  }
+
+  function fmtNum(value) {
+    if (value === null || value === undefined) {
+      return "\u2014";
+    }
+    return Number(value).toLocaleString("en-US");
+  }
+
+  function fmtCost(value) {
+    return value === null || value === undefined ? "\u2014" : "$" + Number(value).toFixed(4);
+  }
+
+  function getJson(url) {
+    if (!safeHref(url)) {
+      return Promise.reject(new Error("refused URL"));
+    }
+    return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json();
+      });
+  }
+
+  function nodeLink(id, text, parent) {
+    var link = el("a", "capsem-node-link", text || id, parent);
+    link.href = "#node=" + encodeURIComponent(id);
+    link.setAttribute("data-node", id);
+    return link;
+  }
+
+  function Explorer(root, tree) {
+    this.root = root;
+    this.tree = tree;
+    this.spans = {};
+    this.parent = {};
+    this.open = {};
+    this.hiddenLanes = {};
+    this.matches = null;
+    this.matchList = [];
+    this.matchAt = -1;
+    this.selected = null;
+    this.rows = {};
+    var self = this;
+    Object.keys(HIDDEN_BY_DEFAULT).forEach(function (lane) { self.hiddenLanes[lane] = true; });
+    (function walk(span, parent) {
+      span.children = span.children || [];  /* tree.json leaves empty keys out */
+      span.findings = span.findings || [];
+      self.spans[span.id] = span;
+      if (parent) {
+        self.parent[span.id] = parent.id;
+      }
+      span.children.forEach(function (child) { walk(child, span); });
+    }(tree.root, null));
+    this.open[tree.root.id] = true;
+    tree.root.children.forEach(function (child) {
+      if (child.type === "turn") {
+        self.open[child.id] = true;
+      }
+    });
+    var total = tree.totals && tree.totals.duration_ms;
+    this.t0 = (tree.totals && tree.totals.start) || 0;
+    this.span = total && total > 0 ? total : 1;
+    this.build();
+  }
+
+  Explorer.prototype.build = function () {
+    var self = this;
+    var bar = el("div", "capsem-explorer-toolbar", null, this.root);
+    var label = el("label", "capsem-search-label", "Search this trace ", bar);
+    this.search = el("input", "capsem-trace-search", null, label);
+    this.search.type = "search";
+    this.search.placeholder = "tool, text, kind, status, finding\u2026";
+    this.search.setAttribute("aria-label", "Search this trace");
+    this.matchNote = el("span", "capsem-match-note", "", bar);
+    var lanes = el("span", "capsem-lanes", "Lanes: ", bar);
+    LANES.forEach(function (lane) {
+      var box = el("label", "capsem-lane-toggle", null, lanes);
+      var input = el("input", null, null, box);
+      input.type = "checkbox";
+      input.checked = !self.hiddenLanes[lane[0]];
+      input.setAttribute("data-lane", lane[0]);
+      el("span", null, " " + lane[1], box);
+      input.addEventListener("change", function () {
+        self.hiddenLanes[lane[0]] = !input.checked;
+        self.render();
+      });
+    });
+    var expand = el("button", "capsem-tree-expand", "Expand all", bar);
+    expand.type = "button";
+    var collapse = el("button", "capsem-tree-collapse", "Collapse", bar);
+    collapse.type = "button";
+    expand.addEventListener("click", function () {
+      Object.keys(self.spans).forEach(function (id) { self.open[id] = true; });
+      self.render();
+    });
+    collapse.addEventListener("click", function () {
+      self.open = {};
+      self.open[self.tree.root.id] = true;
+      self.render();
+    });
+    var main = el("div", "capsem-explorer-main", null, this.root);
+    var left = el("div", "capsem-tree-wrap", null, main);
+    var head = el("div", "capsem-tree-head", null, left);
+    el("span", "capsem-col-name", "Span", head);
+    el("span", "capsem-col-dur", "Duration", head);
+    el("span", "capsem-col-tok", "Tokens in / out / cache / think", head);
+    el("span", "capsem-col-cost", "Cost", head);
+    var scale = el("span", "capsem-col-bar capsem-scale", null, head);
+    [0, 0.25, 0.5, 0.75].forEach(function (f) {
+      var tick = el("span", "capsem-tick", fmtMs(self.span * f), scale);
+      tick.style.left = (f * 100) + "%";
+    });
+    this.list = el("div", "capsem-tree", null, left);
+    this.list.setAttribute("role", "tree");
+    this.list.setAttribute("aria-label", "Spans of the trace");
+    this.panel = el("aside", "capsem-detail", null, main);
+    this.panel.setAttribute("aria-live", "polite");
+    el("p", "capsem-meta", "Select a span (click, or arrows and Enter) to see its detail here.", this.panel);
+    this.search.addEventListener("input", function () {
+      clearTimeout(self.searchTimer);
+      self.searchTimer = setTimeout(function () { self.find(self.search.value); }, 120);
+    });
+    this.search.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" && self.matchList.length) {
+        event.preventDefault();
+        self.matchAt = (self.matchAt + 1) % self.matchList.length;
+        self.select(self.matchList[self.matchAt], true);
+      }
+    });
+    this.list.addEventListener("keydown", function (event) { self.key(event); });
+    this.list.addEventListener("click", function (event) {
+      var target = event.target;
+      var row = target.closest ? target.closest("[data-span]") : null;
+      if (!row) {
+        return;
+      }
+      var id = row.getAttribute("data-span");
+      if (target.classList.contains("capsem-toggle")) {
+        self.open[id] = !self.open[id];
+        self.render();
+        self.focus(id);
+        return;
+      }
+      if (target.tagName === "A" && (event.ctrlKey || event.metaKey || event.shiftKey)) {
+        return;
+      }
+      event.preventDefault();
+      self.select(id, true);
+    });
+    this.render();
+  };
+
+  Explorer.prototype.visible = function (span) {
+    return !(span.lane && this.hiddenLanes[span.lane]);
+  };
+
+  Explorer.prototype.render = function () {
+    var self = this;
+    var list = this.list;
+    while (list.firstChild) {
+      list.removeChild(list.firstChild);
+    }
+    this.rows = {};
+    this.order = [];
+    var fragment = document.createDocumentFragment();
+    (function walk(span, depth) {
+      if (!self.visible(span)) {
+        return;
+      }
+      fragment.appendChild(self.row(span, depth));
+      self.order.push(span.id);
+      if (self.open[span.id]) {
+        span.children.forEach(function (child) { walk(child, depth + 1); });
+      }
+    }(this.tree.root, 0));
+    list.appendChild(fragment);
+    var focusable = this.selected && this.rows[this.selected] ? this.selected : this.order[0];
+    if (focusable) {
+      this.rows[focusable].tabIndex = 0;
+    }
+  };
+
+  Explorer.prototype.row = function (span, depth) {
+    var row = el("div", "capsem-span capsem-span-" + span.type +
+      (span.missing ? " missing" : "") + (span.findings.length ? " has-finding" : "") +
+      (this.matches && this.matches[span.id] ? " match" : "") +
+      (this.selected === span.id ? " selected" : ""), null, null);
+    row.setAttribute("role", "treeitem");
+    row.setAttribute("data-span", span.id);
+    row.setAttribute("aria-level", String(depth + 1));
+    row.tabIndex = -1;
+    var kids = span.children.filter(this.visible, this);
+    if (kids.length) {
+      row.setAttribute("aria-expanded", this.open[span.id] ? "true" : "false");
+    }
+    if (this.selected === span.id) {
+      row.setAttribute("aria-selected", "true");
+    }
+    var name = el("span", "capsem-col-name", null, row);
+    name.style.paddingLeft = (depth * 14) + "px";
+    var toggle = el("span", "capsem-toggle", kids.length ? (this.open[span.id] ? "\u25BE" : "\u25B8") : "", name);
+    toggle.setAttribute("aria-hidden", "true");
+    el("span", "capsem-kind capsem-kind-" + span.kind, KIND_LABEL[span.kind] || span.kind, name);
+    var link = nodeLink(span.id, span.name, name);
+    link.tabIndex = -1;
+    link.title = span.name + (span.detail ? " \u00B7 " + span.detail : "") + " (" + span.id + ")";
+    if (span.type === "model_call" && span.stop_reason) {
+      el("span", "capsem-stop", span.stop_reason, name);
+    }
+    if (span.findings.length) {
+      el("span", "capsem-finding-mark", "\u26A0 " + span.findings.length, name).title =
+        span.findings.join(", ");
+    }
+    el("span", "capsem-col-dur", fmtMs(span.duration_ms), row);
+    var figures = span.totals || (span.type === "model_call" ? span : null);
+    el("span", "capsem-col-tok", figures ? [
+      fmtNum(figures.input_tokens), fmtNum(figures.output_tokens),
+      fmtNum(figures.cache_read_tokens), fmtNum(figures.thinking_tokens)
+    ].join(" / ") : "", row);
+    el("span", "capsem-col-cost", figures ? fmtCost(figures.cost_usd) : "", row);
+    var track = el("span", "capsem-col-bar", null, row);
+    if (span.t !== null && span.t !== undefined) {
+      var bar = el("span", "capsem-bar capsem-bar-" + span.kind, null, track);
+      var left = 100 * (span.t - this.t0) / this.span;
+      bar.style.left = Math.max(0, Math.min(left, 100)) + "%";
+      bar.style.width = Math.max(100 * (span.duration_ms || 0) / this.span, 0.3) + "%";
+      bar.title = "+" + fmtMs(span.t) + (span.duration_ms ? ", " + fmtMs(span.duration_ms) : "");
+    }
+    this.rows[span.id] = row;
+    return row;
+  };
+
+  Explorer.prototype.focus = function (id) {
+    var row = this.rows[id];
+    if (!row) {
+      return;
+    }
+    Object.keys(this.rows).forEach(function (key) { this.rows[key].tabIndex = -1; }, this);
+    row.tabIndex = 0;
+    row.focus({preventScroll: false});
+  };
+
+  Explorer.prototype.key = function (event) {
+    var row = event.target.closest ? event.target.closest("[data-span]") : null;
+    if (!row) {
+      return;
+    }
+    var id = row.getAttribute("data-span");
+    var at = this.order.indexOf(id);
+    var span = this.spans[id];
+    var handled = true;
+    if (event.key === "ArrowDown" && at < this.order.length - 1) {
+      this.focus(this.order[at + 1]);
+    } else if (event.key === "ArrowUp" && at > 0) {
+      this.focus(this.order[at - 1]);
+    } else if (event.key === "ArrowRight") {
+      if (span.children.length && !this.open[id]) {
+        this.open[id] = true;
+        this.render();
+        this.focus(id);
+      } else if (span.children.length && at < this.order.length - 1) {
+        this.focus(this.order[at + 1]);
+      }
+    } else if (event.key === "ArrowLeft") {
+      if (this.open[id] && span.children.length) {
+        this.open[id] = false;
+        this.render();
+        this.focus(id);
+      } else if (this.parent[id]) {
+        this.focus(this.parent[id]);
+      }
+    } else if (event.key === "Home") {
+      this.focus(this.order[0]);
+    } else if (event.key === "End") {
+      this.focus(this.order[this.order.length - 1]);
+    } else if (event.key === "Enter" || event.key === " ") {
+      this.select(id, true);
+    } else {
+      handled = false;
+    }
+    if (handled) {
+      event.preventDefault();
+    }
+  };
+
+  Explorer.prototype.reveal = function (id) {
+    var up = this.parent[id];
+    var changed = false;
+    while (up) {
+      if (!this.open[up]) {
+        this.open[up] = true;
+        changed = true;
+      }
+      up = this.parent[up];
+    }
+    var span = this.spans[id];
+    if (span && span.lane && this.hiddenLanes[span.lane]) {
+      this.hiddenLanes[span.lane] = false;
+      var box = this.root.querySelector("input[data-lane='" + span.lane + "']");
+      if (box) {
+        box.checked = true;
+      }
+      changed = true;
+    }
+    return changed;
+  };
+
+  Explorer.prototype.select = function (id, record) {
+    if (!this.spans[id]) {
+      return;
+    }
+    this.selected = id;
+    this.reveal(id);
+    this.render();
+    this.focus(id);
+    if (record) {
+      history.replaceState(null, "", "#node=" + encodeURIComponent(id));
+    }
+    document.dispatchEvent(new CustomEvent("capsem:selected", {detail: {id: id}}));
+    this.showDetail(this.spans[id]);
+  };
+
+  /* Search: every span whose name, kind, detail, status or findings contain the query. */
+  Explorer.prototype.find = function (query) {
+    var self = this;
+    var needle = String(query || "").trim().toLowerCase();
+    this.matches = null;
+    this.matchList = [];
+    this.matchAt = -1;
+    if (needle) {
+      this.matches = {};
+      Object.keys(this.spans).forEach(function (id) {
+        var s = self.spans[id];
+        var hay = [s.name, s.kind, s.type, s.detail, s.id, s.stop_reason, s.model, s.provider,
+          s.status_code, (s.findings || []).join(" ")].join(" ").toLowerCase();
+        if (hay.indexOf(needle) !== -1) {
+          self.matches[id] = true;
+          self.matchList.push(id);
+        }
+      });
+      this.matchList.slice(0, 200).forEach(function (id) { self.reveal(id); });
+    }
+    this.matchNote.textContent = needle ? this.matchList.length + " match" +
+      (this.matchList.length === 1 ? "" : "es") + (this.matchList.length ? " (Enter: next)" : "") : "";
+    this.render();
+    document.dispatchEvent(new CustomEvent("capsem:matches", {detail: {ids: this.matchList}}));
+  };
+
+  /* The detail panel: what the tree knows at once, the row and bodies once fetched. */
+  Explorer.prototype.showDetail = function (span) {
+    var self = this;
+    var panel = this.panel;
+    while (panel.firstChild) {
+      panel.removeChild(panel.firstChild);
+    }
+    var head = el("h3", "capsem-detail-title", null, panel);
+    el("span", "capsem-kind capsem-kind-" + span.kind, KIND_LABEL[span.kind] || span.kind, head);
+    el("span", null, " " + span.name, head);
+    var facts = el("dl", "capsem-facts", null, panel);
+    function fact(name, value) {
+      if (value === null || value === undefined || value === "") {
+        return null;
+      }
+      el("dt", null, name, facts);
+      return el("dd", null, String(value), facts);
+    }
+    el("dt", null, "Node", facts);
+    nodeLink(span.id, span.id, el("dd", null, null, facts));
+    if (span.missing) {
+      fact("Row", "missing: the ledger has no row here (a broken link)");
+    }
+    fact("Start", span.t !== null && span.t !== undefined ? "+" + fmtMs(span.t) : null);
+    fact("Duration", fmtMs(span.duration_ms));
+    var figures = span.totals || (span.type === "model_call" ? span : null);
+    if (span.type === "model_call") {
+      fact("Model", span.model);
+      fact("Provider", span.provider);
+      fact("Stop reason", span.stop_reason);
+    }
+    if (figures) {
+      if (span.totals) {
+        fact("Model calls", span.totals.model_calls);
+        fact("Tool calls", span.totals.tool_calls);
+      }
+      fact("Input tokens", fmtNum(figures.input_tokens));
+      fact("Output tokens", fmtNum(figures.output_tokens));
+      fact("Cache read", fmtNum(figures.cache_read_tokens));
+      fact("Thinking", fmtNum(figures.thinking_tokens));
+      fact("Cost (USD)", fmtCost(figures.cost_usd));
+    }
+    if (span.findings.length) {
+      el("h4", null, "Findings on this row", panel);
+      var list = el("ul", "capsem-detail-findings", null, panel);
+      span.findings.forEach(function (kind) {
+        var info = (self.tree.findings || {})[kind] || {};
+        var item = el("li", "capsem-sev-" + (info.severity || "info"), null, list);
+        el("strong", null, (info.severity || "") + " ", item);
+        el("span", null, (info.title || kind) + " ", item);
+        el("code", null, kind, item);
+      });
+    }
+    el("h4", null, "Relations", panel);
+    var rel = el("ul", "capsem-relations", null, panel);
+    function relation(label, id) {
+      if (!id || !self.spans[id]) {
+        return;
+      }
+      var item = el("li", null, label + ": ", rel);
+      nodeLink(id, self.spans[id].name + " (" + id + ")", item);
+    }
+    relation("Parent", this.parent[span.id]);
+    relation("Consumed by", span.consumed_by);
+    span.children.slice(0, 30).forEach(function (child) {
+      relation(KIND_LABEL[child.kind] || child.kind, child.id);
+    });
+    if (span.children.length > 30) {
+      el("li", null, (span.children.length - 30) + " more in the tree", rel);
+    }
+    var links = el("p", "capsem-detail-links", null, panel);
+    if (safeHref(span.href) && !span.missing) {
+      var page = el("a", null, "open its page", links);
+      page.href = span.href;
+    }
+    panel.removeAttribute("data-loaded");
+    if (!/^[a-z_]+:[0-9]+$/.test(span.id) || span.missing) {
+      panel.setAttribute("data-loaded", span.id);
+      return;
+    }
+    var holder = el("div", "capsem-detail-row", null, panel);
+    el("p", "capsem-meta", "Loading the row\u2026", holder);
+    var url = this.root.getAttribute("data-node-url") + "?id=" + encodeURIComponent(span.id);
+    getJson(url).then(function (detail) {
+      if (self.selected !== span.id) {
+        return;
+      }
+      while (holder.firstChild) {
+        holder.removeChild(holder.firstChild);
+      }
+      self.renderRow(detail, holder);
+      panel.setAttribute("data-loaded", span.id);
+    }).catch(function (error) {
+      holder.firstChild.textContent = "Could not load the row: " + error.message;
+    });
+  };
+
+  Explorer.prototype.renderRow = function (detail, holder) {
+    var links = el("p", "capsem-detail-links", null, holder);
+    if (safeHref(detail.row)) {
+      el("a", null, detail.table + " row " + detail.row_id, links).href = detail.row;
+    }
+    if (safeHref(detail.event)) {
+      el("span", null, " \u00B7 ", links);
+      el("a", null, "event " + detail.event_id, links).href = detail.event;
+    }
+    var table = el("table", "capsem-kv capsem-detail-fields", null, holder);
+    var cells = detail.cells || {};
+    detail.fields.forEach(function (field) {
+      var value = cells[field.name];
+      var tr = el("tr", field.important ? "important" : null, null, table);
+      el("th", null, field.name, tr);
+      var td = el("td", null, null, tr);
+      if (field.json) {
+        el("pre", "capsem-body capsem-body-json", value, td);
+      } else {
+        td.textContent = value === null || value === undefined ? "" : String(value);
+      }
+      if (field.cut && safeHref(detail.row)) {
+        el("a", "capsem-more", " (cut: the full value is on the row page)", td).href = detail.row;
+      }
+    });
+    if (detail.bodies.length) {
+      el("h4", null, "Bodies", holder);
+    }
+    detail.bodies.forEach(function (body) { renderBody(body, holder); });
+  };
+
+  function renderBody(body, parent) {
+    var box = el("section", "capsem-detail-body", null, parent);
+    var owner = body.source_table === "net_events" ? "HTTP exchange" :
+      body.source_table === "model_calls" ? "model call" : (body.source_table || "row");
+    var title = el("h5", null, (body.direction || "") + " body of the " + owner + " \u00B7 " +
+      (body.content_type || "unknown type") + " \u00B7 " + fmtNum(body.stored_bytes) + " bytes", box);
+    title.setAttribute("data-body-id", String(body.id));
+    if (body.hash_note) {
+      el("p", {verified: "capsem-ok", unverifiable: "capsem-note"}[body.hash_verdict] || "capsem-bad",
+        body.hash_note, box);
+    }
+    var links = el("p", "capsem-detail-links", null, box);
+    if (safeHref(body.page)) {
+      el("a", null, "raw body page", links).href = body.page;
+    }
+    var target = el("div", "capsem-body-view", null, box);
+    if (body.deferred) {
+      var button = el("button", "capsem-load-body", "Load this body (" + fmtNum(body.body_length) + " bytes)", target);
+      button.type = "button";
+      button.addEventListener("click", function () {
+        button.disabled = true;
+        getJson(body.href).then(function (full) {
+          button.remove();
+          renderView(full.view, target);
+        }).catch(function (error) {
+          button.disabled = false;
+          button.textContent = "Could not load (" + error.message + "); retry";
+        });
+      });
+      return;
+    }
+    if (body.view) {
+      renderView(body.view, target);
+    }
+  }
+
+  function renderView(view, target) {
+    if (view.display_truncated) {
+      el("p", "capsem-note", "Showing the first " + view.display_bytes + " of " + view.bytes + " bytes.", target);
+    }
+    if (view.kind === "json" || view.kind === "text") {
+      el("pre", "capsem-body capsem-body-" + view.kind, view.text, target);
+    } else if (view.kind === "sse") {
+      var assembled = view.assembled || {};
+      if (assembled.thinking) {
+        el("p", "capsem-meta", "Thinking (decoded from the stream):", target);
+        el("pre", "capsem-body capsem-sse-thinking", assembled.thinking, target);
+      }
+      el("p", "capsem-meta", "Text (decoded from " + view.events.length + " events):", target);
+      el("pre", "capsem-body capsem-sse-text", assembled.text || "", target);
+      var more = el("details", null, null, target);
+      el("summary", null, "The " + view.events.length + " events", more);
+      var list = el("ol", "capsem-sse", null, more);
+      view.events.forEach(function (event) {
+        var item = el("li", null, null, list);
+        if (event.event) {
+          el("strong", null, event.event, item);
+        }
+        el("pre", "capsem-body", event.data, item);
+      });
+    } else if (view.kind === "hex") {
+      el("pre", "capsem-body capsem-hex", view.hex.map(function (line) {
+        return ("00000000" + line.offset.toString(16)).slice(-8) + "  " + line.hex + "  " + line.ascii;
+      }).join("\n"), target);
+    } else {
+      el("p", "capsem-note", "Empty body.", target);
+    }
+  }
+
+  function fromHash() {
+    var match = /^#node=(.+)$/.exec(window.location.hash || "");
+    if (!match) {
+      return null;
+    }
+    try {
+      return decodeURIComponent(match[1]);
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function start(root) {
+    var url = root.getAttribute("data-tree-url");
+    var status = root.querySelector(".capsem-explorer-status");
+    getJson(url).then(function (tree) {
+      if (status) {
+        status.remove();
+      }
+      var explorer = new Explorer(root, tree);
+      window.capsemExplorer = explorer;
+      document.addEventListener("capsem:select", function (event) {
+        explorer.select(event.detail.id, true);
+      });
+      document.addEventListener("click", function (event) {
+        var link = event.target.closest ? event.target.closest("a[data-node]") : null;
+        if (link && !root.querySelector(".capsem-tree").contains(link) &&
+            !(event.ctrlKey || event.metaKey || event.shiftKey)) {
+          event.preventDefault();
+          explorer.select(link.getAttribute("data-node"), true);
+          root.scrollIntoView({block: "start"});
+        }
+      });
+      window.addEventListener("hashchange", function () {
+        var id = fromHash();
+        if (id && id !== explorer.selected) {
+          explorer.select(id, false);
+        }
+      });
+      var initial = fromHash();
+      if (initial) {
+        explorer.select(initial, false);
+      }
+      root.setAttribute("data-ready-ms", String(Math.round(performance.now())));
+      root.setAttribute("data-ready", "1");
+    }).catch(function (error) {
+      if (status) {
+        status.textContent = "Could not load the trace: " + error.message;
+      }
+      root.setAttribute("data-ready", "error");
+    });
+  }
+
+  function init() {
+    Array.prototype.forEach.call(document.querySelectorAll(".capsem-explorer[data-tree-url]"), start);
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", init);
+  } else {
+    init();
+  }
+}());
