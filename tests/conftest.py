@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from datasette_capsem.generate import GenerateOptions, generate_home
 from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
+from tests.helpers import make_datasette
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +30,16 @@ def capsem_home(generated_home: tuple[Path, dict]) -> Path:
 def manifest(generated_home: tuple[Path, dict]) -> dict:
     """manifest.json of ``capsem_home``: what was injected where."""
     return generated_home[1]
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin cache shared by the read-only tests of ``capsem_home`` (derived files only)."""
+    return tmp_path_factory.mktemp("capsem-cache")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def datasette(capsem_home: Path, cache_dir: Path):
+    """One started Datasette over ``capsem_home`` with the default (masked) secret policy, for
+    every module that only reads; a module needing other settings defines its own."""
+    return await make_datasette(capsem_home, cache_dir)

@@ -26,6 +26,9 @@ async def make_datasette(
     plugins[PLUGIN] = {
         "capsem_home": str(home),
         "cache_dir": str(cache_dir),
+        # No background index thread unless a test asks for one: tests refresh it explicitly,
+        # and a thread per instance re-reading every ledger is most of a suite's CPU.
+        "index_refresh_seconds": 0,
         **plugins.get(PLUGIN, {}),
         **plugin_config,
     }

@@ -74,6 +74,8 @@ def plugin_routes(ids: dict[str, str]) -> list[str]:
     found: list[str] = []
     for pattern, _handler in ROUTES:
         for path in _expand(pattern, ids) or []:
+            if path.endswith("/node.json"):  # one row of the trace, named by `id`
+                path += f"?id=model_calls:{ids['row_id']}"
             if path not in found:
                 found.append(path)
     extra = [

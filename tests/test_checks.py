@@ -13,7 +13,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks import (
@@ -32,15 +31,10 @@ from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.ledger import rollup
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
-from tests.helpers import make_datasette, snapshot_tree
+from tests.helpers import snapshot_tree
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 EVERY_SAMPLE = 1_000_000
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("checks-cache")
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +45,6 @@ def settings(capsem_home, cache_dir):
 @pytest.fixture(scope="module")
 def catalog(settings) -> Catalog:
     return Catalog(settings)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, cache_dir):
-    return await make_datasette(capsem_home, cache_dir)
 
 
 def as_entries(report) -> set[tuple]:

@@ -4,7 +4,6 @@ content type, with sizes and the blake3 check; large bodies load on request."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import blake3
 import pytest
@@ -22,16 +21,6 @@ from tests.trace_support import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("events-cache")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, cache_dir):
-    return await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")

@@ -5,31 +5,18 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.graph.timeparse import parse_ns
-from tests.helpers import make_datasette
 from tests.trace_support import clean_current, ledger, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 HEX32, HEX16 = re.compile(r"^[0-9a-f]{32}$"), re.compile(r"^[0-9a-f]{16}$")
 VALUE_KEYS = {"stringValue", "intValue", "doubleValue", "boolValue", "arrayValue"}
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("otlp-cache")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, cache_dir):
-    return await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
 
 
 def attrs(span: dict) -> dict:

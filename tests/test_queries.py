@@ -14,14 +14,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.queries import all_specs, canned_queries_for
 from datasette_capsem.queries.spec import sql_parameters
 from datasette_capsem.readonly import open_readonly
-from tests.helpers import make_datasette
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -39,16 +37,6 @@ TRACE_TABLES = (
     "substitution_events", "security_rule_events", "security_decision_events",
     "security_ask_events", "mcp_calls", "snapshot_events",
 )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("queries-cache")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, cache_dir):
-    return await make_datasette(capsem_home, cache_dir)
 
 
 def readable(manifest: dict) -> list[dict]:

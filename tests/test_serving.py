@@ -23,11 +23,6 @@ def open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("capsem-cache")
-
-
 async def test_catalog_lists_every_session_of_the_manifest(capsem_home, manifest, cache_dir):
     datasette = await make_datasette(capsem_home, cache_dir)
     response = await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")

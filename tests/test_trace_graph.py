@@ -4,13 +4,10 @@ every injected defect, every era, hostile values and bad input."""
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.graph.timeparse import parse_ms
-from tests.helpers import make_datasette
 from tests.trace_support import (
     clean_current,
     defect_sessions,
@@ -65,16 +62,6 @@ PRIMARY = (
     "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
     "exec_events", "audit_events", "substitution_events",
 )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("trace-graph-cache")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, cache_dir):
-    return await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
 
 
 def ids(conn: sqlite3.Connection, sql: str, params) -> set[str]:
