@@ -62,12 +62,11 @@ def to_fts(query: str) -> str:
     for piece in _PIECE.findall(text):
         if piece == '"':
             raise QuerySyntaxError(
-                'A double quote is not closed: a phrase goes between two double quotes, '
+                "A double quote is not closed: a phrase goes between two double quotes, "
                 'e.g. "rm -rf".'
             )
-        if piece.startswith('"') or piece in ("(", ")", ",") or piece in OPERATORS:
-            pieces.append(piece)
-        elif _BARE.fullmatch(piece):
+        passes = piece.startswith('"') or piece in ("(", ")", ",") or piece in OPERATORS
+        if passes or _BARE.fullmatch(piece):
             pieces.append(piece)
         else:
             star = "*" if piece.endswith("*") else ""
@@ -96,7 +95,9 @@ def _where(filters: TextFilters) -> tuple[list[str], dict[str, Any]]:
         clauses.append("r.at >= :since")
         params["since"] = filters.since
     if filters.until:
-        clauses.append("r.at < :until" if len(filters.until) > 10 else "substr(r.at, 1, 10) <= :until")
+        clauses.append(
+            "r.at < :until" if len(filters.until) > 10 else "substr(r.at, 1, 10) <= :until"
+        )
         params["until"] = filters.until
     return clauses, params
 

@@ -93,7 +93,11 @@ SOURCES: tuple[Source, ...] = (
         UNIX_MS_AT,
     ),
 )
-KINDS: tuple[str, ...] = ("reply", "prompt", *dict.fromkeys(s.kind for s in SOURCES if s.kind != "reply"))
+KINDS: tuple[str, ...] = (
+    "reply",
+    "prompt",
+    *dict.fromkeys(s.kind for s in SOURCES if s.kind != "reply"),
+)
 # (kind, table, row_id, event_id, trace_id, model_call_id, provider, model, at, body)
 TextRow = tuple[str, str, int, Any, Any, Any, Any, Any, Any, str]
 

@@ -207,7 +207,9 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
     next_url = None
     if next_offset is not None:
         query = [(k, v) for k in request.args for v in request.args.getlist(k) if k != "_next"]
-        next_url = f"{Urls.of(datasette).plugin('/search')}?{urlencode([*query, ('_next', next_offset)])}"
+        next_url = (
+            f"{Urls.of(datasette).plugin('/search')}?{urlencode([*query, ('_next', next_offset)])}"
+        )
     index = state.index.freshness()
     return {
         "available": index["ready"] and index["ledgers_indexed"] > 0,
