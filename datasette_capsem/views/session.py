@@ -176,7 +176,6 @@ PROFILE_NOTES = {
 }
 
 
-
 def report_cache(datasette) -> ReportCache:
     """The report cache of this Datasette instance."""
     return get_state(datasette).reports
