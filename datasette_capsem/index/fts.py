@@ -126,7 +126,8 @@ def search(
     params.update(fts=expression, limit=max(1, min(limit, MAX_LIMIT)), offset=max(0, offset))
     where = "".join(f" AND {c}" for c in clauses)
     ranked_sql = load_sql(__package__, "text_ranked").format(where=where)
-    count_sql = load_sql(__package__, "text_count").format(where=where)
+    count_sql = load_sql(__package__, "text_count" if clauses else "text_count_plain")
+    count_sql = count_sql.format(where=where)
     try:
         ranked = conn.execute(ranked_sql, params).fetchall()
         total = conn.execute(count_sql, {**params, "cap": COUNT_CAP + 1}).fetchone()[0]
