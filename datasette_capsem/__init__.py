@@ -124,6 +124,7 @@ def actor_from_request(datasette, request):
 @hookimpl
 def canned_queries(datasette, database, actor):
     """Capsem's canned queries for main, index and every session database (views/canned_queries.py)."""
+
     async def inner():
         found = index_queries() if database == INDEX_DATABASE else {}
         found.update(await canned_queries_for_database(datasette, database))

@@ -139,7 +139,9 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # scheme://user:password@host: the password goes, the user and host stay.
     (
         "userinfo",
-        re.compile(r"(?i)(\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@\"'<>\\]{1,256}:)[^\s/@\"'<>\\]{1,256}(@)"),
+        re.compile(
+            r"(?i)(\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@\"'<>\\]{1,256}:)[^\s/@\"'<>\\]{1,256}(@)"
+        ),
     ),
     ("webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{8,}")),
     # "authorization: Bearer abc" header lines and "x-api-key": "abc" fields.
@@ -150,7 +152,10 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"[^\r\n\"&<,}\\]{4,}"
         ),
     ),
-    ("bearer", re.compile(rf"(?i){_LEFT}(bearer|basic|token)\s+{_NOT_REDACTED}[A-Za-z0-9._~+/=-]{{8,}}")),
+    (
+        "bearer",
+        re.compile(rf"(?i){_LEFT}(bearer|basic|token)\s+{_NOT_REDACTED}[A-Za-z0-9._~+/=-]{{8,}}"),
+    ),
     (
         "api-key",
         re.compile(
@@ -161,7 +166,10 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|npm_[A-Za-z0-9]{30,}|sk-or-v1-[0-9a-f]{32,})"
         ),
     ),
-    ("jwt", re.compile(rf"{_LEFT}eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}")),
+    (
+        "jwt",
+        re.compile(rf"{_LEFT}eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}"),
+    ),
     # "password": "p@ss word", DB_PASS='x', {\"token\": \"...\"}: a quoted value, whole.
     (
         "secret-field",
@@ -189,15 +197,51 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "header": ("authorization", "api-key", "cookie", "auth-token", "security-token", "private-t"),
     "bearer": ("bearer", "basic", "token"),
     "api-key": (
-        "sk-", "sk_", "rk_", "aiza", "akia", "asia", "ghp_", "gho_", "ghu_", "ghs_", "ghr_",
-        "github_pat_", "xox", "glpat-", "hf_", "ya29.", "hvs.", "hvb.", "hvr.", "npm_",
+        "sk-",
+        "sk_",
+        "rk_",
+        "aiza",
+        "akia",
+        "asia",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "xox",
+        "glpat-",
+        "hf_",
+        "ya29.",
+        "hvs.",
+        "hvb.",
+        "hvr.",
+        "npm_",
     ),
     "jwt": ("eyj",),
     "secret-field": (
-        "pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "credential",
+        "sig",
+        "cookie",
+        "session",
     ),
     "secret-value": (
-        "pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+        "key",
+        "auth",
+        "credential",
+        "sig",
+        "cookie",
+        "session",
     ),
 }
 _KEEPS_PREFIX = {"header": 2, "bearer": 1, "secret-field": 2, "secret-value": 2}
@@ -298,9 +342,7 @@ def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -
                 "kind": "text",
                 "text": HIDDEN,
             }
-        return {
-            k: redact_tree(v, k if isinstance(k, str) else None, data) for k, v in data.items()
-        }
+        return {k: redact_tree(v, k if isinstance(k, str) else None, data) for k, v in data.items()}
     if isinstance(data, (list, tuple)):
         return [redact_tree(item, key, parent) for item in data]
     name = (key or "").lower()
@@ -316,7 +358,8 @@ def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -
 def _redacting_row_factory(cursor: sqlite3.Cursor, row: tuple) -> sqlite3.Row:
     names = [column[0] for column in cursor.description or ()]
     return sqlite3.Row(
-        cursor, tuple(redact_cell(names[i] if i < len(names) else None, v) for i, v in enumerate(row))
+        cursor,
+        tuple(redact_cell(names[i] if i < len(names) else None, v) for i, v in enumerate(row)),
     )
 
 

@@ -55,9 +55,7 @@ def resolve_name(catalog: Catalog, name: str) -> Resolution:
     by_id = sessions.get(name)
     named = [s for s in sessions.values() if s.name == name and s is not by_id]
     named.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
-    candidates = ([candidate(by_id, "id")] if by_id else []) + [
-        candidate(s, "name") for s in named
-    ]
+    candidates = ([candidate(by_id, "id")] if by_id else []) + [candidate(s, "name") for s in named]
     resolution = Resolution(name=name, candidates=candidates)
     if by_id is not None and (by_id.name != name or not named):
         resolution.id = by_id.id

@@ -160,7 +160,9 @@ def _variant_from(package: str, stem: str, raw: Mapping[str, Any]) -> SqlVariant
     sql = None if query else load_sql(package, raw.get("sql") or stem)
     requires = {table: tuple(columns) for table, columns in (raw.get("requires") or {}).items()}
     aliases = dict(raw.get("aliases") or {})
-    return SqlVariant(sql=sql, query=query, requires=requires, note=raw.get("note"), aliases=aliases)
+    return SqlVariant(
+        sql=sql, query=query, requires=requires, note=raw.get("note"), aliases=aliases
+    )
 
 
 def check_from_document(package: str, stem: str, document: Mapping[str, Any]) -> SqlCheck:

@@ -330,7 +330,9 @@ class GraphBuilder:
             if where == "outside":
                 self._edge(parent, node["id"], "emitted", cross_trace=True)
             else:
-                self._relation(node["id"], parent, node["id"], "emitted", "tool_call_parent_missing")
+                self._relation(
+                    node["id"], parent, node["id"], "emitted", "tool_call_parent_missing"
+                )
 
     def _matching_call(self, response: dict[str, Any]) -> dict[str, Any] | None:
         """The tool call a response answers: same call_id, same trace (spec §6.2 check 3)."""

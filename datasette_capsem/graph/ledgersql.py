@@ -42,7 +42,11 @@ def _column(schema: LedgerSchema, table: str, spec: str) -> str:
     present = schema.has(table, name)
     if mode == "length":
         alias = f"{name}_length"
-        return f"length({quote_identifier(name)}) AS {quote_identifier(alias)}" if present else f"NULL AS {quote_identifier(alias)}"
+        return (
+            f"length({quote_identifier(name)}) AS {quote_identifier(alias)}"
+            if present
+            else f"NULL AS {quote_identifier(alias)}"
+        )
     if mode == "isnull":
         alias = f"{name}_isnull"
         test = f"typeof({quote_identifier(name)}) = 'null'" if present else "NULL"

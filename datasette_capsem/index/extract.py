@@ -141,6 +141,7 @@ class LedgerFacts:
     file_totals: dict[str, Any] | None = None  # a fork's whole file, inherited rows included
     copied_ids: list[tuple[str, str, str, int]] = field(default_factory=list)  # a fork's copies
     inherited_rows: int = 0  # rows of a fork's counted tables copied from its parent
+    texts: list[tuple] = field(default_factory=list)  # searchable documents (index/text.py)
 
 
 def _query(conn: sqlite3.Connection, name: str, columns: Columns) -> list[sqlite3.Row]:

@@ -34,7 +34,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -42,13 +42,15 @@ from typing import Any
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
-from datasette_capsem.index import store
+from datasette_capsem.index import fts, store
 from datasette_capsem.index.extract import (
     PARENT_SCHEMA,
     Inherited,
-    read_facts,
+    LedgerFacts,
     read_parent_tables,
 )
+from datasette_capsem.index.extract import read_facts as read_figures
+from datasette_capsem.index.text import read_texts
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.memory import release_memory
 from datasette_capsem.sqlfiles import load_sql
@@ -240,6 +242,13 @@ def _attach_parent(conn: sqlite3.Connection, parent: Parent, cache_dir: Path):
         _detach(conn)
         return None, f"parent {parent.session_id}: unreadable: {error}"
     return Inherited(tables), None
+
+
+def read_facts(conn, schema, inherited: Inherited | None = None) -> LedgerFacts:
+    """The figures and ids of one ledger, and its searchable text (masked)."""
+    facts = read_figures(conn, schema, inherited)
+    facts.texts = read_texts(conn, schema, inherited)
+    return facts
 
 
 def _detach(conn: sqlite3.Connection) -> None:
@@ -444,6 +453,28 @@ class IndexService:
                 load_sql(store.__package__, "lookup"), {"value": value, "limit": limit}
             )
             return [dict(row) for row in rows]
+
+    def search_text(
+        self,
+        query: str,
+        filters: fts.TextFilters | None = None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> fts.TextResult:
+        """Ranked full-text hits across every indexed ledger (masked text, see index/text.py).
+        A session filter naming an alias id searches the file it shares with its owner.
+        Raises fts.QuerySyntaxError for a query FTS5 cannot read."""
+        filters = filters or fts.TextFilters()
+        if filters.sessions:
+            aliases = self.snapshot().aliases
+            owners = tuple(dict.fromkeys(aliases.get(s, s) for s in filters.sessions))
+            filters = replace(filters, sessions=owners)
+        with store.reading(self.path) as conn:
+            if conn is None:
+                fts.to_fts(query)  # a bad query is still a bad query
+                return fts.TextResult()
+            return fts.search(conn, query, filters, limit=limit, offset=offset)
 
     def covered_sessions(self) -> set[str]:
         """Sessions whose ledgers were read without a problem, alias ids of their files

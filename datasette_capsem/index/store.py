@@ -18,7 +18,7 @@ from datasette_capsem.sqlfiles import load_sql
 
 INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
-SCHEMA_VERSION = 2  # 2: forks' inherited rows left out, aliases indexed once
+SCHEMA_VERSION = 3  # 2: forks' inherited rows left out, aliases indexed once; 3: text search
 Fingerprint = tuple[int, int, int | None, int | None]
 StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
@@ -107,6 +107,9 @@ def write_ledger(
     _insert_many(conn, "insert_failing_domain", session_id, facts.failing_domains)
     _insert_many(conn, "insert_id", session_id, facts.ids)
     _insert_many(conn, "insert_copied_id", session_id, facts.copied_ids)
+    if facts.texts:
+        _insert_many(conn, "insert_text", session_id, facts.texts)
+        conn.execute(load_sql(__package__, "insert_text_fts"), {"session_id": session_id})
 
 
 def replace_aliases(conn: sqlite3.Connection, aliases: dict[str, str]) -> bool:

@@ -1,27 +1,47 @@
-"""`/-/capsem/search?q=ID`: where any trace, turn, event, call, ask or message id occurs, and
-which session an id or display name names, across every session of the home.
+"""`/-/capsem/search?q=…`: text and ids across every session of the home.
 
-The cross-session index (another module, `services["index"]`) answers for the ledgers it
-covers; the ledgers it does not cover are scanned directly within a ledger and time budget
-(`graph.search`), and the page says when that scan had to stop early.
+* **Text**: ranked full-text hits from the cross-session index (index/fts.py, index/text.py),
+  each with a highlighted snippet (plain text parts, escaped by the template), the session
+  (name beside id), the row's kind and time, and a link to its event, trace or row page.
+  Filters: `kind` (repeatable), `session` (repeatable), `provider`, `model`, `since`,
+  `until`; pages with `_size` and `_next`. The indexed text is masked by the credential policy
+  for everyone, so search is never an oracle for secrets; with `hide_free_text`, an actor who
+  may not see secrets searches only the kinds that are not free text (files, HTTP, DNS,
+  security).
+* **Ids**: where any trace, turn, event, call, ask or message id occurs, and which session an
+  id or display name names. The index answers for the ledgers it covers; the ledgers it does
+  not cover are scanned directly within a ledger and time budget (`graph.search`), and the
+  page says when that scan had to stop early.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlencode
 
-from datasette_capsem import errors, permissions
+from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.catalog import Session
+from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.graph.search import ScanReport, scan_ledgers
 from datasette_capsem.graph.values import usable_event_id
+from datasette_capsem.index import fts
+from datasette_capsem.index.text import KINDS
 from datasette_capsem.state import get_state
+from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 from datasette_capsem.views.session import bad_value, links_for
 
 MAX_QUERY_CHARS = 256
 MAX_RESULTS = 500
+DEFAULT_TEXT_PAGE = 50
+# Kinds whose text is not free text under the policy (paths, domains, names, rule ids): what
+# an actor without view_secrets may search when the operator sets `hide_free_text`.
+NOT_FREE_TEXT_KINDS = ("file", "http", "dns", "security")
+_WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?Z?)?")
+_PAGE = "_size must be an integer from 1 to 200, _next an integer from 0"
 
 
 async def in_thread(fn: Callable, *args: Any) -> Any:
@@ -101,16 +121,142 @@ async def _visible(datasette, request, hits: list[dict], sessions: dict) -> list
     return found
 
 
+def _text_filters(request) -> tuple[fts.TextFilters, int, int]:
+    """The text filters and page of a request, or a 400 saying what is wrong."""
+    args = request.args
+    try:
+        kinds = fts.check_kinds([k for k in args.getlist("kind") if k])
+    except ValueError as error:
+        raise errors.bad_parameter("Bad search filter", str(error)) from error
+    sessions = tuple(dict.fromkeys(s for s in args.getlist("session") if s))
+    for name in ("since", "until"):
+        value = args.get(name)
+        if value and not _WHEN.fullmatch(value):
+            raise errors.bad_parameter(
+                "Bad search filter", f"{name} must be a date (2026-07-01) or an ISO time."
+            )
+    for name in ("provider", "model", *(["session"] if sessions else [])):
+        for value in args.getlist(name):
+            problem = bad_value(value, name) if value else None
+            if problem:
+                raise errors.bad_parameter("Bad search filter", problem)
+    raw_size, raw_next = args.get("_size") or str(DEFAULT_TEXT_PAGE), args.get("_next") or "0"
+    if not (raw_size.isdigit() and raw_next.isdigit()) or len(raw_size + raw_next) > 12:
+        raise errors.bad_parameter("Bad pagination", _PAGE)
+    size, offset = int(raw_size), int(raw_next)
+    if not 1 <= size <= fts.MAX_LIMIT:
+        raise errors.bad_parameter("Bad pagination", _PAGE)
+    filters = fts.TextFilters(
+        kinds=kinds,
+        sessions=sessions,
+        provider=args.get("provider") or None,
+        model=args.get("model") or None,
+        since=(args.get("since") or "").replace(" ", "T") or None,
+        until=(args.get("until") or "").replace(" ", "T") or None,
+    )
+    return filters, size, offset
+
+
+def _text_href(links, hit: dict[str, Any]) -> str | None:
+    """The event page of a row with an event id, else its trace (an ambient model call's own
+    exchange), else its row page."""
+    if usable_event_id(hit.get("event_id")):
+        return links.event(str(hit["event_id"]))
+    trace_id = hit.get("trace_id")
+    if trace_id:
+        call = hit.get("model_call_id")
+        if is_ambient(str(trace_id)) and call is not None and hit["table_name"] == "model_calls":
+            return links.exchange(str(trace_id), int(call))
+        return links.trace(str(trace_id))
+    return links.row(hit.get("table_name") or "", hit.get("row_id"))
+
+
+async def _text_search(datasette, request, value: str) -> dict[str, Any]:
+    """The text part of the page: hits, totals, filters, next page."""
+    filters, size, offset = _text_filters(request)
+    restricted = redaction.hide_free_text.get()
+    if restricted:
+        allowed = [k for k in (filters.kinds or NOT_FREE_TEXT_KINDS) if k in NOT_FREE_TEXT_KINDS]
+        filters = fts.TextFilters(**{**filters.__dict__, "kinds": tuple(allowed) or ("none",)})
+    state = get_state(datasette)
+    try:
+        result = await in_thread(
+            lambda: state.index.search_text(value, filters, limit=size, offset=offset)
+        )
+    except fts.QuerySyntaxError as error:
+        raise errors.bad_parameter("Bad search syntax", str(error)) from error
+    sessions = {s.id: s for s in state.catalog.sessions()}
+    visible = await _visible(datasette, request, result.hits, sessions)
+    hits = []
+    for hit in visible:
+        session = sessions.get(hit["session_id"])
+        if session is None:
+            continue
+        links = links_for(datasette, session)
+        hit.pop("rank", None)
+        hits.append(
+            {
+                **hit,
+                "session_name": session.display_name,
+                "session_href": links.session(),
+                "href": _text_href(links, hit),
+                "row": links.row(hit.get("table_name") or "", hit.get("row_id")),
+            }
+        )
+    next_offset = offset + size if offset + size < result.total else None
+    next_url = None
+    if next_offset is not None:
+        query = [(k, v) for k in request.args for v in request.args.getlist(k) if k != "_next"]
+        next_url = (
+            f"{Urls.of(datasette).plugin('/search')}?{urlencode([*query, ('_next', next_offset)])}"
+        )
+    index = state.index.freshness()
+    return {
+        "available": index["ready"] and index["ledgers_indexed"] > 0,
+        "fts_query": result.fts_query,
+        "hits": hits,
+        "total": result.total,
+        "total_capped": result.total_capped,
+        "offset": offset,
+        "size": size,
+        "next": next_url,
+        "filters": {
+            "kind": list(filters.kinds) if not restricted else list(filters.kinds),
+            "session": list(filters.sessions),
+            "provider": filters.provider,
+            "model": filters.model,
+            "since": filters.since,
+            "until": filters.until,
+        },
+        "kinds": list(NOT_FREE_TEXT_KINDS if restricted else KINDS),
+        "restricted": restricted,
+        "masked": True,
+    }
+
+
 async def search_page(datasette, request):
     if not await permissions.can_view_instance(datasette, request.actor):
         raise errors.forbidden()
     value = (request.args.get("q") or "").strip()
-    context: dict[str, Any] = {"q": value, "sessions": [], "hits": [], "index": None, "scan": None}
+    context: dict[str, Any] = {
+        "q": value,
+        "sessions": [],
+        "hits": [],
+        "index": None,
+        "scan": None,
+        "text": None,
+        "all_kinds": list(KINDS),
+        "args": {k: request.args.getlist(k) for k in request.args},
+    }
     if not value:
         return await render.page(datasette, request, "search.html", context)
     problem = bad_value(value, "search value", MAX_QUERY_CHARS)
     if problem:
         raise errors.bad_parameter("Bad search", problem)
+    context["text"] = await _text_search(datasette, request, value)
+    if any(c.isspace() for c in value) or int(request.args.get("_next") or 0):
+        # Ids have no spaces, and the id part is shown on the first page only.
+        return await render.page(datasette, request, "search.html", context)
     state = get_state(datasette)
     hits, covered, index_problem = await _index_hits(datasette, value)
     sessions = {s.id: s for s in state.catalog.sessions()}

@@ -23,7 +23,7 @@ from datasette_capsem.checks import check_session
 from datasette_capsem.checks.cache import CachedReport, ReportCache
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.errors import CapsemError, Redirect
-from datasette_capsem.graph import overview
+from datasette_capsem.graph import overview, stats
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase
@@ -176,7 +176,6 @@ PROFILE_NOTES = {
 }
 
 
-
 def report_cache(datasette) -> ReportCache:
     """The report cache of this Datasette instance."""
     return get_state(datasette).reports
@@ -289,6 +288,7 @@ def _overview_data(opened: Opened, offset: int, size: int):
             "traces": overview.traces_page(conn, schema, offset, size),
             "ambient_traces": overview.ambient_traces(conn, schema),
             "mcp_rows": overview.legacy_mcp_rows(conn, schema),
+            "stats": stats.session_stats(conn, schema),
         }
 
     return read
@@ -319,6 +319,22 @@ def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
     return traces
 
 
+def _stats_links(opened: Opened, sections: list[dict]) -> list[dict]:
+    """Each figure of the summaries links to the rows it counts (Datasette's table page with
+    the figure's filters); each latest row to its row page."""
+    links = opened.links
+    for section in sections:
+        for figure in section["figures"]:
+            figure["href"] = links.table(figure["table"], **figure["filters"])
+        for group in section["groups"]:
+            for row in group["rows"]:
+                row["href"] = links.table(row["table"], **row["filters"])
+        for listing in section["lists"]:
+            for row in listing["rows"]:
+                row["href"] = links.row(listing["table"], row["id"])
+    return sections
+
+
 def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
     """What the page shows from the catalog alone (main.db row, registry, paths)."""
     session = opened.session
@@ -338,6 +354,7 @@ def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
         "traces_total": 0,
         "ambient_traces": [],
         "mcp_rows": [],
+        "stats": [],
         "offset": offset,
         "size": size,
         "next": None,
@@ -349,6 +366,7 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
     data = await opened.db.execute_fn(_overview_data(opened, offset, size))
     traces = data.pop("traces")
     _trace_links(opened, data["ambient_traces"])
+    _stats_links(opened, data["stats"])
     return {
         **data,
         "era": opened.schema.era,

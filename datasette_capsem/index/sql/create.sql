@@ -149,3 +149,28 @@ CREATE TABLE IF NOT EXISTS index_meta (
     key TEXT PRIMARY KEY,
     value TEXT
 );
+
+-- Full-text search (index/text.py): one document per searchable ledger row, its text masked
+-- by the credential policy before it is stored (the index is shared by every actor). A
+-- fork's copied rows are indexed once, for the parent.
+CREATE TABLE IF NOT EXISTS text_rows (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    table_name TEXT NOT NULL,
+    row_id INTEGER,
+    event_id TEXT,
+    trace_id TEXT,
+    model_call_id INTEGER,
+    provider TEXT,
+    model TEXT,
+    at TEXT,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_text_rows_session ON text_rows(session_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS text_search USING fts5(
+    body,
+    content = 'text_rows',
+    content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);

@@ -1,4 +1,7 @@
 -- Forget everything indexed from one session's ledger (before re-indexing or when it is gone).
+INSERT INTO text_search (text_search, rowid, body)
+    SELECT 'delete', id, body FROM text_rows WHERE session_id = :session_id;
+DELETE FROM text_rows WHERE session_id = :session_id;
 DELETE FROM session_totals WHERE session_id = :session_id;
 DELETE FROM file_totals WHERE session_id = :session_id;
 DELETE FROM model_usage WHERE session_id = :session_id;

@@ -1,0 +1,396 @@
+"""Full-text search across sessions: what the index holds equals independent SQL over the
+ledgers (every era, forks once), ranked hits with escaped snippets and working links,
+filters, pages, phrase and prefix queries, bad syntax as a 400, incremental refresh, and no
+secret readable or probeable through search."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+from urllib.parse import quote, urlencode
+
+import pytest
+import pytest_asyncio
+
+from datasette_capsem.index import fts
+from datasette_capsem.index.text import MARK_CLOSE, MARK_OPEN
+from datasette_capsem.state import get_state
+from tests.helpers import actor_cookies, make_datasette
+from tests.trace_support import ledger, readable
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+# Independent of index/text.py: which ledger rows must be findable, by kind.
+SEARCHABLE = {
+    "dns": ("dns_events", ("qname",)),
+    "file": ("fs_events", ("path",)),
+    "exec": ("exec_events", ("command",)),
+    "http": ("net_events", ("domain", "path", "method")),
+    "reply": ("model_calls", ("text_content", "thinking_content")),
+    "tool_result": ("tool_responses", ("content_preview",)),
+}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def indexed(capsem_home, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("text-search-cache")
+    datasette = await make_datasette(capsem_home, cache, index_refresh_seconds=0)
+    get_state(datasette).index.refresh()
+    return datasette
+
+
+async def text(datasette, q: str, status: int = 200, cookies=None, **params) -> dict:
+    query = urlencode([("q", q), *[(k, v) for k, vs in params.items() for v in _list(vs)]])
+    response = await datasette.client.get(f"/-/capsem/search.json?{query}", cookies=cookies)
+    assert response.status_code == status, response.text[:500]
+    return response.json()
+
+
+def _list(value) -> list:
+    return value if isinstance(value, (list, tuple)) else [value]
+
+
+def index_rows(datasette, sql: str, params=()) -> list[sqlite3.Row]:
+    conn = sqlite3.connect(f"file:{get_state(datasette).index.path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def columns_of(conn, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _keys(conn, table: str) -> list[tuple[int, tuple]]:
+    """(row id, identity) of every row: its event id, else its id, time, trace and call (how a
+    fork's copied row is recognised, spec §1.3)."""
+    present = columns_of(conn, table)
+    signature = [c for c in ("id", "timestamp", "trace_id", "call_id") if c in present]
+    event = "event_id" if "event_id" in present else "NULL"
+    rows = conn.execute(f"SELECT id, {event}, {', '.join(signature)} FROM {table}")
+    keys = []
+    for row in rows:
+        usable = isinstance(row[1], str) and row[1] not in ("", "000000000000")
+        keys.append((row[0], ("e", row[1]) if usable else ("r", *row[2:])))
+    return keys
+
+
+def expected_rows(conn, kind: str, parent: sqlite3.Connection | None = None) -> set[int]:
+    table, wanted = SEARCHABLE[kind]
+    present = columns_of(conn, table)
+    if not present:
+        return set()
+    cols = [c for c in wanted if c in present]
+    blank = " AND ".join(f"trim(COALESCE(CAST({c} AS TEXT), '')) = ''" for c in cols)
+    with_text = {r[0] for r in conn.execute(f"SELECT id FROM {table} WHERE NOT ({blank})")}
+    copied = set()
+    if parent is not None and columns_of(parent, table):
+        theirs = {key for _id, key in _keys(parent, table)}
+        copied = {row_id for row_id, key in _keys(conn, table) if key in theirs}
+    return with_text - copied
+
+
+def fork_parent(manifest: dict, fork: dict) -> dict:
+    sessions = manifest["sessions"]
+    by_id = [s for s in sessions if s["id"] == fork["forked_from"]]
+    return (by_id or [s for s in sessions if s.get("name") == fork["forked_from"]])[0]
+
+
+async def test_indexed_documents_equal_independent_sql_in_every_era(
+    indexed, manifest, capsem_home, tmp_path
+):
+    eras = set()
+    for session in readable(manifest):
+        if session.get("alias_of"):
+            continue
+        parent = fork_parent(manifest, session) if session.get("forked_from") else None
+        with ledger(capsem_home, session, tmp_path) as conn:
+            for kind in SEARCHABLE:
+                if parent is not None:
+                    with ledger(capsem_home, parent, tmp_path) as parent_conn:
+                        want = expected_rows(conn, kind, parent_conn)
+                else:
+                    want = expected_rows(conn, kind)
+                got = {
+                    r[0]
+                    for r in index_rows(
+                        indexed,
+                        "SELECT row_id FROM text_rows WHERE session_id = ? AND kind = ?",
+                        (session["id"], kind),
+                    )
+                }
+                assert got == want, (session["id"], session["era"], kind)
+                eras.add(session["era"])
+    assert {"current", "v0_9", "v1_1", "v1_2", "v1_3", "march2026", "migrated"} <= eras
+
+
+def phrase_in(text: str, phrase: str) -> bool:
+    """Whether the tokens of `phrase` occur consecutively in `text` (as unicode61 splits)."""
+    words, wanted = re.findall(r"\w+", text.lower()), re.findall(r"\w+", phrase.lower())
+    return any(words[i : i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
+
+
+async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, capsem_home, tmp_path):
+    files = [s for s in readable(manifest) if not s.get("alias_of") and not s.get("forked_from")]
+    sample = next(s for s in files if s["era"] == "current" and s.get("clean"))
+    with ledger(capsem_home, sample, tmp_path) as conn:
+        command = conn.execute(
+            "SELECT command FROM exec_events WHERE command LIKE '% %' LIMIT 1"
+        ).fetchone()[0]
+    phrase = " ".join(command.split()[:2])
+    expected = set()
+    for session in files:
+        with ledger(capsem_home, session, tmp_path) as conn:
+            if "command" not in columns_of(conn, "exec_events"):
+                continue
+            for row in conn.execute("SELECT id, command FROM exec_events"):
+                if row[1] and phrase_in(str(row[1]), phrase):
+                    expected.add((session["id"], row[0]))
+    data = await text(indexed, f'"{phrase}"', kind="exec", _size=200)
+    found = {(h["session_id"], h["row_id"]) for h in data["text"]["hits"]}
+    assert data["text"]["total"] == len(expected) <= 200
+    assert found == expected
+    for hit in data["text"]["hits"]:
+        marked = " ".join(p["text"] for p in hit["snippet_parts"] if p["hit"])
+        assert phrase_in(marked, phrase.split()[0])
+        assert hit["href"].startswith(f"/-/capsem/sessions/{quote(hit['session_id'], safe='')}/")
+
+
+async def test_prefix_queries_links_and_session_names(indexed, manifest):
+    data = await text(indexed, "migrat*", _size=5)
+    assert data["text"]["total"] > 0
+    for hit in data["text"]["hits"]:
+        marked = [p["text"].lower() for p in hit["snippet_parts"] if p["hit"]]
+        assert marked and all(m.startswith("migrat") for m in marked)
+        assert hit["kind"] and hit["at"]
+        page = await indexed.client.get(hit["href"])
+        assert page.status_code == 200, hit["href"]
+    named = next(s for s in manifest["sessions"] if s.get("name") == "co-work-1")
+    data = await text(indexed, "api*", session=named["id"], _size=3)
+    assert data["text"]["hits"] and all(
+        h["session_id"] == named["id"] for h in data["text"]["hits"]
+    )
+    assert data["text"]["hits"][0]["session_name"] == "co-work-1"
+    html = (await indexed.client.get(f"/-/capsem/search?q=api*&session={named['id']}")).text
+    assert "co-work-1" in html and "<mark>" in html
+
+
+async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
+    everything = []
+    offset = 0
+    while True:
+        page = await text(indexed, "api* OR let", _size=200, _next=offset)
+        everything += page["text"]["hits"]
+        if page["text"]["next"] is None:
+            break
+        offset += 200
+    assert len(everything) == page["text"]["total"] > 200
+    assert len({h["doc_id"] for h in everything}) == len(everything)
+    reply = next(h for h in everything if h["provider"] and h["model"])
+    cases = [
+        ({"kind": "dns"}, lambda h: h["kind"] == "dns"),
+        ({"kind": ["dns", "http"]}, lambda h: h["kind"] in ("dns", "http")),
+        ({"provider": reply["provider"]}, lambda h: h["provider"] == reply["provider"]),
+        ({"model": reply["model"]}, lambda h: h["model"] == reply["model"]),
+        ({"session": reply["session_id"]}, lambda h: h["session_id"] == reply["session_id"]),
+        ({"since": "2026-08-01"}, lambda h: (h["at"] or "") >= "2026-08-01"),
+        ({"until": "2026-07-31"}, lambda h: (h["at"] or "9")[:10] <= "2026-07-31"),
+    ]
+    for params, keep in cases:
+        data = await text(indexed, "api* OR let", _size=200, **params)
+        expected = {h["doc_id"] for h in everything if keep(h)}
+        assert data["text"]["total"] == len(expected), params
+        if len(expected) <= 200:
+            assert {h["doc_id"] for h in data["text"]["hits"]} == expected, params
+
+
+@pytest.mark.parametrize("query", ['"abc', "NOT x", "a OR", "AND", "NEAR(", "(", ")", "a AND (b"])
+async def test_bad_syntax_is_a_clear_400(indexed, query):
+    data = await text(indexed, query, status=400)
+    assert data["error"] == "Bad search syntax" and "double quotes" in data["message"]
+    html = await indexed.client.get(f"/-/capsem/search?q={quote(query)}")
+    assert html.status_code == 400 and "Bad search syntax" in html.text
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["*", "^x", ":", "a:b", "-", "-rf", "x*y", "/etc/passwd", "évé", "'", "a,b", "NEAR(a b)"],
+)
+async def test_odd_queries_never_fail(indexed, query):
+    response = await indexed.client.get(f"/-/capsem/search.json?q={quote(query)}")
+    assert response.status_code in (200, 400), (query, response.text[:300])
+
+
+async def test_bad_filters_are_400(indexed):
+    for params in ({"kind": "bogus"}, {"since": "yesterday"}, {"_size": "0"}, {"_next": "x"}):
+        data = await text(indexed, "api", status=400, **params)
+        assert data["ok"] is False
+
+
+async def test_to_fts_quotes_what_fts5_would_refuse():
+    assert fts.to_fts("evil.example") == '"evil.example"'
+    assert fts.to_fts("rm -rf") == 'rm "-rf"'
+    assert fts.to_fts('"rm -rf" OR curl*') == '"rm -rf" OR curl*'
+    assert fts.to_fts("sk-ant*") == '"sk-ant"*'
+    with pytest.raises(fts.QuerySyntaxError):
+        fts.to_fts('a"b')
+
+
+async def test_the_home_page_search_box_uses_text_search(indexed):
+    html = (await indexed.client.get("/")).text
+    assert 'action="/-/capsem/search"' in html
+
+
+# -- a copied home with planted secrets and hostile text ----------------------------------
+
+SECRETS = {
+    "anthropic": "sk-ant-api03-Zq7Wv8Xy9AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github": "ghp_Zq7Wv8Xy9AbCdEfGhIjKlMnOpQrStUvWx01",
+    "password": "hunter2Zq7Wv8",
+    "aws": "AKIAZQ7WV8XY9ABCDEFG",
+}
+HOSTILE = f'<script>alert("pwn")</script><img src=x onerror=alert(2)> {MARK_OPEN}forged{MARK_CLOSE}'
+
+
+@pytest.fixture(scope="module")
+def planted(capsem_home, manifest, tmp_path_factory):
+    """A copy of the home whose one ledger carries credentials and hostile text."""
+    root = tmp_path_factory.mktemp("planted")
+    home = root / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    session = next(
+        s
+        for s in readable(manifest)
+        if s["era"] == "current" and s.get("clean") and s["kind"] == "ephemeral"
+    )
+    conn = sqlite3.connect(home / session["ledger"])
+    conn.execute(
+        "UPDATE model_calls SET text_content = ? WHERE id = (SELECT MIN(id) FROM model_calls)",
+        (f"Use the key {SECRETS['anthropic']} for the plantedreply. {HOSTILE}",),
+    )
+    conn.execute(
+        "INSERT INTO exec_events (timestamp, exec_id, command, stderr_preview) VALUES"
+        " ('2026-08-09T10:00:00.000000Z', 9001, ?, ?)",
+        (
+            f"git clone https://x:{SECRETS['github']}@github.com/o/r plantedexec",
+            f"export password={SECRETS['password']} AWS_KEY={SECRETS['aws']}",
+        ),
+    )
+    conn.execute(
+        "UPDATE tool_calls SET arguments = ? WHERE id = (SELECT MIN(id) FROM tool_calls)",
+        (json.dumps({"token": SECRETS["github"], "note": "plantedtool"}),),
+    )
+    conn.commit()
+    conn.close()
+    return home, session, root
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def planted_instances(planted):
+    home, _session, root = planted
+    viewer = await make_datasette(home, root / "cache", index_refresh_seconds=0)
+    get_state(viewer).index.refresh()
+    # An operator who may see secrets shares the same masked index.
+    operator = await make_datasette(
+        home, root / "cache", index_refresh_seconds=0, view_secrets={"id": "root"}
+    )
+    return viewer, operator
+
+
+def probes() -> list[str]:
+    found = []
+    for secret in SECRETS.values():
+        found += [secret, f'"{secret}"', secret[:6] + "*", secret[:3] + "*", secret[-10:]]
+        found += [w + "*" for w in re.findall(r"\w{3,}", secret)[:3]]
+    return found + ["Zq7Wv8*", "zq7*", "hunter2*", "api03*", "AKIAZ*", '"sk-ant-api03"']
+
+
+async def test_no_search_reveals_or_confirms_a_planted_credential(planted_instances, planted):
+    viewer, operator = planted_instances
+    for datasette, cookies in ((viewer, None), (operator, actor_cookies(operator, "root"))):
+        for probe in probes():
+            response = await datasette.client.get(
+                f"/-/capsem/search.json?q={quote(probe)}", cookies=cookies
+            )
+            assert response.status_code in (200, 400), probe
+            if response.status_code == 200:
+                # The reader's own query is echoed back; nothing else may hold the secret.
+                answer = json.dumps([response.json()["hits"], response.json()["text"]["hits"]])
+                for secret in SECRETS.values():
+                    assert secret not in answer and secret[-12:] not in answer, probe
+                hits = response.json()["text"]["hits"]
+                assert hits == [] or all("Zq7" not in h["snippet"] for h in hits), probe
+                assert not any("zq7" in json.dumps(h).lower() for h in hits), probe
+        # The rows are still found by their other words, masked.
+        data = (
+            await datasette.client.get("/-/capsem/search.json?q=plantedexec", cookies=cookies)
+        ).json()
+        assert data["text"]["total"] == 1
+        assert "[redacted" in data["text"]["hits"][0]["snippet"]
+        tool = (
+            await datasette.client.get("/-/capsem/search.json?q=plantedtool", cookies=cookies)
+        ).json()
+        assert tool["text"]["total"] == 1 and SECRETS["github"] not in json.dumps(tool)
+
+
+async def test_snippets_are_escaped_and_markers_cannot_be_forged(planted_instances):
+    viewer, _ = planted_instances
+    data = await text(viewer, "plantedreply")
+    hit = data["text"]["hits"][0]
+    assert not any(p["hit"] and "forged" in p["text"] for p in hit["snippet_parts"])
+    html = (await viewer.client.get("/-/capsem/search?q=plantedreply")).text
+    assert "<script>alert" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;" in html
+    assert "<mark>plantedreply</mark>" in html
+    assert "<mark>forged" not in html
+    html = (await viewer.client.get("/-/capsem/search?q=alert")).text
+    assert "<script>alert" not in html and "<mark>alert</mark>" in html
+
+
+async def test_refresh_reindexes_only_the_changed_ledger(planted, tmp_path):
+    source, session, _root = planted
+    home = tmp_path / "home"
+    shutil.copytree(source, home, symlinks=True)
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    service = get_state(datasette).index
+    service.refresh()
+    before = index_rows(datasette, "SELECT COUNT(*) FROM text_rows")[0][0]
+    conn = sqlite3.connect(home / session["ledger"])
+    conn.execute(
+        "INSERT INTO dns_events (timestamp, qname, qtype, qclass, rcode, decision) VALUES"
+        " ('2026-08-09T11:00:00.000000Z', 'zebracorn.example', 1, 1, 5, 'denied')"
+    )
+    conn.commit()
+    conn.close()
+    report = service.refresh()
+    assert report.indexed == [session["id"]]
+    assert index_rows(datasette, "SELECT COUNT(*) FROM text_rows")[0][0] == before + 1
+    data = await text(datasette, "zebracorn.example")
+    assert [h["session_id"] for h in data["text"]["hits"]] == [session["id"]]
+    assert data["text"]["hits"][0]["kind"] == "dns"
+    shutil.rmtree((home / session["ledger"]).parent)
+    service.catalog.refresh(force=True)
+    service.refresh()
+    assert (await text(datasette, "zebracorn.example"))["text"]["total"] == 0
+    assert (await text(datasette, "plantedexec"))["text"]["total"] == 0
+    check = sqlite3.connect(service.path)  # the FTS index matches its content table
+    try:
+        check.execute("INSERT INTO text_search(text_search, rank) VALUES('integrity-check', 1)")
+    finally:
+        check.close()
+
+
+async def test_hide_free_text_limits_text_search_to_non_free_text_kinds(planted):
+    home, _session, root = planted
+    datasette = await make_datasette(
+        home, root / "cache-hide", index_refresh_seconds=0, hide_free_text=True
+    )
+    get_state(datasette).index.refresh()
+    data = await text(datasette, "plantedreply OR plantedexec OR api*", _size=200)
+    assert data["text"]["restricted"] is True
+    assert {h["kind"] for h in data["text"]["hits"]} <= {"file", "http", "dns", "security"}
+    assert "plantedreply" not in json.dumps(data["text"]["hits"])

@@ -1,0 +1,93 @@
+"""The session-wide timeline: every exec, tool, net, fs and model row once, in time order,
+paged with no cap on the total, filterable by layer, time and trace, in every era."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+import pytest_asyncio
+
+from tests.helpers import make_datasette
+from tests.trace_support import hostile_session, ledger, readable
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+LAYER_TABLES = {
+    "exec": "exec_events",
+    "tool": "tool_calls",
+    "net": "net_events",
+    "fs": "fs_events",
+    "model": "model_calls",
+}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def datasette(capsem_home, tmp_path_factory):
+    return await make_datasette(
+        capsem_home, tmp_path_factory.mktemp("timeline-cache"), index_refresh_seconds=0
+    )
+
+
+def url(session_id: str, query: str = "") -> str:
+    return f"/-/capsem/sessions/{quote(session_id, safe='')}/timeline.json?{query}"
+
+
+async def test_every_row_once_in_time_order_every_era(datasette, manifest, capsem_home, tmp_path):
+    eras = set()
+    for session in readable(manifest):
+        if session.get("alias_of") or session["era"] in eras:
+            continue
+        with ledger(capsem_home, session, tmp_path) as conn:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+            expected = {
+                (table, r[0])
+                for table in LAYER_TABLES.values()
+                if table in tables
+                for r in conn.execute(f"SELECT id FROM {table}")
+            }
+        seen, offset, previous = [], 0, None
+        while True:
+            data = (
+                await datasette.client.get(url(session["id"], f"_size=7&_next={offset}"))
+            ).json()
+            for row in data["rows"]:
+                seen.append((row["table"], row["row_id"]))
+                key = (row["at"] or "", row["layer"], row["row_id"])
+                assert previous is None or key >= previous
+                previous = key
+            if data["next"] is None:
+                break
+            offset += 7
+        assert data["total"] == len(expected)
+        assert len(seen) == len(set(seen)) and set(seen) == expected, session["era"]
+        eras.add(session["era"])
+    assert {"current", "v0_9", "v1_1"} <= eras
+
+
+async def test_layer_time_and_trace_filters(datasette, manifest, capsem_home, tmp_path):
+    session = next(s for s in readable(manifest) if s["era"] == "current" and s.get("traces"))
+    full = (await datasette.client.get(url(session["id"], "_size=1000"))).json()
+    for layer in LAYER_TABLES:
+        data = (await datasette.client.get(url(session["id"], f"layer={layer}&_size=1000"))).json()
+        assert data["total"] == sum(1 for r in full["rows"] if r["layer"] == layer)
+    middle = sorted(r["at"] for r in full["rows"] if r["at"])[len(full["rows"]) // 2]
+    since = (await datasette.client.get(url(session["id"], f"since={middle}&_size=1000"))).json()
+    assert since["total"] == sum(1 for r in full["rows"] if (r["at"] or "") >= middle)
+    trace = session["traces"][0]
+    data = (await datasette.client.get(url(session["id"], f"trace_id={trace}&_size=1000"))).json()
+    assert data["total"] == sum(1 for r in full["rows"] if r["trace_id"] == trace) > 0
+    for bad in ("layer=bogus", "since=yesterday", "_size=0", "_size=5000", "_next=x"):
+        response = await datasette.client.get(url(session["id"], bad))
+        assert response.status_code == 400, bad
+
+
+async def test_html_page_links_and_escapes(datasette, manifest):
+    session = hostile_session(manifest)
+    response = await datasette.client.get(
+        f"/-/capsem/sessions/{quote(session['id'], safe='')}/timeline?_size=1000"
+    )
+    assert response.status_code == 200
+    assert "<script>alert" not in response.text
+    overview = await datasette.client.get(f"/-/capsem/sessions/{quote(session['id'], safe='')}")
+    assert "/timeline" in overview.text
