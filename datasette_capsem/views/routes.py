@@ -6,11 +6,21 @@ renders them, the one place plugin pages turn errors into pages.
 
 from __future__ import annotations
 
-from datasette_capsem.views import checks, event, home, render, resolve, search, session, trace
+from datasette_capsem.views import (
+    checks,
+    event,
+    findings,
+    home,
+    render,
+    resolve,
+    search,
+    session,
+    trace,
+)
 
 # Order matters only where two patterns could match the same path: first wins.
 ROUTES: list[tuple[str, object]] = [
     (pattern, render.answering_errors(view))
-    for module in (home, resolve, session, trace, event, search, checks)
+    for module in (home, findings, resolve, session, trace, event, search, checks)
     for pattern, view in module.ROUTES
 ]

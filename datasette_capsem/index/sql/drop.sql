@@ -9,3 +9,5 @@ DROP TABLE IF EXISTS failing_domains;
 DROP TABLE IF EXISTS id_lookup;
 DROP TABLE IF EXISTS copied_ids;
 DROP TABLE IF EXISTS index_meta;
+DROP TABLE IF EXISTS session_checks;
+DROP TABLE IF EXISTS session_findings;
