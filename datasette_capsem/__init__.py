@@ -133,6 +133,7 @@ def canned_queries(datasette, database, actor):
     async def inner():
         found = index_queries() if database == INDEX_DATABASE else {}
         found.update(await canned_queries_for_database(datasette, database))
-        return found
+        # Results first: the SQL behind a "show" toggle (templates/query.html puts it last).
+        return {name: {**query, "hide_sql": True} for name, query in found.items()}
 
     return inner()
