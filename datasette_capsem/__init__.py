@@ -19,7 +19,7 @@ from datasette_capsem.memory import limit_malloc_arenas
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_state
-from datasette_capsem.views import core_errors, lazy_mount, render
+from datasette_capsem.views import cells, core_errors, lazy_mount, render
 from datasette_capsem.views.canned_queries import canned_queries_for_database
 from datasette_capsem.views.routes import ROUTES
 
@@ -55,6 +55,12 @@ def start_index(datasette, state: CapsemState) -> None:
 @hookimpl
 def asgi_wrapper(datasette):
     return functools.partial(lazy_mount.wrap, datasette=datasette)
+
+
+@hookimpl
+def render_cell(row, value, column, table, database, datasette):
+    """Ids as links to the plugin's pages (views/cells.py)."""
+    return cells.render_cell(row, value, column, table, database, datasette)
 
 
 @hookimpl
@@ -128,6 +134,7 @@ def canned_queries(datasette, database, actor):
     async def inner():
         found = index_queries() if database == INDEX_DATABASE else {}
         found.update(await canned_queries_for_database(datasette, database))
-        return found
+        # Results first: the SQL behind a "show" toggle (templates/query.html puts it last).
+        return {name: {**query, "hide_sql": True} for name, query in found.items()}
 
     return inner()

@@ -113,6 +113,20 @@ class SessionUrls:
     def event(self, event_id: str) -> str:
         return f"{self.session()}/events/{segment(event_id)}"
 
+    def ledger_row(self, table: str, row_id: int) -> str:
+        """One ledger row by table and id: its event page when it has an event id, else
+        Datasette's row page (the plugin route redirects)."""
+        return f"{self.session()}/rows/{segment(table)}/{int(row_id)}"
+
+    def tool_call(
+        self, call_id: str, trace_id: str | None = None, model_call_id: int | None = None
+    ) -> str:
+        """The tool call a call id names (the plugin route redirects to its event page);
+        `trace_id` and `model_call_id` say which one when the id recurs (a response's call)."""
+        url = f"{self.session()}/tool-calls/{segment(call_id)}"
+        params = {k: v for k, v in (("trace", trace_id), ("model_call", model_call_id)) if v}
+        return f"{url}?{urlencode(params)}" if params else url
+
     def body(self, event_id: str, blob_id: int, suffix: str = "") -> str:
         return f"{self.event(event_id)}/bodies/{int(blob_id)}{suffix}"
 

@@ -58,6 +58,7 @@ def session_ids(home: Path, manifest: dict, cache: Path) -> dict[str, str]:
             "SELECT event_id, id FROM event_body_blobs ORDER BY id LIMIT 1"
         ).fetchone()
         row_id = conn.execute("SELECT id FROM model_calls ORDER BY id LIMIT 1").fetchone()[0]
+        call_id = conn.execute("SELECT call_id FROM tool_calls ORDER BY id LIMIT 1").fetchone()[0]
     finally:
         conn.close()
     return {
@@ -66,6 +67,8 @@ def session_ids(home: Path, manifest: dict, cache: Path) -> dict[str, str]:
         "event_id": event_id,
         "blob_id": str(blob_id),
         "row_id": str(row_id),
+        "table": "model_calls",
+        "call_id": call_id,
     }
 
 
@@ -119,7 +122,8 @@ def core_routes(ids: dict[str, str]) -> list[str]:
 
 # Routes an authenticated viewer (no view_secrets) is expected to read with a 200.
 def viewer_ok(path: str) -> bool:
-    refused = ("/raw", "/no-such", "/no_such", "/-/capsem/resolve")
+    # refused, or answered with a redirect (resolve; a ledger row or call id to its event page)
+    refused = ("/raw", "/no-such", "/no_such", "/-/capsem/resolve", "/tool-calls/", "/rows/")
     return not any(part in path for part in refused)
 
 

@@ -72,6 +72,9 @@ async def instance(capsem_home, manifest, tmp_path_factory):
         "trace_id": session["traces"][0],
         "event_id": event_id,
         "blob_id": str(blob_id),
+        "table": "model_calls",
+        "row_id": "1",
+        "call_id": "toolu_x",
         "format": ".json",
         "suffix": "",
     }

@@ -122,3 +122,24 @@ def test_all_without_broken_files_exits_1_on_errors(tmp_path: Path):
         ["capsem", "check", "--all", "--home", str(home), "--cache-dir", str(tmp_path / "c")],
     )
     assert result.exit_code == 1, result.output
+
+
+def test_all_prints_errors_first_and_problems_only_leaves_out_the_sound(run, manifest):
+    order = {"unreadable": 0, "error": 1, "warning": 2, "ok": 3}
+    result = run("--all", "--problems-only")
+    assert result.exit_code == 2
+    lines = [line for line in result.stdout.splitlines()[1:] if line.strip()]
+    rows = [line.split() for line in lines if "sessions:" not in line]
+    verdicts = [next(w for w in row if w in order) for row in rows]
+    assert verdicts and "ok" not in verdicts
+    assert [order[v] for v in verdicts] == sorted(order[v] for v in verdicts)
+    assert "ok not shown" in lines[-1]
+    every = run("--all", "--json", "--workers", "1")
+    document = json.loads(every.stdout)
+    ranks = [order[d["verdict"]] for d in document["sessions"]]
+    assert ranks == sorted(ranks)  # errors first in full too
+    problems = json.loads(run("--all", "--json", "--problems-only").stdout)
+    assert {d["session"]["id"] for d in problems["sessions"]} == {
+        d["session"]["id"] for d in document["sessions"] if d["verdict"] != "ok"
+    }
+    assert run(clean(manifest)["id"], "--problems-only").exit_code == 2  # goes with --all

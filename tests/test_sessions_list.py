@@ -239,7 +239,9 @@ async def test_page_shows_names_beside_ids_and_index_freshness(capsem_home, mani
     assert named
     for session in named:
         assert f"<code>{session['id']}</code>" in page
-        assert f"<td>{session['name']}</td>" in page
+        # the name is a link to the session too (issue 11)
+        href = f"/-/capsem/sessions/{session['id']}"
+        assert f'<td><a href="{href}">{session["name"]}</a></td>' in page
     assert "ledgers indexed" in page
     # Under the CSP, the only inline script is Datasette's own (allowed by its hash).
     assert page.count("<script>") == 1 and "document.body.addEventListener" in page

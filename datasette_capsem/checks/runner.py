@@ -15,18 +15,25 @@ from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.checks.engine import check_session
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Report
+from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.config import Settings
 
 
 def check_catalog_session(
-    session: Session, settings: Settings, *, sample_limit: int = DEFAULT_SAMPLE_LIMIT
+    session: Session,
+    settings: Settings,
+    *,
+    sample_limit: int = DEFAULT_SAMPLE_LIMIT,
+    profile: str = FULL,
 ) -> Report:
     """The report of one session; raises LedgerUnavailable when its ledger cannot be read."""
+    options = {"session": session, "live": session.live, "sample_limit": sample_limit,
+               "profile": profile}  # fmt: skip
     if session.ledger_path is None:
-        return check_session(None, session=session, live=session.live, sample_limit=sample_limit)
+        return check_session(None, **options)
     conn = readonly.open_readonly(session.ledger_path, settings.cache_dir)
     try:
-        return check_session(conn, session=session, live=session.live, sample_limit=sample_limit)
+        return check_session(conn, **options)
     finally:
         conn.close()
 

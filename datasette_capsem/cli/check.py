@@ -149,7 +149,13 @@ def _summary_row(outcome: Outcome) -> list[str]:
             str(counts["error"]), str(counts["warning"]), kinds]  # fmt: skip
 
 
-def _check_every(settings: Settings, as_json: bool, workers: int, samples: int) -> int:
+# Most severe first: what --all prints before the rest (catalog order, newest first, within).
+VERDICT_ORDER = {"unreadable": 0, "error": 1, "warning": 2, "ok": 3}
+
+
+def _check_every(
+    settings: Settings, as_json: bool, workers: int, samples: int, problems_only: bool = False
+) -> int:
     catalog = Catalog(settings)
     sessions = catalog.sessions()
     outcomes: list[Outcome] = []
@@ -161,15 +167,22 @@ def _check_every(settings: Settings, as_json: bool, workers: int, samples: int) 
             outcomes.append(outcome)
             bar.update(1)
     verdicts = Counter(o.verdict for o in outcomes)
+    shown = sorted(outcomes, key=lambda o: VERDICT_ORDER.get(o.verdict, 9))
+    if problems_only:
+        shown = [o for o in shown if o.verdict != "ok"]
     if as_json:
-        document = {"summary": dict(verdicts), "sessions": [o.to_dict() for o in outcomes]}
+        document = {"summary": dict(verdicts), "sessions": [o.to_dict() for o in shown]}
         click.echo(json.dumps(document, indent=2, default=str))
     else:
-        rows = [_summary_row(o) for o in outcomes]
+        rows = [_summary_row(o) for o in shown]
         header = ["SESSION", "KIND", "ERA", "VERDICT", "ERRORS", "WARNINGS", "TOP FINDINGS"]
-        click.echo(_table(rows, header, (4, 5)))
+        if rows:
+            click.echo(_table(rows, header, (4, 5)))
+        else:
+            click.echo("No session has a problem.")
         totals = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
-        click.echo(f"\n{len(outcomes)} sessions: {totals}")
+        hidden = f"; {verdicts['ok']} ok not shown" if problems_only and verdicts["ok"] else ""
+        click.echo(f"\n{len(outcomes)} sessions: {totals}{hidden}")
     return _exit_for(verdicts)
 
 
@@ -177,6 +190,8 @@ def _check_every(settings: Settings, as_json: bool, workers: int, samples: int) 
 @click.argument("session", required=False)
 @click.option("--all", "every", is_flag=True, help="Check every session of the home.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report(s) as JSON.")
+@click.option("--problems-only", is_flag=True,
+              help="With --all: list only sessions with a finding (or unreadable).")  # fmt: skip
 @click.option(
     "-v", "--verbose", is_flag=True, help="Explain each finding; list what did not apply."
 )
@@ -193,18 +208,22 @@ def check(
     verbose: bool,
     samples: int,
     workers: int,
+    problems_only: bool,
     home: Path | None,
     cache_dir: Path | None,
 ) -> None:
-    """Check the integrity of session ID_OR_NAME (or of every session with --all).
+    """Check the integrity of session ID_OR_NAME (or of every session with --all, most
+    severe first; --problems-only leaves out the sessions that passed).
 
     Exit status: 0 no error-level finding, 1 at least one, 2 a session cannot be read.
     """
     if every == bool(session):
         raise click.UsageError("give one session id or name, or --all")
+    if problems_only and not every:
+        raise click.UsageError("--problems-only goes with --all")
     settings = settings_from_options(home, cache_dir)
     if every:
-        status = _check_every(settings, as_json, workers, samples)
+        status = _check_every(settings, as_json, workers, samples, problems_only)
     else:
         status = _check_one(settings, session, as_json, verbose, samples)
     sys.exit(status)

@@ -269,6 +269,38 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     if options.broken:
         for kind in BROKEN_KINDS:
             p.add("ephemeral", broken=kind, shape=SessionShape(traces=1, calls=2))
+    if options.defects:
+        headline_sessions(p)
+
+
+# The README's tour follows these: the headline cases on persistent VMs with display names.
+HEADLINE_SESSIONS = (
+    ("tour-unanswered-call", ("tool_call_without_response",), "stopped"),
+    ("tour-broken-trace", ("orphan_tool_response",), "stopped"),
+    ("tour-rollup-mismatch", ("rollup_mismatch",), "stopped"),
+    ("tour-live", (), "running"),
+)
+
+
+def headline_sessions(p: Planner) -> None:
+    """Named sessions carrying the headline cases (planned last, so adding them changed no
+    other session of the home)."""
+    for name, defects, status in HEADLINE_SESSIONS:
+        p.add(
+            "persistent",
+            mode="persistent",
+            status=status,
+            live=status == "running",
+            name=name,
+            defects=tuple(d for d in defects if d != "tool_call_without_response"),
+            shape=SessionShape(
+                traces=2,
+                calls=3,
+                providers=("anthropic",),
+                interrupted="tool_call_without_response" in defects,  # the last call unanswered
+            ),
+            registry={"profile_id": "tour"},
+        )
 
 
 def other_eras(p: Planner, shape: SessionShape) -> None:

@@ -20,6 +20,10 @@ from datasette_capsem.index.listing import SORTABLE
 TRUE_VALUES = ("", "1", "true", "on", "yes")
 FALSE_VALUES = ("0", "false", "off", "no")
 FLAGS = ("all", "with_db", "with_model", "with_net", "with_tools")
+# Verdict filters (the index's quick-check verdicts): at least one error- / warning-level finding
+# (an unreadable ledger counts as an error), and has_finding=KIND[,KIND] for any of the kinds.
+VERDICT_FLAGS = ("has_errors", "has_warnings")
+KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?(\.\d+)?Z?)?$")
 DEFAULT_SORT = ("created", True)
 MAX_Q_LENGTH = 200
@@ -38,6 +42,7 @@ class ListQuery:
     since: str | None = None
     until: str | None = None
     q: str | None = None
+    findings: list[str] = field(default_factory=list)  # has_finding kinds
     sort: str = DEFAULT_SORT[0]
     descending: bool = DEFAULT_SORT[1]
     size: int = 100
@@ -59,6 +64,8 @@ class ListQuery:
             found["status"] = self.statuses
         if self.kinds:
             found["kind"] = self.kinds
+        if self.findings:
+            found["has_finding"] = self.findings
         return found
 
 
@@ -139,10 +146,14 @@ def _paging(args, default_size: int, max_size: int) -> tuple[int, int]:
 
 def parse_query(args, default_size: int, max_size: int) -> ListQuery:
     """Validate every parameter; raises BadParameter."""
-    query = ListQuery(flags={name: _flag(args, name) for name in FLAGS})
+    query = ListQuery(flags={name: _flag(args, name) for name in FLAGS + VERDICT_FLAGS})
     query.min_cost = _min_cost(args)
     query.statuses = _choices(args, "status", None)
     query.kinds = _choices(args, "kind", KINDS)
+    query.findings = _choices(args, "has_finding", None)
+    bad = [kind for kind in query.findings if not KIND_RE.match(kind)]
+    if bad:
+        raise BadParameter(f"has_finding must name finding kinds (e.g. orphan_tool_response), got {bad[0]!r}")
     query.since = _date(args, "since", end_of_day=False)
     query.until = _date(args, "until", end_of_day=True)
     if query.since and query.until and query.since > query.until:
@@ -190,6 +201,13 @@ def predicates(query: ListQuery) -> list[Callable[[dict[str, Any]], bool]]:
     if query.until:
         until = query.until
         tests.append(lambda r: _created_key(r) is not None and _created_key(r) <= until)
+    if flags.get("has_errors"):
+        tests.append(lambda r: bool(r["verdict"]["errors"] or r["verdict"]["state"] == "unreadable"))
+    if flags.get("has_warnings"):
+        tests.append(lambda r: bool(r["verdict"]["warnings"]))
+    if query.findings:
+        wanted = set(query.findings)
+        tests.append(lambda r: not wanted.isdisjoint(r["verdict"]["kinds"]))
     if query.q:
         needle = query.q.lower()
         tests.append(lambda r: needle in r["id"].lower() or needle in (r["name"] or "").lower())

@@ -33,6 +33,7 @@ from typing import Any
 from datasette.utils import tilde_encode
 
 from datasette_capsem.catalog import CatalogSnapshot, Session
+from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
 from datasette_capsem.urls import Urls
@@ -54,9 +55,9 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 LEDGER_FIRST = ("mcp_calls",)
 SORTABLE = (
     "id", "name", "kind", "status", "created", "duration", "cost", "requests", "tokens",
-    "tool_calls", "mcp_calls", "file_events", "has_ledger",
+    "tool_calls", "mcp_calls", "file_events", "has_ledger", "verdict",
 )  # fmt: skip
-SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds"}
+SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds", "verdict": "verdict_rank"}
 CACHED_FILTERS = 64  # filter results kept per build, so paging through one costs a slice
 
 ROOT_URLS = Urls()
@@ -166,9 +167,13 @@ def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None)
 
 
 def build_row(
-    session: Session, index_row: dict[str, Any] | None, database_href: str | None = None
+    session: Session,
+    index_row: dict[str, Any] | None,
+    database_href: str | None = None,
+    stored_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The public JSON of one session in the list; `database_href` is its Datasette db.
+    """The public JSON of one session in the list; `database_href` is its Datasette db;
+    `stored_check` the index's quick-check verdict of the session (None: pending).
 
     `index_row` is the index's row of the session's ledger file; for a fork its figures are
     its own rows, and `file_totals` the whole file, which is what this row shows and compares.
@@ -198,6 +203,10 @@ def build_row(
         "href": ROOT_URLS.session(session.id),  # root-relative; the page prefixes base_url
         "database_href": database_href if session.has_ledger else None,
     }
+    verdict = verdicts.list_verdict(stored_check, session)
+    row["verdict_rank"] = verdict.pop("rank")
+    verdict["href"] = ROOT_URLS.check(session.id)
+    row["verdict"] = verdict
     return row
 
 
@@ -246,8 +255,14 @@ class SessionTable:
         sessions = sorted(
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
+        checks = index.checks
         rows = [
-            build_row(s, index.for_session(s.id), "/" + tilde_encode(self.database_name(s)))
+            build_row(
+                s,
+                index.for_session(s.id),
+                "/" + tilde_encode(self.database_name(s)),
+                checks.get(s.id),
+            )
             for s in sessions
         ]
         return _Built(key, rows)

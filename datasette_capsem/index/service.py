@@ -42,7 +42,7 @@ from typing import Any
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.config import Settings
-from datasette_capsem.index import fts, store
+from datasette_capsem.index import fts, store, verdicts
 from datasette_capsem.index.extract import (
     PARENT_SCHEMA,
     Inherited,
@@ -193,6 +193,8 @@ class IndexSnapshot:
     ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
     daily_usage: dict[str, list[tuple]] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
+    # session id -> its stored quick-check verdict (verdicts.py), for every checked session
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @cached_property
     def problems(self) -> int:
@@ -213,6 +215,7 @@ class RefreshReport:
 
     indexed: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)  # sessions whose verdict was (re)computed
     problems: dict[str, str] = field(default_factory=dict)
     unchanged: int = 0
     total: int = 0
@@ -294,6 +297,7 @@ class IndexService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._progress = (0, 0)
+        self._phase = "changed ledgers read"
         self._refreshing = False
         self._last: dict[str, Any] = {}
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
@@ -326,6 +330,7 @@ class IndexService:
             "error": None,
             "indexed": len(report.indexed),
             "removed": len(report.removed),
+            "checked": len(report.checked),
         }
         for listener in self.after_refresh:
             listener()
@@ -348,14 +353,57 @@ class IndexService:
             self._index_all(conn, todo, report, progress)
             aliases_changed = store.replace_aliases(conn, plan.aliases)
             store.update_names(conn, {sid: (s.name, s.kind) for sid, s in wanted.items()})
+            conn.commit()
+            removed_checks = self._check_all(conn, plan, progress, report)
             report.seconds = time.perf_counter() - started
             store.set_meta(conn, last_refresh_at=time.time(), last_refresh_seconds=report.seconds)
             conn.commit()
         finally:
             conn.close()
-        if report.indexed or report.removed or aliases_changed or self._snapshot is None:
+        changed = report.indexed or report.removed or report.checked or removed_checks
+        if changed or aliases_changed or self._snapshot is None:
             self._snapshot = self._load_snapshot()
         return report
+
+    def _check_all(self, conn, plan: FilePlan, progress, report: RefreshReport) -> bool:
+        """Run the quick check profile on every session whose ledger file or main.db row
+        changed since its stored verdict (verdicts.py); forget sessions that are gone.
+        Returns whether a stored verdict was removed."""
+        sessions = self.catalog.snapshot().sessions
+        stored = store.stored_checks(conn)
+        gone = set(stored) - set(sessions)
+        for session_id in gone:
+            store.forget_check(conn, session_id)
+        todo = []
+        for session_id, session in sessions.items():
+            fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
+            signature = verdicts.row_signature(session)
+            known = stored.get(session_id)
+            wanted = (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
+            if known is None or known != wanted:
+                todo.append((session, fingerprint, signature))
+        self._progress, self._phase = (0, len(todo)), "sessions checked"
+        last_commit = time.monotonic()
+        for done, (session, fingerprint, signature) in enumerate(todo, start=1):
+            checked = verdicts.check(session, self.settings)
+            described = {
+                "session_id": session.id,
+                "session_name": session.name,
+                "kind": session.kind,
+                "created_at": session.created_at,
+            }
+            store.write_check(conn, described, fingerprint, signature, checked)
+            report.checked.append(session.id)
+            if time.monotonic() - last_commit > COMMIT_EVERY_SECONDS:
+                conn.commit()
+                last_commit = time.monotonic()
+            self._progress = (done, len(todo))
+            if progress:
+                progress(done, len(todo))
+        store.update_check_names(
+            conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
+        )
+        return bool(gone)
 
     def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
         todo = []
@@ -377,7 +425,7 @@ class IndexService:
         return todo
 
     def _index_all(self, conn, todo: list, report: RefreshReport, progress) -> None:
-        self._progress = (0, len(todo))
+        self._progress, self._phase = (0, len(todo)), "changed ledgers read"
         last_commit = time.monotonic()
         for done, (session, fingerprint, parent) in enumerate(todo, start=1):
             began = time.perf_counter()
@@ -426,8 +474,16 @@ class IndexService:
             for row in conn.execute(load_sql(store.__package__, "load_daily_usage")):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
             aliases = dict(conn.execute(load_sql(store.__package__, "load_aliases")).fetchall())
+            checks = {
+                row["session_id"]: dict(row)
+                for row in conn.execute(load_sql(store.__package__, "load_checks"))
+            }
         return IndexSnapshot(
-            generation=generation, ledgers=ledgers, daily_usage=usage, aliases=aliases
+            generation=generation,
+            ledgers=ledgers,
+            daily_usage=usage,
+            aliases=aliases,
+            checks=checks,
         )
 
     def snapshot(self) -> IndexSnapshot:
@@ -476,6 +532,24 @@ class IndexService:
                 return fts.TextResult()
             return fts.search(conn, query, filters, limit=limit, offset=offset)
 
+    def findings(self) -> list[dict[str, Any]]:
+        """Each finding kind of the stored quick-check verdicts, most severe and widest first:
+        {kind, severity, title, sessions, rows, hits: [{session_id, ..., rows, tables}]},
+        each kind's sessions newest first (verdicts.py)."""
+        with store.reading(self.path) as conn:
+            if conn is None:
+                return []
+            kinds = [
+                {**dict(row), "hits": []}
+                for row in conn.execute(load_sql(store.__package__, "findings_summary"))
+            ]
+            by_kind = {(k["kind"], k["severity"]): k for k in kinds}
+            for row in conn.execute(load_sql(store.__package__, "findings_sessions")):
+                found = by_kind.get((row["kind"], row["severity"]))
+                if found is not None:
+                    found["hits"].append(dict(row))
+        return kinds
+
     def covered_sessions(self) -> set[str]:
         """Sessions whose ledgers were read without a problem, alias ids of their files
         included (the lookup answers for the file under its owner's id)."""
@@ -493,13 +567,16 @@ class IndexService:
             "path": str(self.path),
             "ready": self._snapshot is not None,
             "refreshing": self._refreshing,
-            "progress": {"done": done, "total": total} if self._refreshing else None,
+            "progress": {"done": done, "total": total, "phase": self._phase}
+            if self._refreshing
+            else None,
             "last_refresh_at": _iso(last.get("at")),
             "last_refresh_seconds": last.get("seconds"),
             "age_seconds": None if age is None else round(age, 1),
             "last_error": last.get("error"),
             "ledgers_indexed": len(snapshot.ledgers),
             "ledgers_with_problems": snapshot.problems,
+            "sessions_checked": len(snapshot.checks),
             "refresh_interval_seconds": self.settings.index_refresh_seconds,
             "generation": snapshot.generation,
         }

@@ -18,7 +18,7 @@ from datasette_capsem.sqlfiles import load_sql
 
 INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
-SCHEMA_VERSION = 3  # 2: forks' inherited rows left out, aliases indexed once; 3: text search
+SCHEMA_VERSION = 4  # 2: forks' inherited rows left out, aliases indexed once; 3: text search; 4: verdicts
 Fingerprint = tuple[int, int, int | None, int | None]
 StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
@@ -110,6 +110,60 @@ def write_ledger(
     if facts.texts:
         _insert_many(conn, "insert_text", session_id, facts.texts)
         conn.execute(load_sql(__package__, "insert_text_fts"), {"session_id": session_id})
+
+
+def stored_checks(conn: sqlite3.Connection) -> dict[str, tuple]:
+    """session id -> (ledger fingerprint, row signature) each stored verdict was computed from."""
+    rows = conn.execute(load_sql(__package__, "stored_checks"))
+    return {row[0]: (tuple(row[1:5]), row[5]) for row in rows}
+
+
+def forget_check(conn: sqlite3.Connection, session_id: str) -> None:
+    for statement in _statements("delete_check"):
+        conn.execute(statement, {"session_id": session_id})
+
+
+def write_check(
+    conn: sqlite3.Connection,
+    session: dict[str, Any],
+    fingerprint: Fingerprint | None,
+    row_sig: str,
+    checked: Any,
+) -> None:
+    """Replace one session's verdict and findings. `session` holds session_id, session_name,
+    kind and created_at; `checked` is a `verdicts.Checked`."""
+    session_id = session["session_id"]
+    forget_check(conn, session_id)
+    size, mtime_ns, wal_size, wal_mtime_ns = fingerprint or (None, None, None, None)
+    conn.execute(
+        load_sql(__package__, "insert_check"),
+        {
+            **session,
+            "profile": "quick",
+            "verdict": checked.verdict,
+            "errors": checked.errors,
+            "warnings": checked.warnings,
+            "infos": checked.infos,
+            "problem": checked.problem,
+            "era": checked.era,
+            "checked_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "check_ms": round(checked.check_ms, 3),
+            "ledger_size": size,
+            "ledger_mtime_ns": mtime_ns,
+            "ledger_wal_size": wal_size,
+            "ledger_wal_mtime_ns": wal_mtime_ns,
+            "row_sig": row_sig,
+        },
+    )
+    _insert_many(conn, "insert_finding", session_id, checked.findings)
+
+
+def update_check_names(conn: sqlite3.Connection, sessions: dict[str, tuple]) -> None:
+    """Keep the verdicts' names, kinds and creation times current (registry renames)."""
+    conn.executemany(
+        load_sql(__package__, "update_check_name"),
+        [(*values, sid) for sid, values in sessions.items()],
+    )
 
 
 def replace_aliases(conn: sqlite3.Connection, aliases: dict[str, str]) -> bool:

@@ -10,13 +10,62 @@ from typing import Any
 from datasette.utils.asgi import Response
 
 from datasette_capsem import errors, redaction
-from datasette_capsem.errors import CapsemError
+from datasette_capsem.errors import CapsemError, Redirect
+from datasette_capsem.graph import relations
 from datasette_capsem.graph.events import load_body, load_event, raw_body
 from datasette_capsem.views import render
 from datasette_capsem.views.session import bad_value, open_session, url_value
 
 MAX_EVENT_ID_CHARS = 64
 MAX_BLOB_ID_DIGITS = 18
+
+
+def _event_or_row(links, table: str, row_id: Any, event_id: Any) -> str:
+    event = relations.usable_event_id(event_id)
+    return links.event(event) if event else links.ledger_row(table, row_id)
+
+
+def _relations(opened, conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each row's links to the rows its ids join (graph/relations.py), as labelled links."""
+    links, schema = opened.links, opened.schema
+    for row in rows:
+        cells, found = row["cells"], []
+        if row["table"] == "model_calls" and row["row_id"] is not None:
+            related = relations.model_call_relations(conn, schema, row["row_id"])
+            for call in related["emitted"]:
+                found.append({"label": "emitted tool call", "text": call["call_id"],
+                              "detail": call["tool_name"],
+                              "href": _event_or_row(links, "tool_calls", call["id"],
+                                                    call["event_id"])})  # fmt: skip
+            for response in related["carried"]:
+                found.append({"label": "carried the response", "text": response["call_id"],
+                              "detail": f"tool_responses {response['id']}",
+                              "href": links.row("tool_responses", response["id"])})  # fmt: skip
+                found.append({"label": "… answering the call", "text": response["call_id"],
+                              "detail": None,
+                              "href": links.tool_call(response["call_id"], response["trace_id"],
+                                                      row["row_id"])})  # fmt: skip
+        elif row["table"] == "tool_calls":
+            related = relations.tool_call_relations(conn, schema, cells)
+            parent = related["emitted_by"]
+            if parent is not None:
+                found.append({"label": "emitted by model call", "text": str(parent["id"]),
+                              "detail": "missing" if parent.get("missing") else None,
+                              "href": _event_or_row(links, "model_calls", parent["id"],
+                                                    parent["event_id"])})  # fmt: skip
+            for response in related["answered_by"]:
+                found.append({"label": "answered by", "text": f"tool_responses {response['id']}",
+                              "detail": None,
+                              "href": links.row("tool_responses", response["id"])})  # fmt: skip
+                found.append({"label": "consumed by model call",
+                              "text": str(response["model_call_id"]), "detail": None,
+                              "href": _event_or_row(links, "model_calls", response["model_call_id"],
+                                                    response["model_event_id"])})  # fmt: skip
+            if not related["answered_by"]:
+                found.append({"label": "answered by", "text": "no response in this trace",
+                              "detail": None, "href": None})  # fmt: skip
+        row["relations"] = found
+    return rows
 
 
 def _row_links(opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -47,7 +96,12 @@ async def event_page(datasette, request):
             "have no event page. Browse them from the session page.",
             back,
         )
-    event = await opened.db.execute_fn(lambda conn: load_event(conn, schema, event_id))
+    def read(conn):
+        found = load_event(conn, schema, event_id)
+        _relations(opened, conn, found["rows"])
+        return found
+
+    event = await opened.db.execute_fn(read)
     if not (event["rows"] or event["security"] or event["bodies"]):
         raise errors.not_found(
             "Unknown event",
@@ -146,7 +200,52 @@ def _raw_checked(conn, blob_id: int, event_id: str) -> bytes | None:
     return found["body"]
 
 
+async def ledger_row(datasette, request):
+    """`.../rows/<table>/<id>`: the row's event page, else Datasette's row page."""
+    opened = await open_session(datasette, request, need_ledger=True)
+    table, raw_id = url_value(request, "table"), url_value(request, "row_id")
+    if not raw_id.isdigit() or len(raw_id) > MAX_BLOB_ID_DIGITS:
+        raise errors.bad_parameter("Bad row id", "Row ids are integers.")
+    if table not in opened.schema.tables:
+        raise errors.not_found("Unknown table", f"This ledger has no table {table!r}.")
+    row_id = int(raw_id)
+    event_id = await opened.db.execute_fn(
+        lambda conn: relations.row_event_id(conn, opened.schema, table, row_id)
+    )
+    raise Redirect(_event_or_row(opened.links, table, row_id, event_id)
+                   if event_id else opened.links.row(table, row_id))  # fmt: skip
+
+
+async def tool_call(datasette, request):
+    """`.../tool-calls/<call_id>`: the event page of the tool call a call id names."""
+    opened = await open_session(datasette, request, need_ledger=True)
+    call_id = url_value(request, "call_id")
+    problem = bad_value(call_id, "call id")
+    if problem:
+        raise errors.bad_parameter("Bad call id", problem)
+    trace_id = request.args.get("trace") or None
+    raw_model_call = request.args.get("model_call") or ""
+    model_call = int(raw_model_call) if raw_model_call.isdigit() and len(raw_model_call) < 19 else None
+    found = await opened.db.execute_fn(
+        lambda conn: relations.call_for(conn, opened.schema, call_id, trace_id, model_call)
+    )
+    if found is None:
+        raise errors.not_found(
+            "No such tool call",
+            f"No tool call of session {opened.session.id} has the call id {call_id!r}: a "
+            "response whose call is missing is an orphan (see the integrity report).",
+            [{"id": opened.session.id, "name": opened.session.display_name,
+              "href": opened.links.check()}],
+        )  # fmt: skip
+    raise Redirect(_event_or_row(opened.links, "tool_calls", found["id"], found["event_id"]))
+
+
 ROUTES = [
+    (
+        r"^/-/capsem/sessions/(?P<session_id>[^/]+)/rows/(?P<table>[^/]+)/(?P<row_id>[^/]+)$",
+        ledger_row,
+    ),
+    (r"^/-/capsem/sessions/(?P<session_id>[^/]+)/tool-calls/(?P<call_id>[^/]+)$", tool_call),
     (
         r"^/-/capsem/sessions/(?P<session_id>[^/]+)/events/(?P<event_id>[^/]+)"
         r"/bodies/(?P<blob_id>[^/]+?)(?P<suffix>\.json|/raw)?$",

@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from datasette_capsem import errors, permissions
+from datasette_capsem.findings import KINDS as FINDING_KINDS
 from datasette_capsem.index import charts, filters
 from datasette_capsem.index.listing import FIGURES, SORTABLE
 from datasette_capsem.state import get_state
@@ -17,7 +18,7 @@ from datasette_capsem.views import render
 
 # (column, heading) of the page's table; figures carry their source.
 COLUMNS = (
-    ("id", "Session"), ("name", "Name"), ("kind", "Kind"), ("status", "Status"),
+    ("id", "Session"), ("name", "Name"), ("verdict", "Verdict"), ("kind", "Kind"), ("status", "Status"),
     ("created", "Created"), ("duration", "Dur"), ("cost", "Cost"), ("requests", "Net"),
     ("tokens", "Tokens"), ("tool_calls", "Tools"), ("mcp_calls", "MCP"),
     ("file_events", "Files"), ("has_ledger", "Ledger"),
@@ -108,6 +109,7 @@ async def home(datasette, request):
         "sort_links": _sort_links(request, query),
         "args": {key: request.args.get(key) for key in request.args},
         "kinds": filters.KINDS,
+        "finding_kinds": sorted(FINDING_KINDS),
         "chart_query": urlencode([(k, v) for k, v in _pairs(request) if k not in PAGING]),
     }
     return await render.page(datasette, request, "home.html", page_context)

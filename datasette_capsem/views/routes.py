@@ -9,6 +9,7 @@ from __future__ import annotations
 from datasette_capsem.views import (
     checks,
     event,
+    findings,
     home,
     render,
     resolve,
@@ -21,6 +22,6 @@ from datasette_capsem.views import (
 # Order matters only where two patterns could match the same path: first wins.
 ROUTES: list[tuple[str, object]] = [
     (pattern, render.answering_errors(view))
-    for module in (home, resolve, session, timeline, trace, event, search, checks)
+    for module in (home, findings, resolve, session, timeline, trace, event, search, checks)
     for pattern, view in module.ROUTES
 ]

@@ -174,3 +174,45 @@ CREATE VIRTUAL TABLE IF NOT EXISTS text_search USING fts5(
     content_rowid = 'id',
     tokenize = 'unicode61 remove_diacritics 2'
 );
+
+-- The quick check profile's verdict of every catalog session (with or without a ledger),
+-- computed by the refresh, never on request. ledger_size..ledger_wal_mtime_ns and row_sig say
+-- what it was computed from: the ledger file's stat fingerprint (NULLs without a ledger) and
+-- a digest of the session's main.db row, status and liveness. A session whose current values
+-- differ is re-checked by the next refresh; until then the list marks its verdict stale.
+CREATE TABLE IF NOT EXISTS session_checks (
+    session_id TEXT PRIMARY KEY,
+    session_name TEXT,
+    kind TEXT,
+    created_at TEXT,
+    profile TEXT NOT NULL,
+    verdict TEXT NOT NULL,          -- error, warning, ok, or unreadable
+    errors INTEGER NOT NULL,        -- findings with offending rows, per severity
+    warnings INTEGER NOT NULL,
+    infos INTEGER NOT NULL,
+    problem TEXT,                   -- why the ledger could not be checked
+    era TEXT,
+    checked_at TEXT NOT NULL,
+    check_ms REAL,
+    ledger_size INTEGER,
+    ledger_mtime_ns INTEGER,
+    ledger_wal_size INTEGER,
+    ledger_wal_mtime_ns INTEGER,
+    row_sig TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_session_checks_verdict ON session_checks(verdict);
+
+-- Every finding with offending rows of those checks: one row per (session, check, table).
+CREATE TABLE IF NOT EXISTS session_findings (
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    severity TEXT NOT NULL,
+    title TEXT,
+    check_id TEXT,
+    table_name TEXT,
+    row_count INTEGER NOT NULL,
+    row_ids TEXT,                   -- JSON array: a sample of the offending row ids
+    failed TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_session_findings_session ON session_findings(session_id);
+CREATE INDEX IF NOT EXISTS idx_session_findings_kind ON session_findings(kind, severity);

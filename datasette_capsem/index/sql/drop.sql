@@ -11,3 +11,5 @@ DROP TABLE IF EXISTS copied_ids;
 DROP TABLE IF EXISTS index_meta;
 DROP TABLE IF EXISTS text_search;
 DROP TABLE IF EXISTS text_rows;
+DROP TABLE IF EXISTS session_checks;
+DROP TABLE IF EXISTS session_findings;

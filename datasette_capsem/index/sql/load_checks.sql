@@ -1,0 +1,7 @@
+-- Every stored verdict with the kinds of its findings, for the in-memory session list.
+SELECT c.session_id, c.verdict, c.errors, c.warnings, c.infos, c.problem, c.checked_at,
+       c.row_sig, c.profile,
+       (SELECT group_concat(kind, ' ') FROM (
+            SELECT DISTINCT f.kind FROM session_findings AS f
+            WHERE f.session_id = c.session_id ORDER BY f.kind)) AS kinds
+FROM session_checks AS c

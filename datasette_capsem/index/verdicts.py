@@ -1,0 +1,125 @@
+"""Each session's verdict from the quick check profile, computed by the index refresh.
+
+The session list shows problems at a glance without running a check per request: the refresh
+runs the check engine's quick profile (the one the session overview shows) on every session
+whose ledger file or main.db row changed since it was last checked, and stores the verdict and
+the findings in the index database (`session_checks`, `session_findings`), where SQL can read
+them too. The rules stay the engine's: this module only runs it and records what it said.
+
+What a verdict was computed from is stored beside it: the ledger's stat fingerprint and
+`row_signature` (main.db row, status, liveness). The list compares the signature with the
+catalog's current row and marks a verdict stale until the next refresh re-checks it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasette_capsem import readonly
+from datasette_capsem.catalog import Session
+from datasette_capsem.checks.model import Report
+from datasette_capsem.checks.profiles import QUICK
+from datasette_capsem.checks.runner import check_catalog_session
+from datasette_capsem.config import Settings
+
+PROFILE = QUICK
+SAMPLE_LIMIT = 20  # row ids kept per stored finding
+VERDICT_RANK = {"error": 3, "unreadable": 3, "warning": 2, "ok": 1}
+
+
+def row_signature(session: Session) -> str:
+    """A digest of what a verdict depends on besides the ledger file: the main.db row, the
+    status and whether the session is live. Stable across processes (a CLI refresh writes what
+    a server reads)."""
+    row = session.main_row
+    items = sorted((str(k), repr(v)) for k, v in dict(row).items()) if row is not None else None
+    text = repr((items, session.status, session.live))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@dataclass
+class Checked:
+    """One session's stored verdict: the report's counts and its findings with problems."""
+
+    verdict: str
+    errors: int = 0
+    warnings: int = 0
+    infos: int = 0
+    problem: str | None = None
+    era: str | None = None
+    check_ms: float = 0.0
+    findings: list[tuple] = field(default_factory=list)  # rows of session_findings
+
+    @classmethod
+    def of_report(cls, report: Report, check_ms: float) -> Checked:
+        counts = report.severity_counts()
+        rows = [
+            (f.kind, f.severity, f.title, f.check, f.table, f.count,
+             _json_ids(f.row_ids[:SAMPLE_LIMIT]), f.failed)
+            for f in report.problems
+        ]  # fmt: skip
+        return cls(
+            verdict=report.verdict,
+            errors=counts.get("error", 0),
+            warnings=counts.get("warning", 0),
+            infos=counts.get("info", 0),
+            era=report.era,
+            check_ms=check_ms,
+            findings=rows,
+        )
+
+
+def _json_ids(ids: list[Any]) -> str:
+    return json.dumps([i if isinstance(i, (int, float, str)) else str(i) for i in ids])
+
+
+def check(session: Session, settings: Settings) -> Checked:
+    """The quick profile's verdict of one session (the overview's), or 'unreadable'."""
+    started = time.perf_counter()
+    try:
+        report = check_catalog_session(
+            session, settings, sample_limit=SAMPLE_LIMIT, profile=PROFILE
+        )
+    except readonly.LedgerUnavailable as problem:
+        return Checked(
+            "unreadable",
+            problem=f"{problem.kind}: {problem.detail}",
+            check_ms=(time.perf_counter() - started) * 1000,
+        )
+    return Checked.of_report(report, (time.perf_counter() - started) * 1000)
+
+
+def list_verdict(stored: dict[str, Any] | None, session: Session) -> dict[str, Any]:
+    """The verdict a session list row shows: the stored one, 'pending' if none yet, marked
+    stale when the session's main.db row, status or liveness changed since it was computed."""
+    if stored is None:
+        return {
+            "state": "pending",
+            "errors": None,
+            "warnings": None,
+            "infos": None,
+            "kinds": [],
+            "stale": None,
+            "checked_at": None,
+            "rank": None,
+        }
+    stale = None
+    if stored["row_sig"] != row_signature(session):
+        stale = "the session's main.db row or status changed since it was checked"
+    kinds = (stored.get("kinds") or "").split()
+    return {
+        "state": stored["verdict"],
+        "errors": stored["errors"],
+        "warnings": stored["warnings"],
+        "infos": stored["infos"],
+        "kinds": kinds,
+        "problem": stored.get("problem"),
+        "stale": stale,
+        "checked_at": stored["checked_at"],
+        # Sorting by verdict: most severe first, then the most error and warning findings.
+        "rank": (VERDICT_RANK.get(stored["verdict"], 0), stored["errors"], stored["warnings"]),
+    }

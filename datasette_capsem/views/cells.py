@@ -1,0 +1,76 @@
+"""Every id is a link: Datasette's `render_cell` for the ledgers, `main` and `index`.
+
+In canned-query results and Datasette's own table and row pages, the ids Capsem writes link to
+the plugin's pages for them: session ids to the overview, trace and turn ids to the trace page,
+event ids to the event page, `model_call_id` and a model call's `id` to its model call, tool
+call ids to the tool call (its event page), body blob ids to the body. Only the cell's own value
+and its row are used; the value is escaped, and the link is built by the one URL builder.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from datasette_capsem.graph.relations import usable_event_id
+from datasette_capsem.index import INDEX_DATABASE
+from datasette_capsem.state import get_state
+from datasette_capsem.urls import Urls
+
+MAIN_DATABASE = "main"
+SESSION_COLUMNS = frozenset({"session_id", "owner_id", "inherited_from"})
+TRACE_COLUMNS = frozenset({"trace_id", "turn_id"})
+CALL_COLUMNS = frozenset({"call_id", "tool_call_id"})
+ROW_TABLES = frozenset({"model_calls", "tool_calls", "net_events"})  # `id` -> its event
+LEDGER_COLUMNS = TRACE_COLUMNS | CALL_COLUMNS | {"event_id", "model_call_id", "id"}
+ALL_COLUMNS = LEDGER_COLUMNS | SESSION_COLUMNS
+
+
+def _get(row: Any, name: str) -> Any:
+    try:
+        return row[name]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+def _link(href: str, value: Any) -> Markup:
+    return Markup('<a href="{}">{}</a>').format(href, value)
+
+
+def render_cell(row, value, column, table, database, datasette) -> Markup | None:
+    if column not in ALL_COLUMNS or value is None or isinstance(value, (bytes, float)):
+        return None
+    if isinstance(value, str) and (not value or len(value) > 256):
+        return None
+    state = get_state(datasette)
+    urls = Urls.of(datasette)
+    if column in SESSION_COLUMNS or (database == MAIN_DATABASE and table == "sessions"
+                                      and column == "id"):  # fmt: skip
+        if database in (INDEX_DATABASE, MAIN_DATABASE) and state.catalog.get(str(value)):
+            return _link(urls.session(value), escape(value))
+        return None
+    if database in (INDEX_DATABASE, MAIN_DATABASE):
+        return None
+    session = state.catalog.session_for_database(database)
+    if session is None:
+        return None
+    links = urls.for_session(session.id, database)
+    text = escape(value)
+    if column in TRACE_COLUMNS:
+        return _link(links.trace(str(value)), text)
+    if column == "event_id":
+        event = usable_event_id(value)
+        return _link(links.event(event), text) if event else None
+    if column == "model_call_id" and isinstance(value, int):
+        return _link(links.ledger_row("model_calls", value), text)
+    if column in CALL_COLUMNS and isinstance(value, str):
+        trace = _get(row, "trace_id")
+        model_call = _get(row, "model_call_id") if table == "tool_responses" else None
+        return _link(links.tool_call(value, trace, model_call), text)
+    if column == "id" and isinstance(value, int):
+        if table in ROW_TABLES:
+            return _link(links.ledger_row(table, value), text)
+        if table == "event_body_blobs" and usable_event_id(_get(row, "event_id")):
+            return _link(links.body(_get(row, "event_id"), value), text)
+    return None
