@@ -190,6 +190,11 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 # Lower-case substrings without which a pattern cannot match: a pattern runs only when one
 # of its triggers is in the text, so most responses cost one lower() and a few `in` tests.
+# Words whose presence in a key name (password, DB_PASS, X-Amz-Signature, session_token...) make
+# its value a secret: the cheap pre-filter of both key-based patterns.
+SECRET_KEY_TRIGGERS = (
+    "pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session",
+)  # fmt: skip
 TRIGGERS: dict[str, tuple[str, ...]] = {
     "private-key": ("private key",),
     "userinfo": ("://",),
@@ -219,30 +224,8 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
         "npm_",
     ),
     "jwt": ("eyj",),
-    "secret-field": (
-        "pass",
-        "pwd",
-        "secret",
-        "token",
-        "key",
-        "auth",
-        "credential",
-        "sig",
-        "cookie",
-        "session",
-    ),
-    "secret-value": (
-        "pass",
-        "pwd",
-        "secret",
-        "token",
-        "key",
-        "auth",
-        "credential",
-        "sig",
-        "cookie",
-        "session",
-    ),
+    "secret-field": SECRET_KEY_TRIGGERS,
+    "secret-value": SECRET_KEY_TRIGGERS,
 }
 _KEEPS_PREFIX = {"header": 2, "bearer": 1, "secret-field": 2, "secret-value": 2}
 

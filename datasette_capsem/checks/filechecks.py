@@ -86,20 +86,26 @@ class SchemaReadyCheck(Check):
         "or was never fully created. (capsem_ready_schema says what Capsem's own, stricter "
         "current-era rule would say.)"
     )
+    pragma: str = "integrity_check"  # the quick profile runs quick_check (checks/profiles.py)
+    note: str | None = None
+    link_suffix: str = ""  # where the page of a problem says more
 
     def run(self, ctx: CheckContext) -> list[Finding]:
         if ctx.conn is None:
             return [self.not_applicable(ctx, "no ledger on disk")]
         problems = [f"missing {name}" for name in ctx.schema.missing(REQUIRED_COLUMNS)]
         try:
-            rows = ctx.conn.execute(load_sql(SQL_PACKAGE, "integrity_check")).fetchall()
+            rows = ctx.conn.execute(load_sql(SQL_PACKAGE, self.pragma)).fetchall()
             problems += [str(row[0]) for row in rows if row[0] != "ok"]
         except sqlite3.DatabaseError as error:
-            problems.append(f"integrity_check failed: {error}")
+            problems.append(f"{self.pragma} failed: {error}")
         if not problems:
-            return [self.finding(ctx)]
+            return [self.finding(ctx, note=self.note)]
         details = {"file": "; ".join(problems[: ctx.sample_limit])}
-        return [self.finding(ctx, count=len(problems), details=details, link=_session_page(ctx))]
+        page = _session_page(ctx)
+        link = page + self.link_suffix if page else None
+        values = {"count": len(problems), "details": details, "link": link, "note": self.note}
+        return [self.finding(ctx, **values)]
 
 
 def capsem_ready_columns() -> dict[str, tuple[str, ...]]:

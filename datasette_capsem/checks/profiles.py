@@ -8,17 +8,12 @@ integrity_check, and `blob_hash_mismatch` (blake3 over every stored body) is not
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from datasette_capsem.checks.filechecks import (
-    REQUIRED_COLUMNS,
-    SQL_PACKAGE,
     SchemaReadyCheck,
-    _session_page,
 )
 from datasette_capsem.checks.model import Check, CheckContext, Finding
-from datasette_capsem.sqlfiles import load_sql
 
 FULL, QUICK = "full", "quick"
 PROFILES = (FULL, QUICK)
@@ -29,33 +24,17 @@ QUICK_SKIPS = {
 }
 
 
-@dataclass
-class QuickSchemaReadyCheck(SchemaReadyCheck):
-    """`schema_not_ready` with PRAGMA quick_check: the same id and kind, a cheaper pragma."""
-
-    explanation: str = (
-        SchemaReadyCheck.explanation
+def quick_schema_ready_check() -> SchemaReadyCheck:
+    """`schema_not_ready` with PRAGMA quick_check: the same id and kind, a cheaper pragma; its
+    link goes to the full check, which says more (integrity_check)."""
+    return SchemaReadyCheck(
+        explanation=SchemaReadyCheck.explanation
         + " The session overview runs SQLite's quick_check (linear time; index contents are not "
-        "cross-checked against their tables); the full check runs integrity_check."
+        "cross-checked against their tables); the full check runs integrity_check.",
+        pragma="quick_check",
+        note="quick_check",
+        link_suffix="/check",
     )
-
-    def run(self, ctx: CheckContext) -> list[Finding]:
-        if ctx.conn is None:
-            return [self.not_applicable(ctx, "no ledger on disk")]
-        problems = [f"missing {name}" for name in ctx.schema.missing(REQUIRED_COLUMNS)]
-        try:
-            rows = ctx.conn.execute(load_sql(SQL_PACKAGE, "quick_check")).fetchall()
-            problems += [str(row[0]) for row in rows if row[0] != "ok"]
-        except sqlite3.DatabaseError as error:
-            problems.append(f"quick_check failed: {error}")
-        if not problems:
-            return [self.finding(ctx, note="quick_check")]
-        details = {"file": "; ".join(problems[: ctx.sample_limit])}
-        page = _session_page(ctx)  # the full check says more (integrity_check)
-        link = f"{page}/check" if page else None
-        return [
-            self.finding(ctx, count=len(problems), details=details, link=link, note="quick_check")
-        ]
 
 
 @dataclass
@@ -86,7 +65,7 @@ def for_profile(checks: list[Check], profile: str) -> list[Check]:
         if check.id in QUICK_SKIPS:
             chosen.append(SkippedCheck(check, QUICK_SKIPS[check.id]))
         elif type(check) is SchemaReadyCheck:
-            chosen.append(QuickSchemaReadyCheck())
+            chosen.append(quick_schema_ready_check())
         else:
             chosen.append(check)
     return chosen

@@ -1,15 +1,7 @@
 """`/-/capsem/resolve?name=NAME[&to=PATH]` and its `.json`: a display name to its session's page.
 
-The rule itself is the catalog's (`catalog/resolve.py`):
-
-Everything is keyed by id; a name is only a way in. The rules, in order:
-
-1. A string that is a session's id and not also that session's name (UUIDs, 0.x ids) is that
-   session, whatever other session may be *named* like it: an id never resolves elsewhere,
-   so a VM named like another session's id can never show the other's data.
-2. Otherwise every session carrying the name is a candidate: a pre-2026-06-26 session whose
-   id was its name, and a registry entry with a newer UUID for the same VM, both match.
-   One candidate resolves; several give a chooser page; none gives a 404 with near matches.
+The rule (ids first, then names; several candidates give a chooser) is the catalog's:
+`catalog/resolve.py`.
 """
 
 from __future__ import annotations
