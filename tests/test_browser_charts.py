@@ -14,17 +14,16 @@ async def test_home_page_charts_render_without_console_errors(browser, capsem_ho
         page, problems = await open_page(browser, base + "/")
         try:
             # The index is built by the server's background thread right after startup.
-            await page.wait_for_function(
-                "document.querySelectorAll('.capsem-chart svg').length === 3", timeout=30000
-            )
+            # A locator wait, not wait_for_function: the page's CSP forbids string evaluation.
+            await page.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
+            assert await page.locator(".capsem-chart svg").count() == 3
             marks = await page.eval_on_selector_all(
                 ".capsem-chart svg path, .capsem-chart svg rect", "els => els.length"
             )
             assert marks > 3
             filtered, more = await open_page(browser, base + "/-/capsem?kind=persistent")
-            await filtered.wait_for_function(
-                "document.querySelectorAll('.capsem-chart svg').length === 3", timeout=30000
-            )
+            await filtered.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
+            assert await filtered.locator(".capsem-chart svg").count() == 3
             await filtered.close()
             assert problems + more == []
         finally:
