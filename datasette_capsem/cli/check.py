@@ -15,11 +15,15 @@ from pathlib import Path
 
 import click
 
-from datasette_capsem.catalog import Catalog, Session
-from datasette_capsem.catalog.resolve import resolve_name
+from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.runner import Outcome, check_all, check_catalog_session
-from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    cache_option,
+    home_option,
+    resolve_session,
+    settings_from_options,
+)
 from datasette_capsem.config import Settings
 from datasette_capsem.readonly import LedgerUnavailable
 
@@ -48,21 +52,6 @@ def _exit_for(verdicts: Iterable[str]) -> int:
 
 
 # -- one session ------------------------------------------------------------------------------
-
-
-def _resolve(catalog: Catalog, text: str) -> Session:
-    """The session ID_OR_NAME names, or exit 2 with near matches / candidates on stderr."""
-    resolution = resolve_name(catalog, text)
-    if resolution.id:
-        return catalog.get(resolution.id)
-    if resolution.ambiguous:
-        click.echo(f"several sessions are called {text!r}; use one of these ids:", err=True)
-        for candidate in resolution.candidates:
-            click.echo(f"  {candidate['id']}\t{candidate['kind']}", err=True)
-    else:
-        near = ", ".join(s.id for s in catalog.near_matches(text)) or "none"
-        click.echo(f"unknown session name or id: {text!r} (near: {near})", err=True)
-    raise SystemExit(EXIT_UNREADABLE)
 
 
 def _describe(report: Report, verbose: bool) -> str:
@@ -115,7 +104,7 @@ def _explain(report: Report) -> list[str]:
 
 def _check_one(settings: Settings, text: str, as_json: bool, verbose: bool, samples: int) -> int:
     catalog = Catalog(settings)
-    session = _resolve(catalog, text)
+    session = resolve_session(catalog, text, EXIT_UNREADABLE)
     try:
         report = check_catalog_session(session, settings, sample_limit=samples)
     except LedgerUnavailable as problem:
