@@ -10,7 +10,6 @@ refresh does (`--no-refresh` uses it as it is).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from datasette_capsem import redaction
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.cli.common import CliError, cache_option, home_option, settings_from_options
 from datasette_capsem.config import Settings
+from datasette_capsem.graph.values import json_dumps
 from datasette_capsem.index import IndexService, filters
 from datasette_capsem.index.listing import SessionTable
 
@@ -68,7 +68,7 @@ def list_sessions(
     built = table.rows(snapshot, index.snapshot())
     try:
         query = filters.parse_query(MultiParams(params), default_size=DEFAULT_COUNT,
-                                    max_size=max(len(built.rows), 1))  # fmt: skip
+                                    max_size=10**9)  # fmt: skip
     except filters.BadParameter as problem:
         raise CliError(str(problem)) from problem
     rows = filters.apply(table.ordered(built, query.sort, query.descending), query)
@@ -141,7 +141,7 @@ def list_command(
     params.append(("_size", str(count)))
     answer = list_sessions(settings, params, refresh=not no_refresh)
     if as_json:
-        click.echo(json.dumps(answer, indent=2, default=str))
+        click.echo(json_dumps(answer, indent=2))
         return
     rows = answer["sessions"]
     if rows:
