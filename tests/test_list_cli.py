@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -214,3 +216,48 @@ async def test_a_url_prefix_redirects_and_an_ambiguous_one_offers_a_choice(
     assert {s["id"] for s in as_json.json()["suggestions"]} == set(ids)
     short = await datasette.client.get(f"/-/capsem/sessions/{PREFIX[:7]}")
     assert short.status_code == 404
+
+
+# -- the README's command-line examples, as written ------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def documented() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text.split("### Command line\n", 1)[1].split("\n### ", 1)[0]
+    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_documents_list_with_its_flags():
+    commands = documented()
+    assert any(c.startswith("datasette capsem list") and "--json" in c for c in commands)
+    assert any("--min-cost" in c and "-n" in c for c in commands)
+
+
+@pytest.mark.parametrize("command", documented())
+def test_readme_cli_example_runs_as_written(command, capsem_home, tmp_path):
+    argv = shlex.split(command)
+    assert argv[:2] == ["datasette", "capsem"]
+    argv[0] = str(Path(sys.executable).with_name("datasette"))
+    env = {**os.environ, "CAPSEM_HOME": str(capsem_home),
+           "DATASETTE_CAPSEM_CACHE": str(tmp_path / "cache")}  # fmt: skip
+    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr
+    if argv[2] == "check":  # the tour session's unanswered call is a finding, not an error
+        assert result.returncode in (0, 1), result.stderr
+        assert "Verdict:" in result.stdout
+        return
+    assert result.returncode == 0, result.stderr
+    if argv[2] == "list" and "--json" in argv:
+        answer = json.loads(result.stdout)
+        assert answer["sessions"] and answer["filters"] == {"all": True, "has_errors": True}
+    elif argv[2] == "list":
+        assert result.stdout.split()[:3] == ["ID", "NAME", "STATUS"]
+    elif argv[2] == "resolve":
+        assert len(result.stdout.strip()) == 36  # a UUID
+    elif argv[2] == "export-otlp":
+        target = tmp_path / argv[argv.index("-o") + 1]
+        assert json.loads(target.read_text())["resourceSpans"]
