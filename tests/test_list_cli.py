@@ -131,6 +131,13 @@ def test_serve_with_a_capsem_home_that_is_not_there_exits_2_not_the_demo(tmp_pat
     assert "(from $CAPSEM_HOME) does not exist" in result.stderr
     assert "demo" not in result.stderr.split("does not exist")[0]
     assert not (tmp_path / "cache" / "datasette-capsem").exists()  # no demo home written
+    metadata = tmp_path / "metadata.yml"
+    metadata.write_text(f"plugins:\n  datasette-capsem:\n    capsem_home: {tmp_path / 'gone'}\n")
+    env.pop("CAPSEM_HOME")
+    result = subprocess.run([str(datasette), "capsem", "serve", "-m", str(metadata)], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert f"(from capsem_home in {metadata}) does not exist" in result.stderr
 
 
 def test_export_into_a_missing_directory_is_a_clear_error(capsem_home, tmp_path):

@@ -2,7 +2,8 @@
 
 Unlike Capsem's check_session.py, the exit status carries the verdict, so CI can gate on it:
 0 when no error-level finding exists, 1 when one does, 2 when a session cannot be read (an
-unknown id or name, or a ledger SQLite rejects). With --all, 2 wins over 1 wins over 0.
+unknown or ambiguous id, name or prefix, a ledger SQLite rejects, or no Capsem home). With
+--all, 2 wins over 1 wins over 0.
 """
 
 from __future__ import annotations
@@ -204,7 +205,8 @@ def check(
     """Check the integrity of session ID_OR_NAME (or of every session with --all, most
     severe first; --problems-only leaves out the sessions that passed).
 
-    Exit status: 0 no error-level finding, 1 at least one, 2 a session cannot be read.
+    Exit status: 0 no error-level finding, 1 at least one, 2 a session cannot be read (or is
+    unknown, or several match: the candidates go to stderr).
     """
     if every == bool(session):
         raise click.UsageError("give one session id or name, or --all")
