@@ -19,7 +19,7 @@ from datasette_capsem.memory import limit_malloc_arenas
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_state
-from datasette_capsem.views import cells, core_errors, lazy_mount, render
+from datasette_capsem.views import cells, core_errors, database_page, lazy_mount, render
 from datasette_capsem.views.canned_queries import canned_queries_for_database
 from datasette_capsem.views.routes import ROUTES
 
@@ -74,8 +74,10 @@ def register_commands(cli):
 
 
 @hookimpl
-def extra_template_vars(datasette, template):
+def extra_template_vars(datasette, template, database):
     extra = {"capsem_demo": get_state(datasette).settings.demo}
+    if template == "database.html":
+        extra["capsem_session"] = database_page.session_nav(datasette, database)
     if template and template.startswith("capsem/"):
         # Plugin pages run under a CSP without 'unsafe-eval': scripts other plugins add for
         # Datasette's core pages (datasette-vega's bundle evaluates strings) stay off them.

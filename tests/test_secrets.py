@@ -191,6 +191,9 @@ async def test_an_actor_without_the_permission_never_sees_a_planted_secret(insta
         refused = await datasette.client.get(f"/{session_id}/net_events.json?{probe}")
         assert refused.status_code == 403, probe  # a filter would be a yes/no oracle
         assert "capsem-view-secrets" in refused.json()["message"]
+        assert "view_secrets setting" in refused.json()["message"]  # how an operator grants it
+    page = await datasette.client.get(f"/{session_id}/net_events?_sort=request_headers")
+    assert page.status_code == 403 and "view_secrets: {id: alice}" in page.text
 
 
 @async_test
@@ -240,6 +243,7 @@ async def test_raw_downloads_are_refused_to_actors_without_the_permission(instan
         response = await datasette.client.get(route)
         assert response.status_code == 403
         assert "capsem-view-secrets" in response.text
+        assert "view_secrets setting of the datasette-capsem plugin" in response.text
 
 
 @async_test

@@ -8,6 +8,10 @@ Everything is keyed by id; a name is only a way in. The rules, in order:
 2. Otherwise every session carrying the name is a candidate: a pre-2026-06-26 session whose
    id was its name, and a registry entry with a newer UUID for the same VM, both match.
    One candidate resolves; several give a chooser page; none gives a 404 with near matches.
+3. Only when no id or name matches: a prefix of at least `MIN_PREFIX` characters (ids are
+   shown shortened to 8) is a candidate for every session whose id starts with it. One
+   resolves, several are ambiguous (a chooser, never a guess). The CLI and the URLs both
+   ask here, so a prefix means the same session everywhere.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import Any
 from datasette_capsem.catalog.catalog import Catalog
 from datasette_capsem.catalog.models import Session
 from datasette_capsem.urls import Urls
+
+MIN_PREFIX = 8
 
 
 @dataclass
@@ -56,6 +62,12 @@ def resolve_name(catalog: Catalog, name: str) -> Resolution:
     named = [s for s in sessions.values() if s.name == name and s is not by_id]
     named.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
     candidates = ([candidate(by_id, "id")] if by_id else []) + [candidate(s, "name") for s in named]
+    if not candidates and len(name) >= MIN_PREFIX:
+        prefixed = [s for s in sessions.values() if s.id.startswith(name)]
+        prefixed.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
+        candidates = [candidate(s, "prefix") for s in prefixed]
+        if len(prefixed) == 1:
+            return Resolution(name=name, id=prefixed[0].id, candidates=candidates)
     resolution = Resolution(name=name, candidates=candidates)
     if by_id is not None and (by_id.name != name or not named):
         resolution.id = by_id.id

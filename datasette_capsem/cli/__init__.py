@@ -7,13 +7,23 @@ from __future__ import annotations
 
 import click
 
-from datasette_capsem.cli import check, export_otlp, generate, index, push_otlp, resolve, serve
+from datasette_capsem.cli import (
+    check,
+    export_otlp,
+    generate,
+    index,
+    list_sessions,
+    push_otlp,
+    resolve,
+    serve,
+)
 
 SUBCOMMANDS: tuple[click.Command, ...] = (
     generate.generate,
     serve.demo,
     serve.serve,
     index.index,
+    list_sessions.list_command,
     resolve.resolve,
     check.check,
     export_otlp.export_otlp,

@@ -2,7 +2,8 @@
 
 Unlike Capsem's check_session.py, the exit status carries the verdict, so CI can gate on it:
 0 when no error-level finding exists, 1 when one does, 2 when a session cannot be read (an
-unknown id or name, or a ledger SQLite rejects). With --all, 2 wins over 1 wins over 0.
+unknown or ambiguous id, name or prefix, a ledger SQLite rejects, or no Capsem home). With
+--all, 2 wins over 1 wins over 0.
 """
 
 from __future__ import annotations
@@ -15,11 +16,15 @@ from pathlib import Path
 
 import click
 
-from datasette_capsem.catalog import Catalog, Session
-from datasette_capsem.catalog.resolve import resolve_name
+from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.runner import Outcome, check_all, check_catalog_session
-from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    cache_option,
+    home_option,
+    resolve_session,
+    settings_from_options,
+)
 from datasette_capsem.config import Settings
 from datasette_capsem.readonly import LedgerUnavailable
 
@@ -48,21 +53,6 @@ def _exit_for(verdicts: Iterable[str]) -> int:
 
 
 # -- one session ------------------------------------------------------------------------------
-
-
-def _resolve(catalog: Catalog, text: str) -> Session:
-    """The session ID_OR_NAME names, or exit 2 with near matches / candidates on stderr."""
-    resolution = resolve_name(catalog, text)
-    if resolution.id:
-        return catalog.get(resolution.id)
-    if resolution.ambiguous:
-        click.echo(f"several sessions are called {text!r}; use one of these ids:", err=True)
-        for candidate in resolution.candidates:
-            click.echo(f"  {candidate['id']}\t{candidate['kind']}", err=True)
-    else:
-        near = ", ".join(s.id for s in catalog.near_matches(text)) or "none"
-        click.echo(f"unknown session name or id: {text!r} (near: {near})", err=True)
-    raise SystemExit(EXIT_UNREADABLE)
 
 
 def _describe(report: Report, verbose: bool) -> str:
@@ -115,7 +105,7 @@ def _explain(report: Report) -> list[str]:
 
 def _check_one(settings: Settings, text: str, as_json: bool, verbose: bool, samples: int) -> int:
     catalog = Catalog(settings)
-    session = _resolve(catalog, text)
+    session = resolve_session(catalog, text, EXIT_UNREADABLE)
     try:
         report = check_catalog_session(session, settings, sample_limit=samples)
     except LedgerUnavailable as problem:
@@ -215,7 +205,8 @@ def check(
     """Check the integrity of session ID_OR_NAME (or of every session with --all, most
     severe first; --problems-only leaves out the sessions that passed).
 
-    Exit status: 0 no error-level finding, 1 at least one, 2 a session cannot be read.
+    Exit status: 0 no error-level finding, 1 at least one, 2 a session cannot be read (or is
+    unknown, or several match: the candidates go to stderr).
     """
     if every == bool(session):
         raise click.UsageError("give one session id or name, or --all")

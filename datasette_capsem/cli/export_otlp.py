@@ -13,8 +13,13 @@ from pathlib import Path
 import click
 
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.catalog.resolve import resolve_name
-from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    CliError,
+    cache_option,
+    home_option,
+    resolve_session,
+    settings_from_options,
+)
 from datasette_capsem.graph import overview
 from datasette_capsem.graph.otlp import export_trace, merge
 from datasette_capsem.graph.trace_rows import load_trace
@@ -58,17 +63,18 @@ def _export(conn: sqlite3.Connection, session_id: str, trace: str | None) -> dic
 def export_otlp(
     session: str, trace: str | None, output: Path | None, home: Path | None, cache_dir: Path | None
 ) -> None:
-    """Print SESSION's traces (an id or display name) as OTLP JSON resourceSpans."""
+    """Print SESSION's traces (an id, display name or id prefix) as OTLP JSON resourceSpans.
+
+    Exits 1 for an unknown session, 2 for an ambiguous one (the candidates go to stderr), a
+    missing home or an output directory that does not exist, 3 for an unknown --trace.
+    """
     settings = settings_from_options(home, cache_dir)
     catalog = Catalog(settings)
-    resolution = resolve_name(catalog, session)
-    if resolution.id is None:
-        problem = "several sessions have that name" if resolution.ambiguous else "unknown session"
-        click.echo(f"{problem}: {session!r}", err=True)
-        raise SystemExit(EXIT_UNKNOWN)
-    found = catalog.get(resolution.id)
-    if found is None or found.ledger_path is None:
-        click.echo(f"session {resolution.id} has no ledger on disk", err=True)
+    if output is not None and not output.parent.is_dir():
+        raise CliError(f"cannot write {output}: the directory {output.parent} does not exist")
+    found = resolve_session(catalog, session, EXIT_UNKNOWN)
+    if found.ledger_path is None:
+        click.echo(f"session {found.id} has no ledger on disk", err=True)
         raise SystemExit(EXIT_NO_LEDGER)
     try:
         conn = open_readonly(found.ledger_path, settings.cache_dir)
@@ -81,6 +87,9 @@ def export_otlp(
         conn.close()
     text = json.dumps(document, ensure_ascii=False)
     if output:
-        output.write_text(text + "\n", encoding="utf-8")
+        try:
+            output.write_text(text + "\n", encoding="utf-8")
+        except OSError as error:
+            raise CliError(f"cannot write {output}: {error.strerror or error}") from error
     else:
         click.echo(text)

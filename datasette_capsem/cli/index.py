@@ -7,32 +7,8 @@ from pathlib import Path
 import click
 
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.config import ConfigError, Settings, load_settings
+from datasette_capsem.cli.common import cache_option, home_option, settings_from_options
 from datasette_capsem.index import IndexService
-
-home_option = click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Capsem home (default: $CAPSEM_HOME, then ~/.capsem).",
-)
-cache_option = click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Plugin cache (default: $DATASETTE_CAPSEM_CACHE, then ~/.cache/datasette-capsem).",
-)
-
-
-def settings_from_options(home: Path | None, cache_dir: Path | None) -> Settings:
-    """The same settings a server with these values in its plugin config would use."""
-    config = {}
-    if home:
-        config["capsem_home"] = str(home)
-    if cache_dir:
-        config["cache_dir"] = str(cache_dir)
-    try:
-        return load_settings(config)
-    except ConfigError as error:
-        raise click.UsageError(str(error)) from error
 
 
 @click.command(name="index")

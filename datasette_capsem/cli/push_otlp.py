@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import cache_option, home_option, settings_from_options
 from datasette_capsem.push.encode import JSON, PROTOBUF
 from datasette_capsem.push.pusher import Pusher, StopPush, Summary
 from datasette_capsem.push.state import DeliveryState, state_path
@@ -142,8 +142,6 @@ def push_otlp(
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--header") from error
     settings = settings_from_options(home, cache_dir)
-    if not settings.capsem_home.is_dir():
-        raise click.BadParameter(f"{settings.capsem_home} is not a directory", param_hint="--home")
     label = home_label or settings.capsem_home.name or str(settings.capsem_home)
     content_type = JSON if as_json else PROTOBUF
     summary = run(

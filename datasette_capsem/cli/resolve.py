@@ -9,7 +9,12 @@ import click
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.catalog.resolve import resolve_name
-from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    cache_option,
+    echo_candidates,
+    home_option,
+    settings_from_options,
+)
 
 EXIT_UNKNOWN, EXIT_AMBIGUOUS = 1, 2
 
@@ -20,7 +25,8 @@ EXIT_UNKNOWN, EXIT_AMBIGUOUS = 1, 2
 @cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print {name, id, candidates} as JSON.")
 def resolve(name: str, home: Path | None, cache_dir: Path | None, as_json: bool) -> None:
-    """Print the id of the session called NAME (an id prints itself).
+    """Print the id of the session called NAME (an id prints itself; a unique id prefix of 8+
+    characters prints its id).
 
     Exits 1 when no session has that name (near matches go to stderr) and 2 when several do
     (the candidates are listed).
@@ -32,12 +38,7 @@ def resolve(name: str, home: Path | None, cache_dir: Path | None, as_json: bool)
     elif resolution.id:
         click.echo(resolution.id)
     if resolution.ambiguous and not as_json:
-        click.echo(f"several sessions are called {name!r}; use one of these ids:", err=True)
-        for candidate in resolution.candidates:
-            click.echo(
-                f"{candidate['id']}\t{candidate['name'] or ''}\t{candidate['kind']}\t"
-                f"{candidate['created_at'] or ''}"
-            )
+        echo_candidates(name, resolution)
     if not resolution.candidates:
         near = ", ".join(s.id for s in catalog.near_matches(name)) or "none"
         click.echo(f"unknown session name or id: {name!r} (near: {near})", err=True)

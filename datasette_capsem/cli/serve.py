@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
 
+from datasette_capsem.cli.common import CliError, home_problem
 from datasette_capsem.config import PLUGIN_NAME, ConfigError, load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 
@@ -98,11 +100,24 @@ def demo(host: str, port: int, sessions: int | None) -> None:
 )
 def serve(host: str, port: int, metadata: Path | None) -> None:
     """Serve this machine's Capsem home (from metadata.yml, CAPSEM_HOME or ~/.capsem), else
-    the demo."""
+    the demo; a home set in metadata.yml or CAPSEM_HOME that is not there exits 2."""
     instance, settings = _instance_config(metadata)
-    home = _settings_for(instance).capsem_home
+    capsem = _settings_for(instance)
+    home = capsem.capsem_home
     if (home / "sessions" / "main.db").exists() or (home / "run").is_dir():
         _run(home, False, host, port, instance, settings)
-    else:
+        return
+    chosen = (instance.get("plugins") or {}).get(PLUGIN_NAME) or {}
+    if chosen.get("capsem_home"):
+        source = f"capsem_home in {metadata}"
+    elif os.environ.get("CAPSEM_HOME"):
+        source = "$CAPSEM_HOME"
+    else:  # nothing chosen a home: the documented fallback for a first look
         click.echo(f"No Capsem home at {home}; serving demo data instead.", err=True)
         _run(_demo_home(None), True, host, port, instance, settings)
+        return
+    problem = home_problem(capsem) or "has no sessions/main.db and no run dir"
+    raise CliError(
+        f"no Capsem home: {home} (from {source}) {problem}; fix it, or unset it to serve the "
+        "demo data"
+    )

@@ -72,7 +72,8 @@ async def check_page(datasette, request):
         raise errors.unreadable(opened.problem, whose)
     report = await _report(opened, opened.links.database)
     data = _with_base(datasette, report.to_dict())
-    context = {**data, **_grouped(data["findings"]), "session_href": opened.links.session()}
+    context = {**data, **_grouped(data["findings"]), "session_href": opened.links.session(),
+               "display_name": opened.session.display_name}  # fmt: skip
     return await render.page(datasette, request, "check.html", context, data=data)
 
 

@@ -13,7 +13,7 @@ from datasette_capsem import errors, redaction
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph import relations
 from datasette_capsem.graph.events import load_body, load_event, raw_body
-from datasette_capsem.views import render
+from datasette_capsem.views import render, secrets_guard
 from datasette_capsem.views.session import bad_value, open_session, url_value
 
 MAX_EVENT_ID_CHARS = 64
@@ -178,7 +178,9 @@ async def _raw(datasette, request, opened, event_id: str, blob_id: int) -> Respo
         raise CapsemError(
             403,
             "Raw download refused",
-            "Raw bodies cannot be masked; they need the capsem-view-secrets permission.",
+            secrets_guard.refused(
+                "Raw bodies cannot be masked; they need the capsem-view-secrets permission."
+            ),
         )
     found = await opened.db.execute_fn(lambda conn: _raw_checked(conn, blob_id, event_id))
     if found is None:

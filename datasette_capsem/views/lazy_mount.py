@@ -196,15 +196,19 @@ def _refusal(path: str, scope, receive) -> tuple[str, str] | None:
     if secrets_guard.refuses_raw(path):
         return (
             "Raw download refused",
-            "Raw database and blob downloads could reveal "
-            "credentials; they need the capsem-view-secrets permission.",
+            secrets_guard.refused(
+                "Raw database and blob downloads could reveal "
+                "credentials; they need the capsem-view-secrets permission."
+            ),
         )
     probed = secrets_guard.secret_column_probe(scope, receive) if policy != redaction.MASK else None
     if probed:
         return (
             "Secret-bearing column",
-            f"Filtering, sorting or faceting on {probed!r} could "
-            "reveal credentials; it needs the capsem-view-secrets permission.",
+            secrets_guard.refused(
+                f"Filtering, sorting or faceting on {probed!r} could "
+                "reveal credentials; it needs the capsem-view-secrets permission."
+            ),
         )
     return None
 

@@ -23,6 +23,17 @@ TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
 UNMASKED_PREFIXES = ("/-/static/", "/-/static-plugins/")
 # Raw bytes cannot be masked; these routes are refused to actors who may not see secrets.
 RAW_SUFFIXES = (".db", ".blob")
+# What every refusal page adds: how an operator grants the permission (README, Settings).
+GRANT_HINT = (
+    "An operator grants it with the view_secrets setting of the datasette-capsem plugin in "
+    "metadata.yml, a Datasette allow block: view_secrets: {id: alice} for one actor, "
+    "view_secrets: true for everyone (e.g. a single-user laptop)."
+)
+
+
+def refused(message: str) -> str:
+    """A refusal's message, followed by how an operator grants access."""
+    return f"{message} {GRANT_HINT}"
 
 
 async def request_actor(datasette, scope, receive) -> dict | None:

@@ -142,23 +142,40 @@ async def _by_name(datasette, request, value: str) -> CapsemError | Redirect:
         return _redirect_to_id(request, datasette, session)
     if not resolution.ambiguous:
         return await unknown_session(datasette, request, value)
-    return errors.not_found(
-        "Ambiguous session name",
-        f"Several sessions are called {value!r}; pick one by its id.",
-        [
-            {"id": c["id"], "name": c["name"], "href": Urls.of(datasette).session(c["id"])}
-            for c in resolution.candidates
-        ],
+    # A chooser, never a guess: only the candidates this actor may view are offered.
+    urls, rest = Urls.of(datasette), _rest_of_path(request)
+    offered = []
+    for found in resolution.candidates:
+        session = get_state(datasette).catalog.get(found["id"])
+        if session is None or not await permissions.can_view_database(
+            datasette, request.actor, links_for(datasette, session).database
+        ):
+            continue
+        offered.append({"id": found["id"], "name": found["name"],
+                        "href": urls.session(found["id"]) + rest})  # fmt: skip
+    if not offered:
+        return await unknown_session(datasette, request, value, suggest=False)
+    what = "start with" if resolution.candidates[0]["match"] == "prefix" else "are called"
+    return errors.CapsemError(
+        300,
+        "Ambiguous session",
+        f"Several sessions {what} {value!r}; pick one by its id.",
+        offered,
     )
 
 
-def _redirect_to_id(request, datasette, session: Session) -> Redirect:
-    """A display name in the URL: send the reader to the id, which is what selects data."""
+def _rest_of_path(request) -> str:
+    """What follows `/sessions/<id>` in the raw path (e.g. `/traces/abc`), kept encoded."""
     raw_id = request.url_vars.get("session_id") or ""
     raw = request.scope.get("raw_path") or request.path.encode("utf-8")
     raw = raw.decode("latin-1").partition("?")[0]
     marker = "/sessions/" + raw_id
-    rest = raw[raw.find(marker) + len(marker) :] if marker in raw else ""
+    return raw[raw.find(marker) + len(marker) :] if marker in raw else ""
+
+
+def _redirect_to_id(request, datasette, session: Session) -> Redirect:
+    """A display name in the URL: send the reader to the id, which is what selects data."""
+    rest = _rest_of_path(request)
     query = request.query_string
     target = links_for(datasette, session).session() + rest
     return Redirect(target + (f"?{query}" if query else ""))
