@@ -29,7 +29,7 @@ def long_trace(tmp_path_factory) -> tuple[Path, str, str]:
     dozen such sessions, about 1.4 GB, for a test that needs one).
     """
     from datasette_capsem.generate.content import SessionShape, build_session
-    from datasette_capsem.generate.ledger import write_ledger
+    from datasette_capsem.generate.rows import write_ledger
 
     rng = random.Random(500)
     start = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from datasette_capsem.generate.schema import SESSION_ERAS
+from datasette_capsem.generate.era_templates import SESSION_ERAS
 from datasette_capsem.graph.bodies import decode_body
 from datasette_capsem.graph.tree import flatten
 from tests.helpers import make_datasette

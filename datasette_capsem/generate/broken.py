@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from datasette_capsem.generate.content import Builder
-from datasette_capsem.generate.ledger import Ledger, write_ledger
+from datasette_capsem.generate.rows import Ledger, write_ledger
 from datasette_capsem.generate.wal import append_uncheckpointed
 
 NOT_SQLITE = b"PK\x03\x04 this is a zip archive, not a SQLite database\n" * 64

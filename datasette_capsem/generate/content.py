@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from datasette_capsem.generate import catalog
-from datasette_capsem.generate.ledger import Ledger
+from datasette_capsem.generate import vocabulary
+from datasette_capsem.generate.rows import Ledger
 from datasette_capsem.ledger import bodies
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -100,8 +100,8 @@ def cost_usd(
     provider: str, model: str | None, inp: int | None, out: int | None, cache: int
 ) -> float:
     """Capsem's estimate (spec §7): ((input - cache_read) * in + output * out) / 1e6."""
-    prices = catalog.PROVIDERS[provider].models.get(model or "")
-    if provider not in catalog.PRICED or not prices or inp is None or out is None:
+    prices = vocabulary.PROVIDERS[provider].models.get(model or "")
+    if provider not in vocabulary.PRICED or not prices or inp is None or out is None:
         return 0.0
     return (max(inp - cache, 0) * prices[0] + out * prices[1]) / 1e6
 
@@ -110,7 +110,7 @@ def cost_usd(
 TOOL_STOP_APIS = frozenset({"anthropic", "chat"})
 
 
-def api_path(provider: catalog.Provider, model: str) -> tuple[str, str]:
+def api_path(provider: vocabulary.Provider, model: str) -> tuple[str, str]:
     """(request path, API family) of a model call: OpenAI's gpt-4.1 goes through chat
     completions, its other models through the Responses API."""
     if provider.name == "openai":
@@ -391,7 +391,7 @@ class Builder:
         """An /exec command with its completion fields and the audit rows it caused."""
         if not self.era.host_events:
             return None
-        command, exe, code = self.rng.choice(catalog.COMMANDS)
+        command, exe, code = self.rng.choice(vocabulary.COMMANDS)
         self.exec_id += 1
         eid = self.event_id()
         trace = self.ambient
@@ -473,7 +473,7 @@ class Builder:
             event_id=eid,
             timestamp=self.ts(),
             material_class="credential",
-            source=f"http.header.{catalog.PROVIDERS[provider].key_header}",
+            source=f"http.header.{vocabulary.PROVIDERS[provider].key_header}",
             event_type="http.request",
             algorithm="blake3",
             substitution_ref=self.credential,
@@ -484,8 +484,8 @@ class Builder:
             turn_id=self.turn(self.ambient),
             context_json=dumps(
                 {
-                    "header": catalog.PROVIDERS[provider].key_header,
-                    "domain": catalog.PROVIDERS[provider].domain,
+                    "header": vocabulary.PROVIDERS[provider].key_header,
+                    "domain": vocabulary.PROVIDERS[provider].domain,
                 }
             ),
         )
@@ -536,12 +536,12 @@ class Builder:
         """An MCP tools/call seen on the wire: a tool_calls row (origin 'mcp', JSON-RPC id as
         call_id, no model_call_id) with its mcp.tool_call rule row and bodies; or, before
         06-24, an mcp_calls row."""
-        server = server or self.rng.choice(sorted(catalog.MCP_SERVERS))
-        tool = self.rng.choice(catalog.MCP_SERVERS[server])
+        server = server or self.rng.choice(sorted(vocabulary.MCP_SERVERS))
+        tool = self.rng.choice(vocabulary.MCP_SERVERS[server])
         self.jsonrpc[server] = self.jsonrpc.get(server, 0) + 1
         rpc_id = str(self.jsonrpc[server])
         args = (
-            {"path": self.rng.choice(catalog.FILES)}
+            {"path": self.rng.choice(vocabulary.FILES)}
             if server == "filesystem"
             else {"query": "capsem ledger"}
         )
@@ -678,7 +678,7 @@ class Builder:
     def upload(self) -> int:
         """A file upload to Gemini's /upload/ endpoint: not a model call; its captured body is
         over 10 MiB, so its request blob keeps the first 10 MiB only (truncated=1)."""
-        domain, path = catalog.UPLOAD
+        domain, path = vocabulary.UPLOAD
         body, digest = upload_body()
         rid, eid = self.net(
             domain, path, "allowed", 200, method="POST", capture=False,
@@ -710,25 +710,25 @@ class Builder:
 
     # -- agentic traces -----------------------------------------------------------------
     def tool_request(
-        self, provider: catalog.Provider, name: str | None = None
+        self, provider: vocabulary.Provider, name: str | None = None
     ) -> tuple[str, str, str]:
         """(tool_name, arguments JSON, result text) for one model-emitted tool call (of tool
         ``name`` if given)."""
         roll = 1.0 if name else self.rng.random()
         if roll < 0.1:
-            name = self.rng.choice(catalog.LOCAL_TOOLS)
+            name = self.rng.choice(vocabulary.LOCAL_TOOLS)
             return name, dumps({"limit": 50}), "12 timeline rows"
         if roll < 0.2:
-            name = self.rng.choice(catalog.PROXY_TOOLS)
+            name = self.rng.choice(vocabulary.PROXY_TOOLS)
             return (
                 name,
                 dumps({"query": "is:open label:bug"}),
                 '[{"number": 42, "title": "Parser drops unicode"}]',
             )
         name = name or self.rng.choice(provider.native_tools)
-        path = self.rng.choice(catalog.FILES)
+        path = self.rng.choice(vocabulary.FILES)
         if name in SHELL_TOOLS:
-            command = self.rng.choice(catalog.COMMANDS)[0]
+            command = self.rng.choice(vocabulary.COMMANDS)[0]
             return name, dumps({"command": command}), f"$ {command}\n3 passed in 0.41s"
         if name in WRITE_TOOLS:
             return (
@@ -740,7 +740,7 @@ class Builder:
             )
         return name, dumps({"file_path": path}), f"   1\timport os\n   2\timport sys\n   ({path})"
 
-    def call_ids(self, provider: catalog.Provider, name: str, position: int) -> tuple[str, str]:
+    def call_ids(self, provider: vocabulary.Provider, name: str, position: int) -> tuple[str, str]:
         """(id the response gives a tool call, id the next request gives its result)."""
         if provider.name == "google":
             synth = f"gemini_{name}_{position}"
@@ -751,7 +751,7 @@ class Builder:
         call_id = f"{provider.call_prefix}{hex_id(self.rng, 20)}"
         return call_id, call_id
 
-    def pairable(self, provider: catalog.Provider) -> bool:
+    def pairable(self, provider: vocabulary.Provider) -> bool:
         """Whether this writer can match a tool result to the call that asked for it."""
         if provider.name == "ollama":
             return False
@@ -771,14 +771,14 @@ class Builder:
         trace of the last call.
         """
         rng = self.rng
-        provider = catalog.PROVIDERS[provider_name]
+        provider = vocabulary.PROVIDERS[provider_name]
         path, api = api_path(provider, model)
         ollama = provider.name == "ollama"
         pairable = self.pairable(provider)
         messages: list[dict[str, Any]] = (
             [{"role": "system", "content": SYSTEM_PROMPT}] if ollama else []
         )
-        messages.append({"role": "user", "content": rng.choice(catalog.PROMPTS)})
+        messages.append({"role": "user", "content": rng.choice(vocabulary.PROMPTS)})
         loop: str | None = None
         carried: list[tuple[str, str, str, str]] = []
         trace = ""
@@ -829,7 +829,7 @@ class Builder:
     def plain_call(self, provider_name: str, model: str, prompt: str) -> int:
         """A single non-tool model call (a title, a quota probe, a plain question): it carries no
         tool results and emits no tool calls, so it takes the ambient trace (spec §4.4)."""
-        provider = catalog.PROVIDERS[provider_name]
+        provider = vocabulary.PROVIDERS[provider_name]
         path, api = api_path(provider, model)
         trace = self.ambient if self.era.ambient else new_uuid(self.rng)
         messages = [{"role": "user", "content": prompt}]
@@ -837,7 +837,7 @@ class Builder:
 
     def model_exchange(
         self,
-        provider: catalog.Provider,
+        provider: vocabulary.Provider,
         model: str,
         path: str,
         api: str,
@@ -995,7 +995,7 @@ class Builder:
     def items(
         self,
         mc: int,
-        provider: catalog.Provider,
+        provider: vocabulary.Provider,
         model: str,
         path: str,
         trace: str,
@@ -1047,7 +1047,7 @@ class Builder:
     def tool_rows(
         self,
         mc: int,
-        provider: catalog.Provider,
+        provider: vocabulary.Provider,
         trace: str,
         emitted: list,
         carried: list,
@@ -1058,7 +1058,7 @@ class Builder:
         for position, (call_id, name, args, _result) in enumerate(emitted):
             origin = (
                 "local"
-                if name in catalog.LOCAL_TOOLS
+                if name in vocabulary.LOCAL_TOOLS
                 else ("mcp_proxy" if "__" in name else "native")
             )
             self.ledger.add(
@@ -1155,11 +1155,11 @@ def build_session(
     """All rows of one session of ``era``: start-up events, traces, host activity."""
     b = Builder(rng, era, start, ledger, ambient)
     for provider in shape.providers:
-        b.dns(catalog.PROVIDERS[provider].domain)
-        if provider in catalog.PRICED:
+        b.dns(vocabulary.PROVIDERS[provider].domain)
+        if provider in vocabulary.PRICED:
             b.substitution(provider, "captured")
         if shape.posts:
-            for domain, path in catalog.PROVIDER_POSTS.get(provider, ()):
+            for domain, path in vocabulary.PROVIDER_POSTS.get(provider, ()):
                 b.provider_post(domain, path)
     if shape.upload:
         b.upload()
@@ -1168,22 +1168,22 @@ def build_session(
     number = 0
     while number < shape.traces or b.ledger.count() < shape.min_rows:
         provider = shape.providers[number % len(shape.providers)]
-        model = rng.choice(sorted(catalog.PROVIDERS[provider].models))
+        model = rng.choice(sorted(vocabulary.PROVIDERS[provider].models))
         if provider == "openai" and shape.openai_chat:
             model = "gpt-4.1"
         interrupted = shape.interrupted and number == shape.traces - 1
-        if provider in catalog.PRICED:
+        if provider in vocabulary.PRICED:
             b.substitution(provider, "injected")
         b.trace(provider, model, shape.calls, interrupted=interrupted)
         if number == 0 and shape.plain:
-            b.plain_call(provider, min(catalog.PROVIDERS[provider].models), TITLE_PROMPT)
+            b.plain_call(provider, min(vocabulary.PROVIDERS[provider].models), TITLE_PROMPT)
         if shape.mcp:
             b.mcp_call()
-        domain, path, decision, status = rng.choice(catalog.OTHER_DOMAINS)
+        domain, path, decision, status = rng.choice(vocabulary.OTHER_DOMAINS)
         b.dns(domain, decision)
         b.net(domain, path, decision, status)
         b.exec_command(ask=shape.ask and number == 0 and b.era.security)
-        b.fs(rng.choice(("created", "modified", "deleted")), rng.choice(catalog.FILES))
+        b.fs(rng.choice(("created", "modified", "deleted")), rng.choice(vocabulary.FILES))
         if number == 0:
             b.snapshot(0)
         number += 1

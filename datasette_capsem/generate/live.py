@@ -19,10 +19,10 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from datasette_capsem.generate import catalog
+from datasette_capsem.generate import vocabulary
 from datasette_capsem.generate.content import Builder
-from datasette_capsem.generate.ledger import Ledger, insert_rows
 from datasette_capsem.generate.manifest import load_manifest
+from datasette_capsem.generate.rows import Ledger, insert_rows
 
 READY = "capsem-live-writer ready"
 
@@ -116,9 +116,9 @@ def run_live(
             builder = Builder(rng, "current", datetime.now(timezone.utc), ledger, ambient)
             ambient = builder.ambient
             builder.item_keys = item_keys
-            provider = rng.choice(catalog.PROVIDER_NAMES)
+            provider = rng.choice(vocabulary.PROVIDER_NAMES)
             builder.trace(
-                provider, rng.choice(sorted(catalog.PROVIDERS[provider].models)), rng.randint(1, 3)
+                provider, rng.choice(sorted(vocabulary.PROVIDERS[provider].models)), rng.randint(1, 3)
             )
             conn.execute("BEGIN IMMEDIATE")
             insert_rows(conn, "current", ledger)

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import migrated, schema
+from datasette_capsem.generate import era_templates, migrated
 from datasette_capsem.generate.content import blake3_ref, hex_id
 from datasette_capsem.generate.hostile import PAYLOADS
 from datasette_capsem.generate.options import GenerateOptions
@@ -95,8 +95,8 @@ def write_main_db(
     """Write main.db; returns the defect entries and the hostile entries that live in it."""
     path = home / "sessions" / "main.db"
     era = "main_old" if options.old_main_db else "main_v7"
-    schema.create_db(path, era)
-    columns = set(schema.table_columns(era)["sessions"])
+    era_templates.create_db(path, era)
+    columns = set(era_templates.table_columns(era)["sessions"])
     entries: list[dict[str, Any]] = []
     tainted: list[dict[str, Any]] = []
     rows = []

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import broken, defects, dirfiles, hostile, migrated, schema
+from datasette_capsem.generate import broken, defects, dirfiles, era_templates, hostile, migrated
 from datasette_capsem.generate.content import Builder, build_session
-from datasette_capsem.generate.ledger import Ledger, insert_rows
 from datasette_capsem.generate.options import GenerateOptions
 from datasette_capsem.generate.plan import SessionSpec, legacy_run_zeros
+from datasette_capsem.generate.rows import Ledger, insert_rows
 from datasette_capsem.generate.wal import append_uncheckpointed
 
-CURRENT_TABLES = frozenset(schema.table_columns("current"))
+CURRENT_TABLES = frozenset(era_templates.table_columns("current"))
 ROLLUP_ZERO = {
     "total_requests": 0,
     "allowed_requests": 0,
@@ -104,7 +104,7 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     era_schema = "migrated" if spec.era == "migrated" else spec.era
     entries += [
         ("legacy_tables", table, None)
-        for table in sorted(set(schema.table_columns(era_schema)) - CURRENT_TABLES)
+        for table in sorted(set(era_templates.table_columns(era_schema)) - CURRENT_TABLES)
     ]
     result.defects = [
         {"kind": k, "session": spec.id, "table": t, "row_id": r} for k, t, r in entries
@@ -168,7 +168,7 @@ def write_file(
     third of the rows committed in an un-checkpointed -wal)."""
     head, tail = broken.split(ledger) if wal_tail else (ledger, None)
     target = path.with_name("session.db")
-    schema.create_db(target, era)
+    era_templates.create_db(target, era)
     conn = sqlite3.connect(target, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=OFF")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import blake3
 
-from datasette_capsem.generate.ledger import Ledger, insert_rows
+from datasette_capsem.generate.rows import Ledger, insert_rows
 
 WAL_HEADER = 32
 FRAME_HEADER = 24

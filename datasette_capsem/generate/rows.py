@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import schema
+from datasette_capsem.generate import era_templates
 
 Row = dict[str, Any]
 
@@ -59,7 +59,7 @@ def insert_rows(conn: sqlite3.Connection, era: str, ledger: Ledger) -> None:
     Fields the era's table lacks are dropped (the same content serves every era); a table the
     era lacks is a generator bug and raises.
     """
-    columns = schema.table_columns(era)
+    columns = era_templates.table_columns(era)
     for table, rows in ledger.rows.items():
         if not rows:
             continue
@@ -76,7 +76,7 @@ def insert_rows(conn: sqlite3.Connection, era: str, ledger: Ledger) -> None:
 def write_ledger(path: Path, era: str, ledger: Ledger, *, wal: bool = True) -> None:
     """Create ``path`` from the era template, fill it, and leave it as Capsem does after a clean
     stop: WAL mode in the header (bytes 18/19 = 2), no -wal or -shm beside it."""
-    schema.create_db(path, era)
+    era_templates.create_db(path, era)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=OFF")
