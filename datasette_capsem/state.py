@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.cache import ReportCache
 from datasette_capsem.config import PLUGIN_NAME, Settings, load_settings
+from datasette_capsem.graph.follow import FollowCache
 from datasette_capsem.index.listing import SessionTable
 from datasette_capsem.index.service import IndexService
 from datasette_capsem.mount.mounter import Mounter
@@ -29,6 +30,7 @@ class CapsemState:
     session_table: SessionTable
     reports: ReportCache
     traces: ReportCache  # rows and graph of the traces viewed last (views/trace.py)
+    follow: FollowCache  # newest rows of live ledgers, one read per file version (views/follow.py)
 
 
 def build_state(datasette) -> CapsemState:
@@ -45,6 +47,7 @@ def build_state(datasette) -> CapsemState:
         # A trace page asks for its tree and graph right after its HTML: a few entries, kept
         # while the ledger is unchanged, let each be built once.
         traces=ReportCache(size=6, max_age=120.0),
+        follow=FollowCache(),
     )
 
 

@@ -16,6 +16,7 @@ from datasette_capsem.cli import (
     push_otlp,
     resolve,
     serve,
+    tail,
 )
 
 SUBCOMMANDS: tuple[click.Command, ...] = (
@@ -28,6 +29,7 @@ SUBCOMMANDS: tuple[click.Command, ...] = (
     check.check,
     export_otlp.export_otlp,
     push_otlp.push_otlp,
+    tail.tail,
 )
 
 

@@ -10,6 +10,7 @@ from datasette_capsem.views import (
     checks,
     event,
     findings,
+    follow,
     home,
     render,
     resolve,
@@ -22,6 +23,6 @@ from datasette_capsem.views import (
 # Order matters only where two patterns could match the same path: first wins.
 ROUTES: list[tuple[str, object]] = [
     (pattern, render.answering_errors(view))
-    for module in (home, findings, resolve, session, timeline, trace, event, search, checks)
+    for module in (home, findings, follow, resolve, session, timeline, trace, event, search, checks)
     for pattern, view in module.ROUTES
 ]

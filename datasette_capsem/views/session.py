@@ -23,7 +23,7 @@ from datasette_capsem.checks import check_session
 from datasette_capsem.checks.cache import CachedReport, ReportCache
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.errors import CapsemError, Redirect
-from datasette_capsem.graph import overview, stats
+from datasette_capsem.graph import follow, overview, stats
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase
@@ -38,6 +38,7 @@ MAX_ID_CHARS = 256
 DEFAULT_TRACE_PAGE = 50
 MAX_TRACE_PAGE = 1000
 MAX_OFFSET = 10**9
+FOLLOW_POLL_SECONDS = 3
 PAGE_PROBLEM = "_size must be an integer from 1 to 1000 (or 'max'), _next an integer from 0"
 
 
@@ -292,6 +293,47 @@ async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
     return entry.report
 
 
+# -- following a live ledger ------------------------------------------------------------
+
+
+async def recent(datasette, opened: Opened, live: bool) -> tuple[follow.Recent, float]:
+    """The newest rows of the session's ledger, read once per file version and interval
+    however many followers ask (graph.follow.FollowCache). `live` is taken before the
+    fingerprint: once the writer is gone, the read is of its last version, never older."""
+    schema, db = opened.schema, opened.db
+
+    async def compute() -> follow.Recent:
+        return await db.execute_fn(lambda conn: follow.recent_rows(conn, schema))
+
+    fingerprint = file_fingerprint(db.source_path)
+    cache = get_state(datasette).follow
+    return await cache.get(opened.session.id, fingerprint, compute, final=not live)
+
+
+def is_live(datasette, opened: Opened) -> bool:
+    """Live now: a non-empty -wal, or main.db's row (re-read when main.db changed) says running."""
+    session = get_state(datasette).catalog.get(opened.session.id) or opened.session
+    path = opened.db.source_path if opened.db is not None else session.ledger_path
+    return follow.is_live(path, session.status)
+
+
+async def follow_context(datasette, opened: Opened) -> dict[str, Any] | None:
+    """The overview's live panel (None unless the session is being written): where the
+    ledger stands, so the page's poller asks only for what comes after."""
+    if opened.db is None or not is_live(datasette, opened):
+        return None
+    held, _ = await recent(datasette, opened, True)
+    return {
+        "live": True,
+        "cursor": follow.format_cursor(held.cursor),
+        "delta_url": opened.links.session() + "/delta.json",
+        "tail_url": opened.links.session() + "/tail",
+        "poll_seconds": FOLLOW_POLL_SECONDS,
+        "rows": [],
+        "gap": False,
+    }
+
+
 # -- the overview page -------------------------------------------------------------------
 
 
@@ -412,6 +454,7 @@ async def session_page(datasette, request):
             "session, so main.db's row is all that remains."
         )
     context["integrity"] = await integrity(datasette, opened, counts=context["counts"] or None)
+    context["follow"] = await follow_context(datasette, opened)
     return await render.page(datasette, request, "session.html", context)
 
 

@@ -1,0 +1,108 @@
+"""Following a live session: `/-/capsem/sessions/<id>/delta.json` and `/-/capsem/sessions/<id>/tail`.
+
+`delta.json?since=table:id,…` answers the rows every table gained beyond a cursor (the max id
+per table the follower has seen), newest first, with the next cursor and whether the session
+is still live. The tail page (`tail`, `tail.json`) lists the newest rows of every table, newest
+first, filterable by `kind` (a table name, repeatable); on a live session it and the overview
+poll `delta.json` from `static/capsem-follow.js` (no inline script, text only).
+
+However many followers poll, a ledger is read at most once per interval per file version: the
+newest rows are cached by the file's fingerprint (`graph.follow.FollowCache`). Reading is the
+mounted read-only connection's (readonly.py), which never makes Capsem's writer wait.
+Every row shown passes through the credential policy (render.json_response / render.page).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from datasette_capsem import errors
+from datasette_capsem.graph import follow
+from datasette_capsem.views import render
+from datasette_capsem.views.session import (
+    FOLLOW_POLL_SECONDS,
+    Opened,
+    is_live,
+    open_session,
+    recent,
+)
+
+MAX_KINDS = 40
+
+
+def _kinds(request, tables: list[str]) -> tuple[str, ...]:
+    kinds = tuple(dict.fromkeys(k for k in request.args.getlist("kind") if k))[:MAX_KINDS]
+    unknown = [k for k in kinds if k not in tables]
+    if unknown:
+        raise errors.bad_parameter(
+            "Bad kind", f"Unknown kind {unknown[0][:100]!r}; kinds are {', '.join(tables)}."
+        )
+    return kinds
+
+
+def _linked(opened: Opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**row, "href": opened.links.ledger_row(row["kind"], row["id"])} for row in rows]
+
+
+def _merged_cursor(recent: follow.Recent, since: dict[str, int] | None) -> str:
+    cursor = dict(recent.cursor)
+    for table, row_id in (since or {}).items():
+        if table in cursor:
+            cursor[table] = max(cursor[table], row_id)
+    return follow.format_cursor(cursor)
+
+
+async def _follow_data(datasette, request, *, since_required: bool) -> tuple[Opened, dict]:
+    opened = await open_session(datasette, request, need_ledger=True)
+    tables = follow.followed_tables(opened.schema)
+    kinds = _kinds(request, tables)
+    try:
+        since = follow.parse_cursor(request.args.get("since"))
+    except follow.BadCursor as error:
+        raise errors.bad_parameter("Bad cursor", str(error)) from error
+    live = is_live(datasette, opened)  # before the read: a stopped writer's last rows are in it
+    held, read_at = await recent(datasette, opened, live)
+    part = held.since(since if since_required else None, kinds)
+    base = opened.links.session()
+    data = {
+        "session_id": opened.session.id,
+        "live": live,
+        "cursor": _merged_cursor(held, since),
+        "rows": _linked(opened, part["rows"]),
+        "gap": part["gap"],
+        "kinds": list(kinds),
+        "all_kinds": tables,
+        "read_at": read_at,
+        "poll_seconds": FOLLOW_POLL_SECONDS,
+        "delta_url": f"{base}/delta.json"
+        + (f"?{urlencode([('kind', k) for k in kinds])}" if kinds else ""),
+    }
+    return opened, data
+
+
+async def delta(datasette, request):
+    _, data = await _follow_data(datasette, request, since_required=True)
+    if request.args.get("since") is None:
+        data["rows"] = []  # no cursor: just where the ledger stands now
+    return render.json_response(data, headers={"cache-control": "no-store"})
+
+
+async def tail_page(datasette, request):
+    opened, data = await _follow_data(datasette, request, since_required=False)
+    context = {
+        "session": opened.session.summary(),
+        "display_name": opened.session.display_name,
+        "links": {
+            "overview": opened.links.session(),
+            "json": opened.links.session() + "/tail.json",
+        },
+        **data,
+    }
+    return await render.page(datasette, request, "tail.html", context)
+
+
+ROUTES = [
+    (r"^/-/capsem/sessions/(?P<session_id>[^/]+)/delta\.json$", delta),
+    (r"^/-/capsem/sessions/(?P<session_id>[^/]+)/tail(?P<format>\.json)?$", tail_page),
+]
