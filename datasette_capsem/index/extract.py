@@ -142,6 +142,7 @@ class LedgerFacts:
     copied_ids: list[tuple[str, str, str, int]] = field(default_factory=list)  # a fork's copies
     inherited_rows: int = 0  # rows of a fork's counted tables copied from its parent
     texts: list[tuple] = field(default_factory=list)  # searchable documents (index/text.py)
+    policy_events: list[tuple] = field(default_factory=list)  # what policy stopped or flagged
 
 
 def _query(conn: sqlite3.Connection, name: str, columns: Columns) -> list[sqlite3.Row]:
@@ -234,6 +235,39 @@ def read_failing_domains(
     return rows
 
 
+POLICY_CATEGORIES = ("denied_domain", "blocked_tool", "detection", "credential")
+# (query, ledger table, what the table needs) of the policy events the index keeps.
+POLICY_SOURCES = (
+    ("ledger_policy_net", "net_events", ("decision",)),
+    ("ledger_policy_dns", "dns_events", ("decision", "qname")),
+    ("ledger_policy_tools", "tool_calls", ("tool_name",)),
+    ("ledger_policy_tools", "mcp_calls", ("tool_name",)),
+    ("ledger_policy_detections", "security_rule_events", ("detection_level",)),
+    ("ledger_policy_credentials", "substitution_events", ()),
+)
+
+
+def read_policy_events(
+    conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
+) -> list[tuple]:
+    """(category, source_table, day, subject, detail, events, first_at, last_at): denied
+    domains, blocked tools, detections and credential events, with `inherited` of a fork's
+    own rows only."""
+    rows: list[tuple] = []
+    for name, table, needs in POLICY_SOURCES:
+        if not schema.has(table, *needs):
+            continue
+        columns = Columns(
+            schema,
+            table,
+            inherited=inherited,
+            table=quote_identifier(table),
+            table_name=quote_literal(table),
+        )
+        rows += [tuple(row) for row in _query(conn, name, columns)]
+    return rows
+
+
 def _id_query(
     kind: str, table: str, schema: LedgerSchema, inherited: Inherited | None
 ) -> tuple[str, Columns]:
@@ -286,6 +320,7 @@ def read_facts(
     facts.tool_calls = read_tool_calls(conn, schema, inherited)
     facts.failing_domains = read_failing_domains(conn, schema, inherited)
     facts.ids = read_ids(conn, schema, inherited)
+    facts.policy_events = read_policy_events(conn, schema, inherited)
     if inherited is not None:
         facts.copied_ids = read_ids(conn, schema, replace(inherited, copied=True))
     return facts

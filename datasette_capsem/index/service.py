@@ -550,6 +550,29 @@ class IndexService:
                     found["hits"].append(dict(row))
         return kinds
 
+    def security(
+        self,
+        since: str | None = None,
+        until: str | None = None,
+        category: str | None = None,
+        limit: int = 500,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """What policy stopped or flagged across sessions (`policy_events`), for days from
+        `since` to `until` (YYYY-MM-DD, inclusive) and one category or all: per day and
+        category, per session and category, and per subject."""
+        parts = ("by_day", "by_session", "subjects")
+        params = {"since": since, "until": until, "category": category, "limit": int(limit)}
+        with store.reading(self.path) as conn:
+            if conn is None:
+                return {part: [] for part in parts}
+            return {
+                part: [
+                    dict(row)
+                    for row in conn.execute(load_sql(store.__package__, f"security_{part}"), params)
+                ]
+                for part in parts
+            }
+
     def covered_sessions(self) -> set[str]:
         """Sessions whose ledgers were read without a problem, alias ids of their files
         included (the lookup answers for the file under its owner's id)."""

@@ -18,7 +18,8 @@ from datasette_capsem.sqlfiles import load_sql
 
 INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
-SCHEMA_VERSION = 4  # 2: forks' inherited rows left out, aliases indexed once; 3: text search; 4: verdicts
+SCHEMA_VERSION = 5  # 2: forks' inherited rows left out, aliases indexed once; 3: text search;
+# 4: verdicts; 5: policy events
 Fingerprint = tuple[int, int, int | None, int | None]
 StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
@@ -107,6 +108,7 @@ def write_ledger(
     _insert_many(conn, "insert_failing_domain", session_id, facts.failing_domains)
     _insert_many(conn, "insert_id", session_id, facts.ids)
     _insert_many(conn, "insert_copied_id", session_id, facts.copied_ids)
+    _insert_many(conn, "insert_policy_event", session_id, facts.policy_events)
     if facts.texts:
         _insert_many(conn, "insert_text", session_id, facts.texts)
         conn.execute(load_sql(__package__, "insert_text_fts"), {"session_id": session_id})

@@ -15,6 +15,7 @@ from datasette_capsem.views import (
     render,
     resolve,
     search,
+    security,
     session,
     timeline,
     trace,
@@ -23,6 +24,18 @@ from datasette_capsem.views import (
 # Order matters only where two patterns could match the same path: first wins.
 ROUTES: list[tuple[str, object]] = [
     (pattern, render.answering_errors(view))
-    for module in (home, findings, follow, resolve, session, timeline, trace, event, search, checks)
+    for module in (
+        home,
+        findings,
+        follow,
+        resolve,
+        session,
+        timeline,
+        trace,
+        event,
+        search,
+        security,
+        checks,
+    )
     for pattern, view in module.ROUTES
 ]

@@ -216,3 +216,21 @@ CREATE TABLE IF NOT EXISTS session_findings (
 );
 CREATE INDEX IF NOT EXISTS idx_session_findings_session ON session_findings(session_id);
 CREATE INDEX IF NOT EXISTS idx_session_findings_kind ON session_findings(kind, severity);
+
+-- What policy stopped or flagged, per session, day and subject (index/extract.py): denied
+-- domains (HTTP and DNS), blocked tools, security detections (detection level above none) and
+-- credential broker events. A fork's rows copied from its parent are counted once, for the
+-- parent. Queried by /-/capsem/security and with SQL.
+CREATE TABLE IF NOT EXISTS policy_events (
+    session_id TEXT NOT NULL,
+    category TEXT NOT NULL,         -- denied_domain, blocked_tool, detection, credential
+    source_table TEXT NOT NULL,
+    day TEXT,                       -- YYYY-MM-DD (UTC)
+    subject TEXT,                   -- domain or DNS name, tool name, rule id, provider
+    detail TEXT,                    -- http/dns, the rule or decision, detection level, outcome
+    events INTEGER NOT NULL,
+    first_at TEXT,
+    last_at TEXT
+);
+CREATE INDEX IF NOT EXISTS idx_policy_events_session ON policy_events(session_id);
+CREATE INDEX IF NOT EXISTS idx_policy_events_day ON policy_events(day, category);

@@ -10,3 +10,4 @@ DELETE FROM failing_domains WHERE session_id = :session_id;
 DELETE FROM id_lookup WHERE session_id = :session_id;
 DELETE FROM copied_ids WHERE session_id = :session_id;
 DELETE FROM ledgers WHERE session_id = :session_id;
+DELETE FROM policy_events WHERE session_id = :session_id;

@@ -13,3 +13,4 @@ DROP TABLE IF EXISTS text_search;
 DROP TABLE IF EXISTS text_rows;
 DROP TABLE IF EXISTS session_checks;
 DROP TABLE IF EXISTS session_findings;
+DROP TABLE IF EXISTS policy_events;

@@ -1,0 +1,235 @@
+"""What policy stopped or flagged, across sessions: the index's `policy_events`, the
+`/-/capsem/security` page and its JSON, and the `policy_by_day` canned query.
+
+Every figure is compared with counts made here, row by row in Python over the generated
+ledgers (every era), a fork's rows copied from its parent left out by event id. Blocked tools
+and detections the generator does not write are planted, as a writer would, with hostile text.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.readonly import open_readonly
+from datasette_capsem.state import get_state
+from tests.helpers import make_datasette
+from tests.test_index import distinct_files, fork_parent
+
+async_test = pytest.mark.asyncio(loop_scope="session")
+SCRATCH = Path(tempfile.mkdtemp(prefix="capsem-security-test-"))
+HOSTILE = "<img src=x onerror=alert(1)>.evil.example"
+SECRET = "sk-ant-api03-" + "Q7w" * 15
+
+
+@pytest.fixture(scope="module")
+def home(capsem_home, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("security") / "home"
+    shutil.copytree(capsem_home, path, symlinks=True)
+    return path
+
+
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
+
+
+def ms_day(ms) -> str:
+    return datetime.fromtimestamp(int(ms) / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def policy_rows(conn: sqlite3.Connection) -> list[tuple[str, tuple, str, str]]:
+    """(table, row key, category, day) of every row policy stopped or flagged, read one by one."""
+    found = []
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+    def rows(table: str, *wanted: str):
+        have = columns(conn, table)
+        picked = [c if c in have else "NULL" for c in ("event_id", "id", "timestamp", *wanted)]
+        yield from conn.execute(f'SELECT {", ".join(picked)} FROM "{table}"')
+
+    for table in ("net_events", "dns_events"):
+        if table in tables and "decision" in columns(conn, table):
+            for eid, rid, ts, decision in rows(table, "decision"):
+                if decision == "denied":
+                    found.append((table, (eid, rid, ts), "denied_domain", (ts or "")[:10] or None))
+    for table in ("tool_calls", "mcp_calls"):
+        if table in tables:
+            for eid, rid, ts, decision, action in rows(table, "decision", "policy_action"):
+                if decision in ("denied", "blocked") or action == "block":
+                    found.append((table, (eid, rid, ts), "blocked_tool", (ts or "")[:10] or None))
+    if "security_rule_events" in tables:
+        for eid, rid, _, level, ms in rows("security_rule_events", "detection_level",
+                                           "timestamp_unix_ms"):  # fmt: skip
+            if level is not None and level != "none":
+                found.append(("security_rule_events", (eid, rid, ms), "detection", ms_day(ms)))
+    if "substitution_events" in tables:
+        for eid, rid, ts in rows("substitution_events"):
+            found.append(("substitution_events", (eid, rid, ts), "credential", ts[:10]))
+    return found
+
+
+def read(path: Path) -> list:
+    # Through the read-only opener (a .gz is decompressed, a WAL kept): the counting is ours.
+    conn = open_readonly(path, SCRATCH)
+    try:
+        return policy_rows(conn)
+    finally:
+        conn.close()
+
+
+def expected(manifest: dict, home: Path, indexed: set[str]) -> dict[str, Counter]:
+    """Per session, Counter of (category, day): a fork's own rows only (event id not in its
+    parent's same table; rows without one by id and time)."""
+    result = {}
+    for session in distinct_files(manifest, indexed):
+        rows = read(home / session["ledger"])
+        if session.get("forked_from"):
+            parent = read(home / fork_parent(manifest, session)["ledger"])
+            inherited = {
+                (t, key[0]) if key[0] not in (None, "", "000000000000") else (t, key)
+                for t, key, _, _ in parent
+            }
+            rows = [
+                r
+                for r in rows
+                if ((r[0], r[1][0]) if r[1][0] not in (None, "", "000000000000") else (r[0], r[1]))
+                not in inherited
+            ]
+        result[session["id"]] = Counter((category, day) for _, _, category, day in rows)
+    return result
+
+
+def plant(ledger: Path) -> None:
+    """Blocked tools, detections and a hostile denied domain, written as a writer would."""
+    conn = sqlite3.connect(ledger, isolation_level=None)
+    conn.execute(
+        "INSERT INTO tool_calls (event_id, timestamp, provider, status, call_index, call_id,"
+        " tool_name, arguments, origin, decision, policy_action, policy_rule)"
+        " VALUES ('b10c0000000' || ?, ?, '', 'requested', 0, ?, ?, '{}', 'mcp', 'denied',"
+        " 'block', 'tools.block.shell')",
+        ("1", "2026-08-02T10:00:00Z", "c1", f"shell__rm_rf {SECRET}"),
+    )
+    conn.execute(
+        "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id,"
+        " rule_action, detection_level, rule_json, event_json)"
+        " VALUES (?, 'de7ec7000001', 'process.exec', ?, 'block', 'high', '{}', '{}')",
+        (1785664800000, "detect.exfil.<b>curl</b>"),
+    )
+    conn.execute(
+        "INSERT INTO net_events (event_id, timestamp, domain, decision)"
+        " VALUES ('de41ed000001', '2026-08-02T11:00:00Z', ?, 'denied')",
+        (HOSTILE,),
+    )
+    conn.close()
+
+
+def planted_session(manifest: dict) -> dict:
+    return next(
+        s
+        for s in manifest["sessions"]
+        if s["era"] == "current" and s["clean"] and s.get("ledger") and not s.get("forked_from")
+        and not s.get("alias_of") and not s["live"]
+    )  # fmt: skip
+
+
+def figures(data: dict) -> tuple[dict, Counter]:
+    by_session: dict[str, Counter] = {}
+    for row in data["by_session"]:
+        by_session.setdefault(row["session_id"], Counter())[row["category"]] += row["events"]
+    by_day = Counter({(r["category"], r["day"]): r["events"] for r in data["by_day"]})
+    return by_session, by_day
+
+
+@async_test
+async def test_every_figure_matches_independent_counts(home, manifest, tmp_path):
+    target = planted_session(manifest)
+    plant(home / target["ledger"])
+    datasette = await make_datasette(home, tmp_path / "cache")
+    service = get_state(datasette).index
+    service.refresh()
+    indexed = {sid for sid, row in service.snapshot().ledgers.items() if not row["problem"]}
+    truth = expected(manifest, home, indexed)
+    response = await datasette.client.get("/-/capsem/security.json")
+    assert response.status_code == 200
+    by_session, by_day = figures(response.json())
+    want_session = {
+        sid: Counter({c: sum(n for (cat, _), n in truth[sid].items() if cat == c)
+                      for c in {cat for cat, _ in truth[sid]}})
+        for sid in truth if truth[sid]
+    }  # fmt: skip
+    assert by_session == want_session
+    want_day = Counter()
+    for found in truth.values():
+        want_day.update(found)
+    assert by_day == +want_day
+    assert {c for c, _ in want_day} == {"denied_domain", "blocked_tool", "detection", "credential"}
+    forks = [s for s in manifest["sessions"] if s.get("forked_from") and s["id"] in indexed]
+    assert forks  # the fork rule was exercised
+    # Sessions per day and category: distinct sessions with such rows that day.
+    sessions_per_day = Counter()
+    for found in truth.values():
+        for key in found:
+            sessions_per_day[key] += 1
+    got = {(r["category"], r["day"]): r["sessions"] for r in response.json()["by_day"]}
+    assert got == dict(sessions_per_day)
+    # The same figures in SQL: the canned query over the index database.
+    canned = await datasette.client.get(
+        "/index/policy_by_day.json",
+        params={"since": "", "until": "", "category": "", "_shape": "array"},
+    )
+    assert canned.status_code == 200
+    assert Counter({(r["category"], r["day"]): r["events"] for r in canned.json()}) == by_day
+
+
+@async_test
+async def test_filters_and_hostile_values(home, manifest, tmp_path):
+    target = planted_session(manifest)
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    day = "2026-08-02"
+    one = await datasette.client.get(
+        "/-/capsem/security.json", params={"since": day, "until": day, "category": "detection"}
+    )
+    data = one.json()
+    assert {r["day"] for r in data["by_day"]} == {day}
+    assert {r["category"] for r in data["by_day"]} == {"detection"}
+    assert any(r["session_id"] == target["id"] for r in data["by_session"])
+    html = await datasette.client.get("/-/capsem/security")
+    assert html.status_code == 200
+    assert "<img src=x" not in html.text and "&lt;img src=x onerror=alert(1)&gt;" in html.text
+    assert "<b>curl</b>" not in html.text
+    for response in (html, await datasette.client.get("/-/capsem/security.json")):
+        assert SECRET not in response.text and SECRET[:24] not in response.text
+    assert (await datasette.client.get("/-/capsem/security.json?days=100000")).status_code == 200
+    for bad in ("since=yesterday", "until=2026-13", "category=nope", "days=-1", "days=x"):
+        response = await datasette.client.get(f"/-/capsem/security.json?{bad}")
+        assert response.status_code == 400, bad
+
+
+@async_test
+async def test_a_changed_ledger_re_extracts_only_itself(home, manifest, tmp_path):
+    target = planted_session(manifest)
+    datasette = await make_datasette(home, tmp_path / "cache")
+    service = get_state(datasette).index
+    service.refresh()
+    before, _ = figures(service.security())
+    conn = sqlite3.connect(home / target["ledger"], isolation_level=None)
+    conn.execute(
+        "INSERT INTO dns_events (event_id, timestamp, qname, qtype, qclass, rcode, decision,"
+        " source_proto) VALUES ('d00d00000001', '2026-08-03T09:00:00Z', 'blocked.example',"
+        " 1, 1, 3, 'denied', 'udp')"
+    )
+    conn.close()
+    report = service.refresh()
+    assert report.indexed == [target["id"]]
+    after, _ = figures(service.security())
+    assert after[target["id"]]["denied_domain"] == before[target["id"]]["denied_domain"] + 1
+    assert {k: v for k, v in after.items() if k != target["id"]} == {
+        k: v for k, v in before.items() if k != target["id"]
+    }
