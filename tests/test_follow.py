@@ -338,3 +338,42 @@ async def test_browser_sees_new_rows_arrive_without_reload_and_following_stops(
                 await page.close()
     finally:
         writer.stop()
+
+
+@async_test
+async def test_a_live_trace_page_follows_its_own_rows(home, session, tmp_path):
+    sid = session["id"]
+    datasette = await make_datasette(home, tmp_path / "cache")
+    start = (await datasette.client.get(f"/-/capsem/sessions/{sid}/delta.json")).json()
+    writer = LiveWriter(home, sid, rate=100, seed=41).start()
+    try:
+        wait_for_writer(home / session["ledger"])
+        deadline = time.monotonic() + HANG_GUARD
+        trace_id = None
+        while trace_id is None:
+            assert time.monotonic() < deadline
+            data = (
+                await datasette.client.get(
+                    f"/-/capsem/sessions/{sid}/delta.json", params={"since": start["cursor"]}
+                )
+            ).json()
+            trace_id = next(
+                (r["trace_id"] for r in data["rows"] if r["kind"] == "model_calls" and
+                 r["trace_id"] and len(r["trace_id"]) == 36), None,
+            )  # fmt: skip
+            await asyncio.sleep(0.1)
+        page = await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{trace_id}")
+        assert page.status_code == 200
+        assert "data-capsem-follow" in page.text and f"trace_id={trace_id}" in page.text
+        only = await datasette.client.get(
+            f"/-/capsem/sessions/{sid}/delta.json",
+            params={"since": start["cursor"], "trace_id": trace_id},
+        )
+        rows = only.json()["rows"]
+        assert rows and {r["trace_id"] for r in rows} == {trace_id}
+        # At least what the unfiltered answer held of it (more may have arrived since).
+        assert len(rows) >= sum(1 for r in data["rows"] if r["trace_id"] == trace_id)
+    finally:
+        assert writer.stop() == 0
+    page = await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{trace_id}")
+    assert "data-capsem-follow" not in page.text

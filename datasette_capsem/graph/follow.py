@@ -139,16 +139,25 @@ class Recent:
     floor: dict[str, int] = field(default_factory=dict)  # smallest id held per table
 
     def since(
-        self, cursor: dict[str, int] | None, kinds: tuple[str, ...] = (), limit: int | None = None
+        self,
+        cursor: dict[str, int] | None,
+        kinds: tuple[str, ...] = (),
+        limit: int | None = None,
+        trace_id: str | None = None,
     ) -> dict[str, Any]:
-        """The rows beyond `cursor` (all held rows when None), newest first, and whether some
-        were missed because they are older than the window (`gap`)."""
+        """The rows beyond `cursor` (all held rows when None), of `kinds` (all when empty) and
+        of one trace when `trace_id` is given, newest first, and whether some were missed
+        because they are older than the window (`gap`)."""
         picked, gap = [], False
         for table, rows in self.rows.items():
             if kinds and table not in kinds:
                 continue
             after = (cursor or {}).get(table, 0) if cursor is not None else -1
-            picked += [r for r in rows if r["id"] > after]
+            picked += [
+                r
+                for r in rows
+                if r["id"] > after and (trace_id is None or r["trace_id"] == trace_id)
+            ]
             if cursor is not None and self.floor.get(table, 0) > after + 1:
                 gap = True
         picked.sort(key=lambda r: (r["at"] or "", r["id"]), reverse=True)

@@ -3,7 +3,7 @@
 `delta.json?since=table:id,…` answers the rows every table gained beyond a cursor (the max id
 per table the follower has seen), newest first, with the next cursor and whether the session
 is still live. The tail page (`tail`, `tail.json`) lists the newest rows of every table, newest
-first, filterable by `kind` (a table name, repeatable); on a live session it and the overview
+first, filterable by `kind` (a table name, repeatable) and `trace_id`; on a live session it and the overview
 poll `delta.json` from `static/capsem-follow.js` (no inline script, text only).
 
 However many followers poll, a ledger is read at most once per interval per file version: the
@@ -23,6 +23,7 @@ from datasette_capsem.views import render
 from datasette_capsem.views.session import (
     FOLLOW_POLL_SECONDS,
     Opened,
+    bad_value,
     is_live,
     open_session,
     recent,
@@ -39,6 +40,11 @@ def _kinds(request, tables: list[str]) -> tuple[str, ...]:
             "Bad kind", f"Unknown kind {unknown[0][:100]!r}; kinds are {', '.join(tables)}."
         )
     return kinds
+
+
+def delta_url(session_url: str, kinds: tuple[str, ...] = (), trace_id: str | None = None) -> str:
+    params = [("kind", k) for k in kinds] + ([("trace_id", trace_id)] if trace_id else [])
+    return f"{session_url}/delta.json" + (f"?{urlencode(params)}" if params else "")
 
 
 def _linked(opened: Opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -62,8 +68,11 @@ async def _follow_data(datasette, request, *, since_required: bool) -> tuple[Ope
     except follow.BadCursor as error:
         raise errors.bad_parameter("Bad cursor", str(error)) from error
     live = is_live(datasette, opened)  # before the read: a stopped writer's last rows are in it
+    trace_id = request.args.get("trace_id") or None
+    if trace_id is not None and bad_value(trace_id, "trace id"):
+        raise errors.bad_parameter("Bad trace id", bad_value(trace_id, "trace id"))
     held, read_at = await recent(datasette, opened, live)
-    part = held.since(since if since_required else None, kinds)
+    part = held.since(since if since_required else None, kinds, trace_id=trace_id)
     base = opened.links.session()
     data = {
         "session_id": opened.session.id,
@@ -75,8 +84,8 @@ async def _follow_data(datasette, request, *, since_required: bool) -> tuple[Ope
         "all_kinds": tables,
         "read_at": read_at,
         "poll_seconds": FOLLOW_POLL_SECONDS,
-        "delta_url": f"{base}/delta.json"
-        + (f"?{urlencode([('kind', k) for k in kinds])}" if kinds else ""),
+        "trace_id": trace_id,
+        "delta_url": delta_url(base, kinds, trace_id),
     }
     return opened, data
 

@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlencode
 
 from datasette_capsem import errors, permissions
 from datasette_capsem.catalog import Session
@@ -317,16 +317,21 @@ def is_live(datasette, opened: Opened) -> bool:
     return follow.is_live(path, session.status)
 
 
-async def follow_context(datasette, opened: Opened) -> dict[str, Any] | None:
-    """The overview's live panel (None unless the session is being written): where the
-    ledger stands, so the page's poller asks only for what comes after."""
+async def follow_context(
+    datasette, opened: Opened, trace_id: str | None = None
+) -> dict[str, Any] | None:
+    """The live panel of the overview (or of one trace's page, `trace_id`), None unless the
+    session is being written: where the ledger stands, so the page's poller asks only for
+    what comes after."""
     if opened.db is None or not is_live(datasette, opened):
         return None
     held, _ = await recent(datasette, opened, True)
     return {
         "live": True,
         "cursor": follow.format_cursor(held.cursor),
-        "delta_url": opened.links.session() + "/delta.json",
+        "delta_url": opened.links.session()
+        + "/delta.json"
+        + (f"?{urlencode({'trace_id': trace_id})}" if trace_id else ""),
         "tail_url": opened.links.session() + "/tail",
         "poll_seconds": FOLLOW_POLL_SECONDS,
         "rows": [],

@@ -28,6 +28,7 @@ from datasette_capsem.views.session import (
     Opened,
     _validator,
     bad_value,
+    follow_context,
     open_session,
     row_verdicts,
     url_value,
@@ -185,6 +186,7 @@ async def trace_page(datasette, request):
             "otlp": _scoped(links, rows, ".otlp.json"),
         },
     }
+    context["follow"] = await follow_context(datasette, opened, str(rows.trace_id))
     return await render.page(datasette, request, "trace.html", context)
 
 
