@@ -245,6 +245,12 @@ async def test_every_row_shown_is_masked_and_escaped(home, session, tmp_path):
     assert "<script>alert" not in tail.text  # JSON carries the text; HTML escapes it
     assert "redacted" in delta.text
     assert "&lt;script&gt;alert(" in tail.text
+    # With hide_free_text, a command is hidden whole, in its field and in the summary.
+    hiding = await make_datasette(home, tmp_path / "cache-hide", hide_free_text=True)
+    hidden = await hiding.client.get(f"/-/capsem/sessions/{sid}/tail.json?kind=exec_events")
+    planted = next(r for r in hidden.json()["rows"] if r["id"] == delta.json()["rows"][0]["id"])
+    assert planted["fields"]["command"].startswith("[hidden")
+    assert "OPENAI_API_KEY" not in planted["summary"] and "alert" not in planted["summary"]
     cli = run_cli(["capsem", "tail", sid, "--last", "3"], home, tmp_path / "cli")
     out, err = cli.communicate(timeout=HANG_GUARD)
     assert cli.returncode == 0, err

@@ -64,7 +64,7 @@ def _resolve(catalog: Catalog, value: str):
 
 def _emit(rows: list[dict], as_json: bool) -> None:
     for row in reversed(rows):  # rows come newest first; a terminal reads oldest first
-        shown = redaction.redact_tree(row)
+        shown = follow.with_summary(redaction.redact_tree(row))
         if as_json:
             click.echo(json.dumps(shown, default=str))
         else:

@@ -124,7 +124,6 @@ def _read_table(conn: sqlite3.Connection, schema: LedgerSchema, table: str, wind
                 "event_id": event_id if isinstance(event_id, str) else None,
                 "trace_id": trace_id if isinstance(trace_id, str) else None,
                 "fields": fields,
-                "summary": " ".join(str(v) for v in fields.values()),
             }
         )
     return rows
@@ -173,6 +172,13 @@ def recent_rows(conn: sqlite3.Connection, schema: LedgerSchema, window: int = WI
     # A table holding fewer rows than the window is held whole: nothing older can be missed.
     floor = {t: (r[-1]["id"] if len(r) >= window else 0) for t, r in rows.items()}
     return Recent(cursor=cursor, rows=rows, floor=floor)
+
+
+def with_summary(row: dict[str, Any]) -> dict[str, Any]:
+    """`row` with `summary`, its fields in one line. Call it on a row already redacted
+    (redaction.py hides or masks each field by its column name; a summary has none)."""
+    fields = row.get("fields") or {}
+    return {**row, "summary": " ".join(str(v) for v in fields.values())}
 
 
 def writer_active(ledger: Path | str) -> bool:

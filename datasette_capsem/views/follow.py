@@ -48,7 +48,12 @@ def delta_url(session_url: str, kinds: tuple[str, ...] = (), trace_id: str | Non
 
 
 def _linked(opened: Opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{**row, "href": opened.links.ledger_row(row["kind"], row["id"])} for row in rows]
+    """Rows as shown: each field through the credential policy first (by its column name),
+    then summarised, and linked to its event or row page."""
+    return [
+        {**follow.with_summary(row), "href": opened.links.ledger_row(row["kind"], row["id"])}
+        for row in render.redacted(rows)
+    ]
 
 
 def _merged_cursor(recent: follow.Recent, since: dict[str, int] | None) -> str:
