@@ -103,6 +103,7 @@ COMMANDS = [
     ["resolve", "co-work-1"],
     ["export-otlp", "co-work-1"],
     ["push-otlp", "--endpoint", "http://127.0.0.1:9/v1/traces"],
+    ["tail", "co-work-1"],
 ]
 
 

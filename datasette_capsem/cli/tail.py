@@ -5,7 +5,7 @@ is opened read-only (readonly.py) only when its file fingerprint changed, for on
 so Capsem's writer never waits on it. First the newest `--last` rows, then each new row as it
 reaches the ledger, oldest first (like `tail -f`). Stops, exit 0, when the session is no longer
 live (its -wal empty or gone and main.db not `running`), or on Ctrl-C. An unknown or ambiguous
-session exits 2. Credentials are masked (redaction.py) and control characters escaped.
+session, or a home that is not there, exits 2 (cli/common.py). Credentials are masked (redaction.py) and control characters escaped.
 """
 
 from __future__ import annotations
@@ -19,8 +19,12 @@ import click
 
 from datasette_capsem import redaction
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.catalog.resolve import resolve_name
-from datasette_capsem.cli.index import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    cache_option,
+    home_option,
+    resolve_session,
+    settings_from_options,
+)
 from datasette_capsem.graph import follow
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint, open_readonly
@@ -46,20 +50,6 @@ def _read(path: Path, cache_dir: Path) -> follow.Recent:
         return follow.recent_rows(conn, read_schema(conn))
     finally:
         conn.close()
-
-
-def _resolve(catalog: Catalog, value: str):
-    session = catalog.get(value)
-    if session is not None:
-        return session
-    resolution = resolve_name(catalog, value)
-    if resolution.id:
-        return catalog.get(resolution.id)
-    if resolution.ambiguous:
-        ids = ", ".join(str(c["id"]) for c in resolution.candidates)
-        raise click.ClickException(f"several sessions are called {value!r}: {ids}")
-    near = ", ".join(s.id for s in catalog.near_matches(value)) or "none"
-    raise click.ClickException(f"unknown session name or id: {value!r} (near: {near})")
 
 
 def _emit(rows: list[dict], as_json: bool) -> None:
@@ -91,11 +81,7 @@ def tail(
     """Print every new row of session SESSION (an id or a name) until it stops."""
     settings = settings_from_options(home, cache_dir)
     catalog = Catalog(settings)
-    try:
-        found = _resolve(catalog, session)
-    except click.ClickException as error:
-        click.echo(f"error: {error.message}", err=True)
-        raise SystemExit(EXIT_UNKNOWN) from None
+    found = resolve_session(catalog, session, EXIT_UNKNOWN)  # an id, a name or an id prefix
     if found.ledger_path is None:
         click.echo(f"error: session {found.id} has no session.db on disk", err=True)
         raise SystemExit(EXIT_UNKNOWN)
