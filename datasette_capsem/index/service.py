@@ -28,7 +28,6 @@ If the parent named could not be read, the fork's figures include the copied row
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
 import time
@@ -36,22 +35,13 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
-from datasette_capsem import readonly
-from datasette_capsem.catalog import Catalog, Session
+from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import Settings
 from datasette_capsem.index import fts, store, verdicts
-from datasette_capsem.index.extract import (
-    PARENT_SCHEMA,
-    Inherited,
-    LedgerFacts,
-    read_parent_tables,
-)
-from datasette_capsem.index.extract import read_facts as read_figures
-from datasette_capsem.index.text import read_texts
-from datasette_capsem.ledger.schema import read_schema
+from datasette_capsem.index.plan import FilePlan, plan_files
+from datasette_capsem.index.reader import read_ledger
 from datasette_capsem.memory import release_memory
 from datasette_capsem.sqlfiles import load_sql
 
@@ -59,130 +49,6 @@ Progress = Callable[[int, int], None]
 COMMIT_EVERY_SECONDS = 0.5  # readers see a long first build fill in as it goes
 LOOKUP_LIMIT = 1000
 
-
-def _stat_ledger(path: Path) -> tuple[tuple, store.Fingerprint | None]:
-    """(file identity, fingerprint) without opening the ledger. The identity is the inode, so
-    two paths of one file are one file; a file that cannot be stat'ed is known by its path."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return ("path", str(path)), None
-    identity = ("inode", stat.st_dev, stat.st_ino)
-    try:
-        wal = os.stat(f"{path}-wal")
-        return identity, (stat.st_size, stat.st_mtime_ns, wal.st_size, wal.st_mtime_ns)
-    except OSError:
-        return identity, (stat.st_size, stat.st_mtime_ns, None, None)
-
-
-@dataclass(frozen=True)
-class Parent:
-    """The ledger a fork was copied from, as the refresh resolved it."""
-
-    session_id: str  # the id the parent's file is indexed under
-    ledger_path: Path
-    fingerprint: store.Fingerprint | None
-
-    @property
-    def key(self) -> str:
-        """What the fork's figures depend on while the parent was read."""
-        return f"{self.session_id}\x1f{self.ledger_path}"
-
-    @property
-    def unreadable_key(self) -> str:
-        """What they depend on while the parent could not be read: also its content."""
-        return f"{self.key}\x1f{self.fingerprint}"
-
-
-@dataclass
-class FilePlan:
-    """The catalog's ledgers, one owner per file, and each owner's fork parent."""
-
-    owners: dict[str, Session] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)  # other id -> owner id
-    fingerprints: dict[str, store.Fingerprint | None] = field(default_factory=dict)
-    parents: dict[str, Parent] = field(default_factory=dict)
-
-
-def _owner_rank(session: Session) -> tuple:
-    """Which of the ids naming one file keeps its facts: the current route id (the session
-    with a registry entry, spec §2.2), else one not marked as another id of the same VM."""
-    return (
-        session.registry_entry is None,
-        session.same_vm_as is not None,
-        session.kind == "index_only",
-        session.id,
-    )
-
-
-def forked_from(session: Session) -> str | None:
-    """What the session says it was forked from (registry, else main.db), or None."""
-    entry = session.registry_entry or {}
-    row = session.main_row or {}
-    for value in (entry.get("forked_from"), entry.get("source_image"), row.get("forked_from")):
-        if isinstance(value, str) and value.strip():
-            return value.strip()
-    return None
-
-
-def _resolve(text: str, sessions: dict[str, Session], named: dict[str, list[Session]]):
-    """A session by id, else by name (as `capsem resume` does, spec §2.3); None if unknown or
-    if the name is ambiguous."""
-    found = sessions.get(text)
-    if found is not None:
-        return found
-    candidates = named.get(text, [])
-    if len(candidates) > 1:
-        candidates = [s for s in candidates if s.registry_entry is not None]
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def plan_files(sessions: dict[str, Session]) -> FilePlan:
-    """Group the catalog's ledgers by file, pick each file's owner and each fork's parent."""
-    plan = FilePlan()
-    by_file: dict[tuple, list[Session]] = {}
-    file_of: dict[str, tuple] = {}
-    for session in sessions.values():
-        if session.ledger_path is None:
-            continue
-        identity, fingerprint = _stat_ledger(session.ledger_path)
-        by_file.setdefault(identity, []).append(session)
-        file_of[session.id] = identity
-        plan.fingerprints[session.id] = fingerprint
-    owner_of_file: dict[tuple, str] = {}
-    for identity, group in by_file.items():
-        owner, *others = sorted(group, key=_owner_rank)
-        plan.owners[owner.id] = owner
-        owner_of_file[identity] = owner.id
-        plan.aliases.update({other.id: owner.id for other in others})
-    named: dict[str, list[Session]] = {}
-    for session in sessions.values():
-        if session.name:
-            named.setdefault(session.name, []).append(session)
-    parent_ids: dict[str, str] = {}
-    for owner_id, owner in plan.owners.items():
-        text = forked_from(owner)
-        parent = _resolve(text, sessions, named) if text else None
-        if parent is None or parent.id not in file_of:
-            continue
-        identity = file_of[parent.id]
-        if identity == file_of[owner_id]:
-            continue  # names its own file
-        parent_id = owner_of_file[identity]
-        parent_ids[owner_id] = parent_id
-        plan.parents[owner_id] = Parent(parent_id, parent.ledger_path, plan.fingerprints[parent.id])
-    for owner_id in sorted(plan.parents):
-        # A cycle (A forked from B forked from A) would leave the shared rows to nobody:
-        # the lowest id of the cycle keeps all of its rows.
-        seen, current = [owner_id], parent_ids.get(owner_id)
-        while current is not None and current not in seen:
-            seen.append(current)
-            current = parent_ids.get(current)
-        if current is not None and current == owner_id:
-            keeper = min(seen)
-            plan.parents.pop(keeper, None)
-            parent_ids.pop(keeper, None)
-    return plan
 
 
 @dataclass(frozen=True)
@@ -221,68 +87,6 @@ class RefreshReport:
     total: int = 0
     seconds: float = 0.0
 
-
-@dataclass
-class LedgerRead:
-    facts: Any = None
-    era: str | None = None
-    problem: str | None = None
-    inherited_problem: str | None = None  # a fork whose parent's rows could not be left out
-
-
-def _attach_parent(conn: sqlite3.Connection, parent: Parent, cache_dir: Path):
-    """(Inherited, None) with the parent's ledger attached read-only, or (None, why not)."""
-    try:
-        uri = readonly.sqlite_uri(readonly.inspect_file(parent.ledger_path), cache_dir)
-        conn.execute(f"ATTACH DATABASE ? AS {PARENT_SCHEMA}", (uri,))
-    except readonly.LedgerUnavailable as error:
-        return None, f"parent {parent.session_id}: {error.kind}: {error.detail}"
-    except (sqlite3.Error, OSError) as error:
-        return None, f"parent {parent.session_id}: {error}"
-    try:
-        tables = read_parent_tables(conn)
-    except sqlite3.Error as error:
-        _detach(conn)
-        return None, f"parent {parent.session_id}: unreadable: {error}"
-    return Inherited(tables), None
-
-
-def read_facts(conn, schema, inherited: Inherited | None = None) -> LedgerFacts:
-    """The figures and ids of one ledger, and its searchable text (masked)."""
-    facts = read_figures(conn, schema, inherited)
-    facts.texts = read_texts(conn, schema, inherited)
-    return facts
-
-
-def _detach(conn: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        conn.execute(f"DETACH DATABASE {PARENT_SCHEMA}")
-
-
-def _read_ledger(session: Session, cache_dir: Path, parent: Parent | None = None) -> LedgerRead:
-    """The facts of one ledger, opened only through the read-only opener (as is a fork's
-    parent, attached to leave the copied rows out)."""
-    try:
-        conn = readonly.open_readonly(session.ledger_path, cache_dir)
-    except readonly.LedgerUnavailable as error:
-        return LedgerRead(problem=f"{error.kind}: {error.detail}")
-    try:
-        schema = read_schema(conn)
-        inherited, inherited_problem = None, None
-        if parent is not None:
-            inherited, inherited_problem = _attach_parent(conn, parent, cache_dir)
-        if inherited is not None:
-            try:
-                facts = read_facts(conn, schema, inherited)
-                return LedgerRead(facts, schema.era)
-            except sqlite3.Error as error:  # the parent fails mid-read: count the whole file
-                _detach(conn)
-                inherited_problem = f"parent {parent.session_id}: unreadable: {error}"
-        return LedgerRead(read_facts(conn, schema), schema.era, None, inherited_problem)
-    except sqlite3.Error as error:
-        return LedgerRead(problem=f"unreadable: {error}")
-    finally:
-        conn.close()
 
 
 class IndexService:
@@ -429,7 +233,7 @@ class IndexService:
         last_commit = time.monotonic()
         for done, (session, fingerprint, parent) in enumerate(todo, start=1):
             began = time.perf_counter()
-            read = _read_ledger(session, self.settings.cache_dir, parent)
+            read = read_ledger(session, self.settings.cache_dir, parent)
             parent_key = ""
             if parent is not None:
                 parent_key = parent.unreadable_key if read.inherited_problem else parent.key
