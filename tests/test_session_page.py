@@ -12,9 +12,10 @@ import pytest
 import pytest_asyncio
 
 from datasette_capsem.checks import Check, hookimpl
+from datasette_capsem.checks.cache import ReportCache
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.plugins import plugin_manager
-from datasette_capsem.views.session import ReportCache, report_cache
+from datasette_capsem.views.integrity import report_cache
 from tests.helpers import make_datasette
 from tests.trace_support import (
     clean_current,

@@ -13,7 +13,7 @@ from datasette_capsem import errors
 from datasette_capsem.checks import Report, check_session
 from datasette_capsem.findings import Severity
 from datasette_capsem.views import render
-from datasette_capsem.views.session import Opened, open_session
+from datasette_capsem.views.opening import Opened, open_session
 
 
 async def _report(opened: Opened, database: str) -> Report:

@@ -14,7 +14,7 @@ from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph import relations
 from datasette_capsem.graph.events import load_body, load_event, raw_body
 from datasette_capsem.views import render, secrets_guard
-from datasette_capsem.views.session import bad_value, open_session, url_value
+from datasette_capsem.views.opening import bad_value, open_session, url_value
 
 MAX_EVENT_ID_CHARS = 64
 MAX_BLOB_ID_DIGITS = 18

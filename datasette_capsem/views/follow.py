@@ -19,17 +19,56 @@ from urllib.parse import urlencode
 
 from datasette_capsem import errors
 from datasette_capsem.graph import follow
+from datasette_capsem.readonly import file_fingerprint
+from datasette_capsem.state import get_state
 from datasette_capsem.views import render
-from datasette_capsem.views.session import (
-    FOLLOW_POLL_SECONDS,
-    Opened,
-    bad_value,
-    is_live,
-    open_session,
-    recent,
-)
+from datasette_capsem.views.opening import Opened, bad_value, open_session
 
 MAX_KINDS = 40
+FOLLOW_POLL_SECONDS = 3
+
+
+async def recent(datasette, opened: Opened, live: bool) -> tuple[follow.Recent, float]:
+    """The newest rows of the session's ledger, read once per file version and interval
+    however many followers ask (graph.follow.FollowCache). `live` is taken before the
+    fingerprint: once the writer is gone, the read is of its last version, never older."""
+    schema, db = opened.schema, opened.db
+
+    async def compute() -> follow.Recent:
+        return await db.execute_fn(lambda conn: follow.recent_rows(conn, schema))
+
+    fingerprint = file_fingerprint(db.source_path)
+    cache = get_state(datasette).follow
+    return await cache.get(opened.session.id, fingerprint, compute, final=not live)
+
+
+def is_live(datasette, opened: Opened) -> bool:
+    """Live now: a non-empty -wal, or main.db's row (re-read when main.db changed) says running."""
+    session = get_state(datasette).catalog.get(opened.session.id) or opened.session
+    path = opened.db.source_path if opened.db is not None else session.ledger_path
+    return follow.is_live(path, session.status)
+
+
+async def follow_context(
+    datasette, opened: Opened, trace_id: str | None = None
+) -> dict[str, Any] | None:
+    """The live panel of the overview (or of one trace's page, `trace_id`), None unless the
+    session is being written: where the ledger stands, so the page's poller asks only for
+    what comes after."""
+    if opened.db is None or not is_live(datasette, opened):
+        return None
+    held, _ = await recent(datasette, opened, True)
+    return {
+        "live": True,
+        "cursor": follow.format_cursor(held.cursor),
+        "delta_url": opened.links.session()
+        + "/delta.json"
+        + (f"?{urlencode({'trace_id': trace_id})}" if trace_id else ""),
+        "tail_url": opened.links.session() + "/tail",
+        "poll_seconds": FOLLOW_POLL_SECONDS,
+        "rows": [],
+        "gap": False,
+    }
 
 
 def _kinds(request, tables: list[str]) -> tuple[str, ...]:

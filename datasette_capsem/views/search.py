@@ -32,7 +32,7 @@ from datasette_capsem.index.text import KINDS
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
-from datasette_capsem.views.session import bad_value, links_for
+from datasette_capsem.views.opening import bad_value, links_for
 
 MAX_QUERY_CHARS = 256
 MAX_RESULTS = 500

@@ -14,7 +14,7 @@ from datasette_capsem import errors
 from datasette_capsem.graph.timeline import LAYERS, MAX_PAGE, TimelineQuery, timeline
 from datasette_capsem.graph.values import usable_event_id
 from datasette_capsem.views import render
-from datasette_capsem.views.session import bad_value, open_session
+from datasette_capsem.views.opening import bad_value, open_session
 
 DEFAULT_PAGE = 200
 _WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?Z?)?")

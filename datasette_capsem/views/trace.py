@@ -24,15 +24,9 @@ from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
-from datasette_capsem.views.session import (
-    Opened,
-    _validator,
-    bad_value,
-    follow_context,
-    open_session,
-    row_verdicts,
-    url_value,
-)
+from datasette_capsem.views.follow import follow_context
+from datasette_capsem.views.integrity import row_verdicts, validator
+from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
 
 FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
 
@@ -75,7 +69,7 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
         return build_graph(rows, opened.links, verdicts)
 
     key = (opened.session.id, rows.trace_id, rows.exchange, "graph")
-    entry, _ = await get_state(datasette).traces.get(key, _validator(opened), compute)
+    entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
     return entry.report
 
 
@@ -99,7 +93,7 @@ async def _load(datasette, request) -> tuple[Opened, TraceRows]:
         return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
 
     key = (opened.session.id, trace_id, None, "rows")
-    entry, _ = await get_state(datasette).traces.get(key, _validator(opened), compute)
+    entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
     rows = entry.report
     if exchange is not None and not rows.empty:
         if int(exchange) not in {row["id"] for row in rows.model_calls}:

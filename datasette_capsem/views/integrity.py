@@ -1,0 +1,132 @@
+"""The rule book's verdicts on a session, cached per file version (checks/cache.py).
+
+`integrity` gives the overview's report (the quick profile); `row_verdicts` gives every page
+that draws rows (trace graph, events, OTLP) the full profile's findings per row, so no page
+decides an integrity rule of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Hashable
+from datetime import datetime, timezone
+from typing import Any
+
+from datasette_capsem.checks import check_session
+from datasette_capsem.checks.cache import CachedReport, ReportCache
+from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
+from datasette_capsem.readonly import file_fingerprint
+from datasette_capsem.state import get_state
+from datasette_capsem.views.opening import Opened
+
+log = logging.getLogger(__name__)
+
+# The overview runs the quick check profile on every view; the /check page runs the full one.
+OVERVIEW_PROFILE = "quick"
+PROFILE_NOTES = {
+    "quick": "Quick check: SQLite's quick_check instead of integrity_check (index contents "
+    "are not compared with their tables), and stored bodies are not hashed. The full check "
+    "does both.",
+    "full": "Full check: SQLite's integrity_check and a blake3 of every stored body.",
+}
+
+
+def report_cache(datasette) -> ReportCache:
+    """The report cache of this Datasette instance."""
+    return get_state(datasette).reports
+
+
+def validator(opened: Opened) -> Hashable:
+    """What a report depends on besides the clock: the ledger's files and the main.db row."""
+    session = opened.session
+    path = opened.db.source_path if opened.db is not None else session.ledger_path
+    files = file_fingerprint(path) if path is not None else None
+    row = session.main_row
+    return (files, session.live, tuple(dict(row).items()) if row is not None else None)
+
+
+def _freshness(entry: CachedReport, cached: bool, profile: str) -> dict[str, Any]:
+    computed = datetime.fromtimestamp(entry.computed_at, tz=timezone.utc)
+    return {
+        "profile": profile,
+        "profile_note": PROFILE_NOTES[profile],
+        "computed_at": computed.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "age_seconds": round(max(0.0, time.time() - entry.computed_at), 1),
+        "cached": cached,
+    }
+
+
+async def integrity(
+    datasette,
+    opened: Opened,
+    *,
+    profile: str = OVERVIEW_PROFILE,
+    counts: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """The check engine's verdict (its findings that fired), or why there is none.
+
+    The report is cached per session and profile while the ledger is unchanged (see
+    `ReportCache`); `counts` are the row counts the page already read, so the checks do not
+    count the tables again.
+    """
+    if opened.problem is not None:
+        message = f"the ledger cannot be read ({opened.problem.kind})"
+        return {"available": False, "verdict": "error", "message": message}
+    session = opened.session
+
+    def run(conn):
+        return check_session(
+            conn,
+            session=session,
+            main_row=session.main_row,
+            live=session.live,
+            database=opened.links.database,
+            profile=profile,
+            tables=counts if conn is not None else None,
+        ).to_dict()
+
+    async def compute() -> dict[str, Any]:
+        if opened.db is not None:
+            return await opened.db.execute_fn(run)
+        return await asyncio.get_running_loop().run_in_executor(None, run, None)
+
+    try:
+        entry, cached = await report_cache(datasette).get(
+            (session.id, profile), validator(opened), compute
+        )
+    except Exception as error:  # another module's bug must not take the page down
+        log.exception("integrity checks failed for %s", session.id)
+        return {"available": False, "verdict": None, "message": f"checks failed: {error}"}
+    report = entry.report
+    fired = [f for f in report.get("findings", []) if f.get("count") or f.get("failed")]
+    return {
+        "available": True,
+        "message": None,
+        **report,
+        "findings": fired,
+        **_freshness(entry, cached, profile),
+        "full_check": opened.links.session() + "/check",
+    }
+
+
+async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
+    """The rule book's findings per row of this session (the full profile), cached like the
+    integrity report while the ledger is unchanged: what the trace graph, event pages and the
+    OTLP export show, so no page decides a rule of its own."""
+    session = opened.session
+    if opened.db is None or opened.problem is not None:
+        return NO_VERDICTS
+
+    def run(conn) -> RowVerdicts:
+        report = check_session(
+            conn, session=session, live=session.live, database=opened.links.database
+        )
+        return report.row_verdicts()
+
+    async def compute() -> RowVerdicts:
+        return await opened.db.execute_fn(run)
+
+    entry, _ = await report_cache(datasette).get((session.id, "rows"), validator(opened), compute)
+    return entry.report
