@@ -15,6 +15,7 @@ from typing import Any
 
 from datasette_capsem import errors
 from datasette_capsem.graph.build import build_graph
+from datasette_capsem.graph.conversation import build_steps, load_conversation
 from datasette_capsem.graph.detail import load_node, parse_node_id
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
@@ -27,9 +28,6 @@ from datasette_capsem.views import render
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import row_verdicts, validator
 from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
-
-FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
-
 
 FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
 
@@ -139,6 +137,31 @@ async def node_detail(datasette, request):
     return render.json_response(detail)
 
 
+async def conversation(datasette, opened: Opened, rows: TraceRows) -> dict[str, Any]:
+    """conversation.json: the turn as chat, one step per model call (graph/conversation.py)."""
+    schema = opened.schema
+    ids = [row["id"] for row in rows.model_calls]
+    calls = await opened.db.execute_fn(lambda conn: load_conversation(conn, schema, ids))
+    steps = build_steps(calls)
+    links = opened.links
+    for step in steps:
+        step["href"] = links.row("model_calls", step["model_call_id"])
+        for side in (step["request"], step["response"]):
+            if side.get("blob_id") is not None:
+                side["page"] = links.body(str(side["event_id"]), side["blob_id"])
+                side["href"] = links.body(str(side["event_id"]), side["blob_id"], ".json")
+            elif side.get("source"):
+                side["page"] = step["href"]
+    return {
+        "session_id": opened.session.id,
+        "trace_id": rows.trace_id,
+        "exchange": rows.exchange,
+        "model_calls": len(rows.model_calls),
+        "steps": steps,
+        "formats": sorted({s["format"] for s in steps if s["format"]}),
+    }
+
+
 async def trace_page(datasette, request):
     suffix = request.url_vars.get("suffix") or ""
     if suffix == "/node.json":  # one row, without loading the whole trace
@@ -147,6 +170,8 @@ async def trace_page(datasette, request):
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
         return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
+    if suffix == "/conversation.json":
+        return render.json_response(await conversation(datasette, opened, rows))
     graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
     if suffix == "/graph.json":
         return render.json_response(graph)
@@ -175,6 +200,7 @@ async def trace_page(datasette, request):
             "trace_page": links.trace(rows.trace_id),
             "graph": _scoped(links, rows, "/graph.json"),
             "tree": _scoped(links, rows, "/tree.json"),
+            "conversation": _scoped(links, rows, "/conversation.json"),
             "node": links.trace(rows.trace_id, "/node.json"),
             "json": _scoped(links, rows, ".json"),
             "otlp": _scoped(links, rows, ".otlp.json"),
@@ -187,7 +213,8 @@ async def trace_page(datasette, request):
 ROUTES = [
     (
         r"^/-/capsem/sessions/(?P<session_id>[^/]+)/traces/(?P<trace_id>[^/]+?)"
-        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json|/tree\.json|/node\.json)?$",
+        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json|/tree\.json|/node\.json"
+        r"|/conversation\.json)?$",
         trace_page,
     ),
 ]
