@@ -69,6 +69,10 @@ class Urls:
     def search(self, query: str) -> str:
         return f"{self.plugin('/search')}?{urlencode({'q': query})}"
 
+    def compare(self, a: str, b: str, suffix: str = "") -> str:
+        """Two turns side by side; `a` and `b` are `SESSION_ID:TRACE_ID`."""
+        return f"{self.plugin('/compare')}{suffix}?{urlencode({'a': a, 'b': b})}"
+
     def database(self, database: str) -> str:
         return f"{self.base}{_tilde(database)}"
 

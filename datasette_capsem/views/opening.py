@@ -90,7 +90,18 @@ async def unknown_session(datasette, request, value: str, *, suggest: bool = Tru
 async def open_session(datasette, request, *, need_ledger: bool) -> Opened:
     """Resolve `session_id` from the URL through the catalog (never as a path); raise a
     `CapsemError` (or a `Redirect` for a display name) when it names no viewable session."""
-    value = url_value(request, "session_id")
+    return await open_session_id(
+        datasette, request, url_value(request, "session_id"), need_ledger=need_ledger
+    )
+
+
+async def open_session_id(
+    datasette, request, value: str, *, need_ledger: bool, by_name: bool = True
+) -> Opened:
+    """`open_session` for a session id given elsewhere than the path (`by_name` False: a
+    display name is not resolved, it is an unknown id). The actor's right to view the
+    instance is checked before any lookup, and a session the actor may not view answers
+    exactly as one that does not exist."""
     problem = bad_value(value, "session id")
     if problem:
         raise errors.bad_parameter("Bad session id", problem)
@@ -99,6 +110,8 @@ async def open_session(datasette, request, *, need_ledger: bool) -> Opened:
     catalog = get_state(datasette).catalog
     session = catalog.get(value)
     if session is None:
+        if not by_name:
+            raise await unknown_session(datasette, request, value)
         raise await _by_name(datasette, request, value)
     opened = Opened(session, links_for(datasette, session))
     if not await permissions.can_view_database(datasette, request.actor, opened.links.database):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datasette_capsem.views import (
     checks,
+    compare,
     event,
     findings,
     follow,
@@ -36,6 +37,7 @@ ROUTES: list[tuple[str, object]] = [
         search,
         security,
         checks,
+        compare,
     )
     for pattern, view in module.ROUTES
 ]

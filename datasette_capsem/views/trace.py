@@ -24,6 +24,7 @@ from datasette_capsem.graph.tree import build_tree
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
+from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import row_verdicts, validator
@@ -85,6 +86,14 @@ async def _load(datasette, request) -> tuple[Opened, TraceRows]:
     exchange = request.args.get("exchange")
     if exchange is not None and not exchange.isdigit():
         raise errors.bad_parameter("Bad exchange", "exchange must be a model call id (digits).")
+    return opened, await load_rows(datasette, opened, trace_id, exchange)
+
+
+async def load_rows(
+    datasette, opened: Opened, trace_id: str, exchange: str | None = None
+) -> TraceRows:
+    """The rows of one trace of an opened session (cached per ledger version); a 404
+    `CapsemError` when no row carries the trace id."""
     schema = opened.schema
 
     async def compute() -> TraceRows:
@@ -108,7 +117,7 @@ async def _load(datasette, request) -> tuple[Opened, TraceRows]:
             f"No row of session {session.id} carries the trace id {trace_id!r}.",
             [{"id": session.id, "name": session.display_name, "href": opened.links.session()}],
         )
-    return opened, rows
+    return rows
 
 
 async def node_detail(datasette, request):
@@ -204,7 +213,9 @@ async def trace_page(datasette, request):
             "node": links.trace(rows.trace_id, "/node.json"),
             "json": _scoped(links, rows, ".json"),
             "otlp": _scoped(links, rows, ".otlp.json"),
+            "compare": Urls.of(datasette).plugin("/compare"),
         },
+        "turn": f"{session.id}:{rows.trace_id}",
     }
     context["follow"] = await follow_context(datasette, opened, str(rows.trace_id))
     return await render.page(datasette, request, "trace.html", context)
