@@ -131,6 +131,19 @@ def raw_body(conn: sqlite3.Connection, blob_id: int) -> dict[str, Any] | None:
     }
 
 
+def body_meta(conn: sqlite3.Connection, blob_id: int) -> dict[str, Any] | None:
+    """Owner event, content type and size of one blob, without reading its bytes."""
+    rows = lsql.run(conn, "body_meta", {"id": blob_id})
+    return rows[0] if rows else None
+
+
+def body_chunk(conn: sqlite3.Connection, blob_id: int, offset: int, size: int) -> bytes:
+    """`size` bytes of one blob from `offset` (0-based), for a streamed download."""
+    rows = lsql.run(conn, "body_chunk", {"id": blob_id, "offset": offset + 1, "size": size})
+    chunk = rows[0]["chunk"] if rows else None
+    return b"" if chunk is None else bytes(chunk)
+
+
 def load_event(conn: sqlite3.Connection, schema: LedgerSchema, event_id: str) -> dict[str, Any]:
     return {
         "rows": event_rows(conn, schema, event_id),

@@ -16,7 +16,8 @@
 
   function renderView(view, target) {
     if (view.display_truncated) {
-      el("p", "capsem-note", "Showing the first " + view.display_bytes + " of " + view.bytes + " bytes.", target);
+      el("p", "capsem-note capsem-size-note", "Showing the first " + view.display_bytes + " of " + view.bytes +
+        " bytes; the full body is a download (link above).", target);
     }
     if (view.valid_utf8 === false) {
       el("p", "capsem-note", "Not valid UTF-8: invalid bytes are shown as U+FFFD.", target);

@@ -525,6 +525,13 @@
     if (safeHref(body.page)) {
       el("a", null, "raw body page", links).href = body.page;
     }
+    if (safeHref(body.download)) {
+      el("span", null, " \u00B7 ", links);
+      var download = el("a", "capsem-download", "download in full (" + fmtNum(body.body_length) +
+        " bytes" + (body.download_masked ? ", credentials masked" : ", as stored") + ")", links);
+      download.href = body.download;
+      download.setAttribute("download", "");
+    }
     var target = el("div", "capsem-body-view", null, box);
     if (body.deferred) {
       var button = el("button", "capsem-load-body", "Load this body (" + fmtNum(body.body_length) + " bytes)", target);
@@ -548,7 +555,8 @@
 
   function renderView(view, target) {
     if (view.display_truncated) {
-      el("p", "capsem-note", "Showing the first " + view.display_bytes + " of " + view.bytes + " bytes.", target);
+      el("p", "capsem-note capsem-size-note", "Showing the first " + fmtNum(view.display_bytes) + " of " +
+        fmtNum(view.bytes) + " bytes; the full body is a download (link above).", target);
     }
     if (view.kind === "json" || view.kind === "text") {
       el("pre", "capsem-body capsem-body-" + view.kind, view.text, target);

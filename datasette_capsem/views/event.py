@@ -12,12 +12,29 @@ from datasette.utils.asgi import Response
 from datasette_capsem import errors, redaction
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph import relations
-from datasette_capsem.graph.events import load_body, load_event, raw_body
+from datasette_capsem.graph.bodies import DISPLAY_BYTES
+from datasette_capsem.graph.events import body_chunk, body_meta, load_body, load_event, raw_body
 from datasette_capsem.views import render, secrets_guard
 from datasette_capsem.views.opening import bad_value, open_session, url_value
 
 MAX_EVENT_ID_CHARS = 64
 MAX_BLOB_ID_DIGITS = 18
+CHUNK_BYTES = 256 * 1024  # a download is streamed in slices of this size
+EXTENSIONS = {"application/json": "json", "text/event-stream": "sse", "text/plain": "txt",
+              "application/x-ndjson": "ndjson", "text/html": "html.txt"}  # fmt: skip
+
+
+def body_links(links, event_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The URLs of one body: its page, its JSON, its full download (masked as the reader's
+    permissions require) and, for readers who may see secrets, the stored bytes."""
+    blob_id = body["id"]
+    body["href"] = links.body(event_id, blob_id, ".json")
+    body["page"] = links.body(event_id, blob_id)
+    body["raw"] = links.body(event_id, blob_id, "/raw")
+    body["download"] = links.body(event_id, blob_id, "/download")
+    body["download_masked"] = redaction.policy.get() != redaction.OPEN
+    body["display_limit"] = DISPLAY_BYTES
+    return body
 
 
 def _event_or_row(links, table: str, row_id: Any, event_id: Any) -> str:
@@ -109,9 +126,7 @@ async def event_page(datasette, request):
             back,
         )
     for body in event["bodies"]:
-        body["href"] = opened.links.body(event_id, body["id"], ".json")
-        body["page"] = opened.links.body(event_id, body["id"])
-        body["raw"] = opened.links.body(event_id, body["id"], "/raw")
+        body_links(opened.links, event_id, body)
     context = {
         "session": opened.session.summary(),
         "event_id": event_id,
@@ -149,10 +164,12 @@ async def body_page(datasette, request):
     suffix = request.url_vars.get("suffix") or ""
     if suffix == "/raw":
         return await _raw(datasette, request, opened, event_id, blob_id)
+    if suffix == "/download":
+        return await _download(opened, event_id, blob_id)
     body = await opened.db.execute_fn(lambda conn: load_body(conn, blob_id))
     if body is None or body.get("event_id") != event_id:
         raise _no_body(event_id, blob_id)
-    body["raw"] = opened.links.body(event_id, blob_id, "/raw")
+    body_links(opened.links, event_id, body)
     body["event_href"] = opened.links.event(event_id)
     if suffix == ".json":
         return render.json_response(body)
@@ -193,6 +210,72 @@ async def _raw(datasette, request, opened, event_id: str, blob_id: int) -> Respo
             "x-content-type-options": "nosniff",
         },
     )
+
+
+class ByteStream:
+    """A streamed response of bytes (Datasette's `AsgiStream` writes text): `chunks` is an
+    async iterator of bytes, sent as they come."""
+
+    def __init__(self, chunks, headers: dict[str, str], content_type: str) -> None:
+        self.chunks, self.headers, self.content_type = chunks, headers, content_type
+
+    async def asgi_send(self, send) -> None:
+        headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in self.headers.items()]
+        headers.append((b"content-type", self.content_type.encode("latin-1")))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        async for chunk in self.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def _download(opened, event_id: str, blob_id: int) -> ByteStream:
+    """The whole body, however large, as a streamed attachment: the stored bytes for a reader
+    who may see secrets, else the bytes with every credential-shaped substring masked (the
+    same `mask_text`, over the bytes read as latin-1 so binary bodies keep their bytes).
+    Masking needs the whole body at once (a credential may straddle two slices); Capsem keeps
+    at most 10 MiB of a body (spec §4.4)."""
+    policy = redaction.policy.get()
+    if policy != redaction.OPEN and redaction.hide_free_text.get():
+        raise CapsemError(
+            403,
+            "Download refused",
+            secrets_guard.refused(
+                "Bodies are hidden whole on this instance (hide_free_text); downloading one "
+                "needs the capsem-view-secrets permission."
+            ),
+        )
+    meta = await opened.db.execute_fn(lambda conn: body_meta(conn, blob_id))
+    if meta is None or meta.get("event_id") != event_id:
+        raise _no_body(event_id, blob_id)
+    size = meta.get("body_length") or 0
+    media = str(meta.get("content_type") or "").split(";", 1)[0].strip().lower()
+    extension = EXTENSIONS.get(media, "bin")
+    headers = {
+        "content-disposition": f'attachment; filename="body-{blob_id}.{extension}"',
+        "x-content-type-options": "nosniff",
+        "x-capsem-stored-bytes": str(size),
+        "x-capsem-masked": "0" if policy == redaction.OPEN else "1",
+    }
+    db = opened.db
+    if policy == redaction.OPEN:
+        headers["content-length"] = str(size)
+
+        async def stream():
+            for offset in range(0, size, CHUNK_BYTES):
+                yield await db.execute_fn(
+                    lambda conn, at=offset: body_chunk(conn, blob_id, at, CHUNK_BYTES)
+                )
+
+    else:
+        whole = await db.execute_fn(lambda conn: body_chunk(conn, blob_id, 0, max(size, 1)))
+        masked = redaction.mask_bytes(whole, force=True)
+        headers["content-length"] = str(len(masked))
+
+        async def stream():
+            for offset in range(0, len(masked), CHUNK_BYTES):
+                yield masked[offset : offset + CHUNK_BYTES]
+
+    return ByteStream(stream(), headers, "application/octet-stream")
 
 
 def _raw_checked(conn, blob_id: int, event_id: str) -> bytes | None:
@@ -250,7 +333,7 @@ ROUTES = [
     (r"^/-/capsem/sessions/(?P<session_id>[^/]+)/tool-calls/(?P<call_id>[^/]+)$", tool_call),
     (
         r"^/-/capsem/sessions/(?P<session_id>[^/]+)/events/(?P<event_id>[^/]+)"
-        r"/bodies/(?P<blob_id>[^/]+?)(?P<suffix>\.json|/raw)?$",
+        r"/bodies/(?P<blob_id>[^/]+?)(?P<suffix>\.json|/raw|/download)?$",
         body_page,
     ),
     (

@@ -26,6 +26,7 @@ from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
+from datasette_capsem.views.event import body_links
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import row_verdicts, validator
 from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
@@ -139,8 +140,7 @@ async def node_detail(datasette, request):
         detail["event"] = links.event(str(detail["event_id"]))
     for body in detail["bodies"]:
         if body.get("event_id") and body.get("id") is not None:
-            body["href"] = links.body(str(body["event_id"]), body["id"], ".json")
-            body["page"] = links.body(str(body["event_id"]), body["id"])
+            body_links(links, str(body["event_id"]), body)
     detail["node"] = wanted
     detail["in_trace"] = detail.get("trace_id") in (None, trace_id)
     return render.json_response(detail)
