@@ -47,15 +47,19 @@ async def instance(home: Path, cache: Path, **config) -> Datasette:
     return datasette
 
 
-async def timed(datasette: Datasette, url: str, repeat: int) -> tuple[float, int, int]:
-    """(median ms, status, bytes) after one warm-up request."""
+async def timed(
+    datasette: Datasette, url: str, repeat: int
+) -> tuple[float, int, int, float]:
+    """(median ms, status, bytes, ms of the first request) after one warm-up request."""
+    started = time.perf_counter()
     await datasette.client.get(url)
+    first = (time.perf_counter() - started) * 1000
     timings, response = [], None
     for _ in range(repeat):
         started = time.perf_counter()
         response = await datasette.client.get(url)
         timings.append((time.perf_counter() - started) * 1000)
-    return statistics.median(timings), response.status_code, len(response.content)
+    return statistics.median(timings), response.status_code, len(response.content), first
 
 
 def long_trace(home: Path) -> tuple[str, str]:
@@ -91,11 +95,12 @@ async def trace_rows(repeat: int) -> list[list]:
                 ("trace .json", ".json", None),
                 ("OTLP export", ".otlp.json", None),
             ):
-                ms, status, size = await timed(datasette, base + suffix, repeat)
+                ms, status, size, first = await timed(datasette, base + suffix, repeat)
                 verdict = "" if target is None else ("ok" if ms < target else "OVER")
                 rows.append(
-                    [label, reader, status, f"{size / 1024:.0f} KB", f"{ms:.0f} ms", verdict]
-                )
+                    [label, reader, status, f"{size / 1024:.0f} KB", f"{first:.0f} ms",
+                     f"{ms:.0f} ms", verdict]
+                )  # fmt: skip
     calls = sum(1 for n in graph["nodes"] if n["type"] == "model_call")
     print(
         f"trace {trace}: {calls} model calls, {len(graph['nodes'])} nodes, "
@@ -112,7 +117,7 @@ async def search_rows(sessions: int, repeat: int) -> list[list]:
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-search-") as tmp:
         plain = await instance(home, Path(tmp) / "plain")
-        ms, status, _ = await timed(plain, url, max(repeat // 2, 2))
+        ms, status, _, _ = await timed(plain, url, max(repeat // 2, 2))
         scan = (await plain.client.get(url)).json()["scan"]
         rows.append(
             [
@@ -143,7 +148,7 @@ async def search_rows(sessions: int, repeat: int) -> list[list]:
         )
         indexed = await instance(home, Path(tmp) / "indexed")
         report = get_state(indexed).index.refresh()
-        ms, status, _ = await timed(indexed, url, repeat)
+        ms, status, _, _ = await timed(indexed, url, repeat)
         data = (await indexed.client.get(url)).json()
         rows.append(
             [
@@ -208,6 +213,7 @@ async def browser_rows(repeat: int) -> list[list]:
                     )
                     await page.close()
             tree, graph = statistics.median(tree_ms), statistics.median(graph_ms)
+            first_tree = tree_ms[0]  # the first tab: the server has built nothing for it yet
             size_kb = len(html) / 1024
             rows.append(
                 [
@@ -217,6 +223,7 @@ async def browser_rows(repeat: int) -> list[list]:
                     "ok" if size_kb < HTML_TARGET_KB else "OVER",
                     f"{tree:.0f} ms",
                     "ok" if tree < INTERACTIVE_TARGET_MS else "OVER",
+                    f"{first_tree:.0f} ms",
                     f"{graph:.0f} ms",
                 ]
             )
@@ -235,13 +242,14 @@ def main() -> None:
         print_table(
             f"Trace page in Chromium (median of {args.repeat} fresh tabs; targets: HTML < "
             f"{HTML_TARGET_KB} KB, interactive < {INTERACTIVE_TARGET_MS} ms)",
-            ["trace", "reader", "HTML", "target", "interactive (tree)", "target", "picture drawn"],
+            ["trace", "reader", "HTML", "target", "interactive (tree)", "target",
+             "interactive, first tab", "picture drawn"],  # fmt: skip
             asyncio.run(browser_rows(args.repeat)),
         )
     page = asyncio.run(trace_rows(args.repeat))
     print_table(
         f"Trace of {CALLS} model calls (median of {args.repeat}, target < {PAGE_TARGET_MS} ms)",
-        ["request", "reader", "status", "size", "median", "target"],
+        ["request", "reader", "status", "size", "first request", "median", "target"],
         page,
     )
     if args.no_search:

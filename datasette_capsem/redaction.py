@@ -25,8 +25,11 @@ Where each surface applies it:
 from __future__ import annotations
 
 import contextvars
+import hashlib
 import re
 import sqlite3
+import threading
+from collections import OrderedDict
 from typing import Any
 
 # Policy for the current request, read by the database layer in its worker thread. HIDE_SQL is
@@ -256,16 +259,64 @@ _ANY_TRIGGER = re.compile(
 )
 
 
+# A necessary condition of the costliest patterns, tested on the lowered text without
+# IGNORECASE (several times faster): a secret word ending a key, then `:` or `=`
+# (`secret-field`, `secret-value`), and a scheme word before a token (`bearer`). Lowering is
+# exactly what IGNORECASE compares for these ASCII patterns, except for the four characters
+# that match an ASCII letter under IGNORECASE or lower to one (found by trying every code
+# point: U+0130 İ, U+0131 ı, U+017F ſ, U+212A K); a text holding none of them that fails the
+# condition has no match of the pattern, so skipping it changes nothing. A text holding one
+# runs every pattern as is (tests/test_mask_prefilter.py compares the two on many texts).
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+_KEYED = re.compile(rf"(?:{_SECRET_WORDS})(?![a-z0-9_-]){_QUOTE}?\s*[:=]")
+PREFILTERS: dict[str, re.Pattern[str]] = {
+    "secret-field": _KEYED,
+    "secret-value": _KEYED,
+    "bearer": re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}"),
+}
+
+
 def mask_text(text: str) -> str:
     """Replace every credential-shaped substring of `text` with a `[redacted:kind]` marker."""
     lowered = text.lower()
     if _ANY_TRIGGER.search(lowered) is None:
         return text
+    exact = _FOLDS_TO_ASCII.search(text) is None  # lowering is what IGNORECASE compares
     for kind, pattern in SECRET_PATTERNS:
         if any(trigger in lowered for trigger in TRIGGERS[kind]):
+            prefilter = PREFILTERS.get(kind)
+            if exact and prefilter is not None and prefilter.search(lowered) is None:
+                continue
             text = pattern.sub(REPLACEMENTS[kind], text)
             lowered = text.lower()
     return text
+
+
+# Digests of large texts `mask_text` left unchanged. `mask_text` is a pure function of its
+# text, so a text it left alone once it leaves alone again: a large answer served again (a
+# masked graph.json, built once per ledger version) is not scanned again.
+MEMO_MIN_CHARS = 64 * 1024
+MEMO_ENTRIES = 64
+_unchanged: OrderedDict[bytes, None] = OrderedDict()
+_unchanged_lock = threading.Lock()
+
+
+def mask_text_memo(text: str) -> str:
+    """`mask_text`, remembering the large texts it found nothing to mask in."""
+    if len(text) < MEMO_MIN_CHARS:
+        return mask_text(text)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).digest()
+    with _unchanged_lock:
+        if digest in _unchanged:
+            _unchanged.move_to_end(digest)
+            return text
+    masked = mask_text(text)
+    if masked == text:
+        with _unchanged_lock:
+            _unchanged[digest] = None
+            while len(_unchanged) > MEMO_ENTRIES:
+                _unchanged.popitem(last=False)
+    return masked
 
 
 def mask_bytes(data: bytes, *, force: bool = False) -> bytes:

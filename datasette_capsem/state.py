@@ -44,9 +44,10 @@ def build_state(datasette) -> CapsemState:
         index=IndexService(settings, catalog),
         session_table=SessionTable(catalog.database_name),
         reports=ReportCache(),
-        # A trace page asks for its tree and graph right after its HTML: a few entries, kept
+        # A trace page asks for its tree and graph right after its HTML: a few entries (rows,
+        # graph, and for masked readers the masked tree.json and graph.json of a trace), kept
         # while the ledger is unchanged, let each be built once.
-        traces=ReportCache(size=6, max_age=120.0),
+        traces=ReportCache(size=12, max_age=120.0),
         follow=FollowCache(),
     )
 

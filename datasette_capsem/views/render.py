@@ -36,6 +36,16 @@ def json_response(
     )
 
 
+def json_text(data: Any) -> str:
+    """The body `json_response` sends for `data` (redacted for the current request)."""
+    return json_dumps(redacted(data), separators=(",", ":"))
+
+
+def json_text_response(body: str, status: int = 200) -> Response:
+    """A JSON response of a body made by `json_text` (for the current request's policy)."""
+    return Response(body, status=status, content_type="application/json; charset=utf-8")
+
+
 def redacted(data: Any) -> Any:
     """What an actor without `view_secrets` may see of a page's data (redaction.py's policy:
     carriers hidden whole, free text masked, bytes decoded and masked)."""

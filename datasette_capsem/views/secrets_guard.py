@@ -240,7 +240,7 @@ def masking_send(send, path: str, *, mask: bool, paths: list[tuple[str, str]] | 
             return
         text = b"".join(chunks).decode("utf-8", "replace")
         if mask:
-            text = redaction.mask_text(text)
+            text = redaction.mask_text_memo(text)
         if paths:
             text = scrub_paths(text, paths)
         if _is_csv(path, list(start.get("headers") or [])):

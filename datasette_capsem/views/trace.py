@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from datasette_capsem import errors
+from datasette_capsem import errors, redaction
 from datasette_capsem.graph.build import build_graph
 from datasette_capsem.graph.conversation import build_steps, load_conversation
 from datasette_capsem.graph.detail import load_node, parse_node_id
@@ -71,6 +71,25 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     key = (opened.session.id, rows.trace_id, rows.exchange, "graph")
     entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
     return entry.report
+
+
+async def masked_once(datasette, opened: Opened, rows: TraceRows, suffix: str, build):
+    """The JSON of `build()`: for a reader who may see secrets, built each time (from the
+    cached graph, it is cheap); for any other reader, redacted and serialized once per ledger
+    version, policy and trace, since masking every string of a 500-call trace's graph is what
+    its page would otherwise wait for. The whole-response net (`secrets_guard`) still runs
+    over what is sent; `redaction.mask_text_memo` remembers the large texts it left unchanged."""
+    policy = redaction.policy.get()
+    if policy == redaction.OPEN:
+        return render.json_response(build())
+    key = (opened.session.id, rows.trace_id, rows.exchange, suffix, policy,
+           redaction.hide_free_text.get())  # fmt: skip
+
+    async def compute() -> str:
+        return render.json_text(build())
+
+    entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
+    return render.json_text_response(entry.report)
 
 
 def _trace_id(request) -> str:
@@ -183,11 +202,13 @@ async def trace_page(datasette, request):
         return render.json_response(await conversation(datasette, opened, rows))
     graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
     if suffix == "/graph.json":
-        return render.json_response(graph)
+        return await masked_once(datasette, opened, rows, suffix, lambda: graph)
     if suffix == "/tree.json":
-        tree = build_tree(rows, graph)
-        tree["session_id"] = session.id
-        return render.json_response(tree)
+
+        def tree() -> dict[str, Any]:
+            return {**build_tree(rows, graph), "session_id": session.id}
+
+        return await masked_once(datasette, opened, rows, suffix, tree)
     waterfall = waterfall_rows(rows, links)
     summary = trace_summary(rows, waterfall)
     if suffix == ".json":

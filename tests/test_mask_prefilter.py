@@ -1,0 +1,58 @@
+"""The masker's prefilters (redaction.PREFILTERS) only skip work: on every text, `mask_text`
+gives what running every triggered pattern gives."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from datasette_capsem import redaction
+from tests.test_secrets import SECRETS
+
+
+def reference(text: str) -> str:
+    """`mask_text` without prefilters: every pattern whose trigger occurs runs."""
+    lowered = text.lower()
+    for kind, pattern in redaction.SECRET_PATTERNS:
+        if any(trigger in lowered for trigger in redaction.TRIGGERS[kind]):
+            text = pattern.sub(redaction.REPLACEMENTS[kind], text)
+            lowered = text.lower()
+    return text
+
+
+PIECES = [
+    *SECRETS.values(),
+    "password", "PASSWORD", "PassWord", "db_password", "X-Amz-Signature", "api_key", "Api-Key",
+    "apikey", "token", "tokens", "input_tokens", "session_id", "session", "Bearer", "BASIC",
+    "bearer", "auth", "Authorization", "cookie", "private_key", "secret", "sig", "pwd",
+    "=", ":", ": ", " = ", '"', "'", '\\"', "&quot;", "&#34;", "&#39;", "&QUOT;", "\n", "\t",
+    "\\n", " ", ",", "{", "}", "[", "]", "hunter22", "abcdefgh12345678", "é", "ſ", "K", "İ",
+    "ı", "\u2192", "PAſſWORD", "toKen", "İ=", "passwordİ=x",
+    "[redacted:x]", "postgres://user:pw@host", "-----BEGIN PRIVATE KEY-----", "_", "-",
+]  # fmt: skip
+
+
+def test_prefilters_change_nothing():
+    rng = random.Random(7)
+    texts = []
+    for _ in range(4000):
+        texts.append("".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12))))
+    for key in ("password", "api_key", "token", "Authorization", "secret", "sig"):
+        for value in ("hunter22", SECRETS["bearer"], "a b c d", ""):
+            texts.append(json.dumps({key: value}))
+            texts.append(json.dumps(json.dumps({key: value})))
+            texts.append(f"{key.upper()}={value}")
+            texts.append(f"{key}: {value}")
+            texts.append(f"Bearer {value}")
+    for text in texts:
+        assert redaction.mask_text(text) == reference(text), text
+
+
+def test_memo_remembers_only_unchanged_text():
+    clean = json.dumps([{"input_tokens": i, "session_id": "x"} for i in range(5000)])
+    assert len(clean) >= redaction.MEMO_MIN_CHARS
+    assert redaction.mask_text_memo(clean) == clean
+    assert redaction.mask_text_memo(clean) == clean  # from the memo
+    dirty = clean + json.dumps({"password": "hunter22"})
+    once = redaction.mask_text_memo(dirty)
+    assert "hunter22" not in once and redaction.mask_text_memo(dirty) == once
