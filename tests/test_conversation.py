@@ -158,9 +158,9 @@ async def test_generated_turns_of_every_era(datasette, provider_home, manifest):
     reply columns) give one step per model call of the trace, in the ledger's order."""
     home, placed = provider_home
     rewritten = {t["trace"] for t in placed.values()}
-    checked = set()
+    checked, linked = set(), []
     for era in ("current", "v1_2", "v0_9"):
-        for session in of_era(manifest, era)[:2]:
+        for session in of_era(manifest, era)[: 6 if era == "current" else 2]:
             for trace in [t for t in session.get("traces", []) if t not in rewritten][:2]:
                 conn = sqlite3.connect(f"file:{home / session['ledger']}?mode=ro", uri=True)
                 try:
@@ -178,7 +178,12 @@ async def test_generated_turns_of_every_era(datasette, provider_home, manifest):
                     assert step["messages"] or step["request"]["repeated"]
                     assert step["reply"] or step["response"]["problem"]
                     checked.add(step["request"]["source"])
+                    for part in step["reply"]:  # a call the ledger parsed links to its row
+                        if part["type"] == "tool_call" and part.get("row"):
+                            linked.append(part)
     assert checked == {"event_body_blobs", "model_calls.request_body_preview"}, checked
+    assert linked and all(p["href"].endswith("/tool_calls/" + p["row"].split(":")[1])
+                          for p in linked)  # fmt: skip
 
 
 async def test_bad_trace_is_a_404(datasette, provider_home):

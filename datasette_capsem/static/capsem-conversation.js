@@ -41,7 +41,12 @@
       el("span", "capsem-msg-kind", String(part.type), head);
     }
     if (part.call_id) {
-      el("code", "capsem-msg-id", String(part.call_id), head);
+      var id = link(part.href, "", head);
+      id.className = "capsem-msg-id";
+      el("code", null, String(part.call_id), id);
+      if (part.row) {
+        id.title = String(part.row);
+      }
     }
     if (part["new"]) {
       box.className += " capsem-msg-new";

@@ -172,8 +172,20 @@ async def conversation(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     calls = await opened.db.execute_fn(lambda conn: load_conversation(conn, schema, ids))
     steps = build_steps(calls)
     links = opened.links
+    # A call id in a body names a tool_calls row (the call) and a tool_responses row (its
+    # result) of this trace: link each message to its row.
+    rows_of = {
+        kind: {str(r["call_id"]): r["id"] for r in table if r.get("call_id") is not None}
+        for kind, table in (("tool_calls", rows.tool_calls), ("tool_responses", rows.tool_responses))
+    }
     for step in steps:
         step["href"] = links.row("model_calls", step["model_call_id"])
+        for part in step["messages"] + step["reply"]:
+            table = {"tool_call": "tool_calls", "tool_result": "tool_responses"}.get(part["type"])
+            row_id = rows_of[table].get(part.get("call_id")) if table else None
+            if row_id is not None:
+                part["row"] = f"{table}:{row_id}"
+                part["href"] = links.row(table, row_id)
         for side in (step["request"], step["response"]):
             if side.get("blob_id") is not None:
                 side["page"] = links.body(str(side["event_id"]), side["blob_id"])
