@@ -92,6 +92,7 @@ async def trace_rows(repeat: int) -> list[list]:
                 ("trace page (HTML)", "", PAGE_TARGET_MS),
                 ("graph.json", "/graph.json", PAGE_TARGET_MS),
                 ("tree.json", "/tree.json", PAGE_TARGET_MS),
+                ("conversation.json", "/conversation.json", None),
                 ("trace .json", ".json", None),
                 ("OTLP export", ".otlp.json", None),
             ):

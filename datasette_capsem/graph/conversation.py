@@ -472,11 +472,20 @@ def _key(part: dict[str, Any]) -> tuple:
 def mark_new(messages: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, int]:
     """Mark each message of a request `new` unless it repeats `before` (the previous request
     and its reply); returns the counts of repeated, new and dropped earlier messages."""
-    matcher = difflib.SequenceMatcher(
-        None, [_key(m) for m in before], [_key(m) for m in messages], autojunk=False
-    )
+    old, new = [_key(m) for m in before], [_key(m) for m in messages]
+    # The history usually comes back whole: take the common head as repeated, and align only
+    # what follows it (difflib over a 1,000-message history at every step is slow).
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    matcher = difflib.SequenceMatcher(None, old[head:], new[head:], autojunk=False)
+    opcodes = [("equal", 0, head, 0, head)] if head else []
+    opcodes += [
+        (tag, i1 + head, i2 + head, j1 + head, j2 + head)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+    ]
     counts = {"repeated": 0, "new": 0, "dropped": 0}
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in opcodes:
         for index in range(j1, j2):
             messages[index]["index"] = index
             messages[index]["new"] = tag != "equal"
