@@ -216,3 +216,18 @@ async def test_non_streamed_replies_and_odd_bodies():
     assert parse_request("{}")["problem"] == "not a chat request body"
     assert parse_request("not json")["problem"] == "the request body is not JSON"
     assert parse_request(json.dumps({"input": "hi"}))["messages"][0]["text"] == "hi"
+
+
+async def test_rewritten_and_dropped_history():
+    """A request that compacts its history: a summary stands where earlier messages were
+    (`rewrites`), the dropped ones are counted, the rest is repeated."""
+    from datasette_capsem.graph.conversation import _part, mark_new
+
+    before = [_part("system", "text", "S"), _part("user", "text", "U"),
+              _part("assistant", "text", "A"), _part("tool", "tool_result", "R", call_id="1")]
+    messages = [_part("system", "text", "S"), _part("user", "text", "summary of U and A"),
+                _part("tool", "tool_result", "R", call_id="1"), _part("user", "text", "next")]
+    counts = mark_new(messages, before)  # fmt: skip
+    assert counts == {"repeated": 2, "new": 2, "dropped": 2}
+    assert [m["new"] for m in messages] == [False, True, False, True]
+    assert messages[1].get("rewrites") and not messages[3].get("rewrites")
