@@ -56,3 +56,19 @@ def test_memo_remembers_only_unchanged_text():
     dirty = clean + json.dumps({"password": "hunter22"})
     once = redaction.mask_text_memo(dirty)
     assert "hunter22" not in once and redaction.mask_text_memo(dirty) == once
+
+
+def test_a_credential_cut_by_a_label_is_masked():
+    """Labels and long cells are cut with "…"; a token's head left by the cut is masked as
+    the whole token would be, and text that is not a token keeps its end."""
+    tokens = [v for k, v in SECRETS.items() if k != "password"]
+    for secret in tokens:
+        for keep in (8, 12, 20, 30, len(secret) - 3):
+            cut = "tool " + secret[:keep] + "…"
+            shown = redaction.redact_cell(None, cut)
+            assert secret[:keep] not in shown and shown.endswith("…"), (cut, shown)
+    assert redaction.redact_cell(None, "linear__create_issue…") == "linear__create_issue…"
+    assert redaction.redact_cell(None, "plain words…") == "plain words…"
+    assert redaction.redact_cell(None, "ghp_PLANTEDSECOND0123456789abcd…") == (
+        "[redacted:api-key]…"
+    )
