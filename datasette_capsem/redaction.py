@@ -340,32 +340,38 @@ def redact_cell(column: str | None, value: Any) -> Any:
     if name in FREE_TEXT_COLUMNS and hide_free_text.get():
         return HIDDEN
     if isinstance(value, str):
-        masked = mask_cut_text(value) if value.endswith(CUT) else mask_text(value)
+        masked = mask_cut_text(value) if CUT in value else mask_text(value)
         return masked if type(value) is str or masked == value else type(value)(masked)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return mask_bytes(bytes(value), force=True)
     return value
 
 
-# Text the pages cut (labels, long cells) ends with "…". A credential cut there may be too
-# short for its pattern (`ghp_` wants 30 characters after it): the cut text is masked as if
-# it went on as a token would (digits, which every token class takes, and for a JWT its
-# missing segments), so a token's head is masked as the whole token would be.
+# Text the pages cut (labels, long cells, previews) says so with "…", at its end or inside a
+# label made of cut parts. A credential cut there may be too short for its pattern (`ghp_`
+# wants 30 characters after it): each part before a "…" is masked as if it went on as a
+# token would (digits, which every token class takes, and for a JWT its missing segments),
+# so a token's head is masked as the whole token would be.
 CUT = "\u2026"
 _CUT_PADS = ("0" * 96, "0" * 16 + ".eyJ" + "0" * 16 + "." + "0" * 16)
 
 
-def mask_cut_text(text: str) -> str:
-    """`mask_text` of a text cut at its end (marked "…")."""
-    head = text[: -len(CUT)]
+def _mask_head(part: str) -> str:
+    """A part of a text that was cut at its end, its credential-shaped end masked."""
     for pad in _CUT_PADS:
-        masked = mask_text(head + pad)
+        masked = mask_text(part + pad)
         if masked.endswith(pad):
             continue  # nothing credential-shaped reached the cut with this continuation
         marker = masked.rfind("[redacted:")  # the end was masked, the padding with it
         if marker >= 0:
-            return masked[: masked.index("]", marker) + 1] + CUT
-    return mask_text(text)
+            return masked[: masked.index("]", marker) + 1]
+    return part
+
+
+def mask_cut_text(text: str) -> str:
+    """`mask_text` of a text holding a cut ("…"): the whole, then each part before a cut."""
+    parts = mask_text(text).split(CUT)
+    return CUT.join([_mask_head(part) for part in parts[:-1]] + parts[-1:])
 
 
 def _carrier(name: str, parent: dict) -> bool:

@@ -72,3 +72,10 @@ def test_a_credential_cut_by_a_label_is_masked():
     assert redaction.redact_cell(None, "ghp_PLANTEDSECOND0123456789abcd…") == (
         "[redacted:api-key]…"
     )
+    # A label made of cut parts: "name… (origin)".
+    assert redaction.redact_cell(None, "ghp_PLANTEDSECOND0123456789ab… (mcp_proxy)") == (
+        "[redacted:api-key]… (mcp_proxy)"
+    )
+    assert redaction.redact_cell(None, 'x: {"password": "abc…def"}') == (
+        'x: {"password": "[redacted:secret-field]"}'
+    )

@@ -68,3 +68,24 @@ async def test_cached_answers_stay_masked_and_follow_the_ledger(datasette, plant
         assert b"PLANTED" not in changed.content
         assert b"[redacted:api-key]" in changed.content  # the new value, masked
         assert b"PLANTEDSECOND" in (await datasette.client.get(url, cookies=operator)).content
+
+
+async def test_a_credential_cut_by_a_preview_is_masked(planted, tmp_path):
+    """Trace pages read long cells as 240-character previews; a token straddling the cut is
+    masked from what is left of it (the preview says it was cut)."""
+    home, session, trace, row_id = planted
+    token = "ghp_PLANTEDPREVIEW0123456789abcdefghijkl"
+    arguments = '{"command": "' + "x" * (240 - 13 - 13) + " " + token + '"}'
+    conn = sqlite3.connect(home / session["ledger"])
+    try:
+        conn.execute("UPDATE tool_calls SET arguments = ? WHERE id = ?", (arguments, row_id))
+        conn.commit()
+    finally:
+        conn.close()
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    found = False
+    for suffix in (".json", "/graph.json", "/tree.json", ".otlp.json"):
+        body = (await datasette.client.get(trace_url(session["id"], trace, suffix))).text
+        assert "PLANTEDP" not in body, suffix
+        found = found or "ghp_[redacted" in body or "[redacted:api-key]" in body
+    assert found, "the cut token is shown, masked, somewhere on the trace's pages"

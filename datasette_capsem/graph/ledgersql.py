@@ -36,7 +36,7 @@ ID_COLUMNS = frozenset({"trace_id", "turn_id", "event_id", "call_id", "message_i
 
 
 def _column(schema: LedgerSchema, table: str, spec: str) -> str:
-    """One projection term: `name`, `name:preview` (first chars), `name:length` (bytes of a
+    """One projection term: `name`, `name:preview` (first chars, "…" when cut), `name:length` (bytes of a
     blob) or `name:isnull`. The last two read only the record header, not a big value."""
     name, _, mode = spec.partition(":")
     present = schema.has(table, name)
@@ -53,8 +53,13 @@ def _column(schema: LedgerSchema, table: str, spec: str) -> str:
         return f"{test} AS {quote_identifier(alias)}"
     if not present:
         return f"NULL AS {quote_identifier(name)}"
-    if mode == "preview":
-        return f"substr({quote_identifier(name)}, 1, {PREVIEW_CHARS}) AS {quote_identifier(name)}"
+    if mode == "preview":  # text cut here says so ("…"): the masker treats a cut text apart
+        column = quote_identifier(name)
+        head = f"substr({column}, 1, {PREVIEW_CHARS})"
+        return (
+            f"CASE WHEN typeof({column}) = 'text' AND length({column}) > {PREVIEW_CHARS} "
+            f"THEN {head} || '…' ELSE {head} END AS {column}"
+        )
     return quote_identifier(name)
 
 
