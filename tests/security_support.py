@@ -79,6 +79,9 @@ def plugin_routes(ids: dict[str, str]) -> list[str]:
         for path in _expand(pattern, ids) or []:
             if path.endswith("/node.json"):  # one row of the trace, named by `id`
                 path += f"?id=model_calls:{ids['row_id']}"
+            if path.startswith("/-/capsem/compare"):  # two turns, each SESSION:TRACE
+                turn = quote(f"{ids['session_id']}:{ids['trace_id']}")
+                path += f"?a={turn}&b={turn}"
             if path not in found:
                 found.append(path)
     extra = [
