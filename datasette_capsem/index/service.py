@@ -198,12 +198,7 @@ class IndexService:
             }
             store.write_check(conn, described, fingerprint, signature, checked)
             report.checked.append(session.id)
-            if time.monotonic() - last_commit > COMMIT_EVERY_SECONDS:
-                conn.commit()
-                last_commit = time.monotonic()
-            self._progress = (done, len(todo))
-            if progress:
-                progress(done, len(todo))
+            last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
         store.update_check_names(
             conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
         )
@@ -253,12 +248,18 @@ class IndexService:
             report.indexed.append(session.id)
             if read.problem:
                 report.problems[session.id] = read.problem
-            if time.monotonic() - last_commit > COMMIT_EVERY_SECONDS:
-                conn.commit()
-                last_commit = time.monotonic()
-            self._progress = (done, len(todo))
-            if progress:
-                progress(done, len(todo))
+            last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
+
+    def _step_done(self, conn, last_commit: float, done: int, total: int, progress) -> float:
+        """After one ledger or session: commit every COMMIT_EVERY_SECONDS (readers see a long
+        first build fill in), report progress; the time of the last commit."""
+        if time.monotonic() - last_commit > COMMIT_EVERY_SECONDS:
+            conn.commit()
+            last_commit = time.monotonic()
+        self._progress = (done, total)
+        if progress:
+            progress(done, total)
+        return last_commit
 
     # -- the in-memory copy -------------------------------------------------------------------
 
