@@ -98,8 +98,8 @@ def check_session(
     `session` is the catalog Session (paths and WAL state for the file-level checks);
     `main_row` its main.db row (defaults to `session.main_row`); `database` the Datasette
     database name used in links (defaults to the catalog's name for the session).
-    `profile` is "full" (every check as it is) or "quick" (the overview's: no check whose cost
-    grows with the whole file, see `checks.builtin`). `tables` are row counts the caller has
+    `profile` is "full" (every check as it is), "rows" (the pages' per-row verdicts) or "quick"
+    (the overview's: no check whose cost grows with the whole file); see `checks/profiles.py`. `tables` are row counts the caller has
     already read (the overview counts every table); the report counts them itself otherwise.
     """
     started = time.perf_counter()

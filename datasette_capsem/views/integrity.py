@@ -17,6 +17,7 @@ from typing import Any
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.cache import CachedReport, ReportCache
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
+from datasette_capsem.checks.profiles import ROWS
 from datasette_capsem.readonly import file_fingerprint
 from datasette_capsem.state import get_state
 from datasette_capsem.views.opening import Opened
@@ -112,7 +113,8 @@ async def integrity(
 
 
 async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
-    """The rule book's findings per row of this session (the full profile), cached like the
+    """The rule book's findings per row of this session (the `rows` profile: every row check of
+    the full one, the file's integrity_check left to the /check page), cached like the
     integrity report while the ledger is unchanged: what the trace graph, event pages and the
     OTLP export show, so no page decides a rule of its own."""
     session = opened.session
@@ -121,7 +123,11 @@ async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
 
     def run(conn) -> RowVerdicts:
         report = check_session(
-            conn, session=session, live=session.live, database=opened.links.database
+            conn,
+            session=session,
+            live=session.live,
+            database=opened.links.database,
+            profile=ROWS,
         )
         return report.row_verdicts()
 
