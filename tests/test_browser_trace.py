@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem.generate.content import SessionShape, build_session
+from datasette_capsem.generate.rows import write_ledger
 from tests.browser import live_server, open_page, screenshot_dir
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
@@ -28,8 +30,6 @@ def long_trace(tmp_path_factory) -> tuple[Path, str, str]:
     Built with the generator's session builder (the full `generate_home` would write two
     dozen such sessions, about 1.4 GB, for a test that needs one).
     """
-    from datasette_capsem.generate.content import SessionShape, build_session
-    from datasette_capsem.generate.rows import write_ledger
 
     rng = random.Random(500)
     start = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.findings import KINDS
+from datasette_capsem.generate import GenerateOptions, generate_home
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +114,6 @@ def test_all_sessions_summary(run, manifest):
 
 
 def test_all_without_broken_files_exits_1_on_errors(tmp_path: Path):
-    from datasette_capsem.generate import GenerateOptions, generate_home
 
     home = tmp_path / "home"
     generate_home(home, GenerateOptions(seed=5, hostile=False, broken=False))

@@ -29,7 +29,9 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.findings import KINDS
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.ledger import rollup
+from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.plugins import plugin_manager
+from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from tests.helpers import snapshot_tree
 
@@ -248,8 +250,6 @@ def findings_of(report, *kinds: str) -> dict[str, Finding]:
 async def test_mcp_calls_in_mcp_calls_are_ledgered(manifest, capsem_home, tmp_path):
     """Files from 2026-06-12 to 06-22 keep MCP calls in mcp_calls: their security rows are
     neither an unledgered MCP call nor a dangling security event."""
-    from datasette_capsem.ledger.schema import read_schema
-    from datasette_capsem.queries import canned_queries_for
 
     copy = mcp_in_mcp_calls(manifest, capsem_home, tmp_path)
     conn = open_readonly(copy, tmp_path / "cache")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from datasette_capsem.graph.conversation import parse_reply, parse_request
+from datasette_capsem.graph.conversation import _part, mark_new, parse_reply, parse_request
 from datasette_capsem.graph.exchanges import is_ambient
 from tests import conversation_support as cs
 from tests.helpers import actor_cookies, make_datasette
@@ -221,7 +221,6 @@ async def test_non_streamed_replies_and_odd_bodies():
 async def test_rewritten_and_dropped_history():
     """A request that compacts its history: a summary stands where earlier messages were
     (`rewrites`), the dropped ones are counted, the rest is repeated."""
-    from datasette_capsem.graph.conversation import _part, mark_new
 
     before = [_part("system", "text", "S"), _part("user", "text", "U"),
               _part("assistant", "text", "A"), _part("tool", "tool_result", "R", call_id="1")]

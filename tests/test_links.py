@@ -14,6 +14,7 @@ import pytest
 import pytest_asyncio
 
 from datasette_capsem.readonly import open_readonly
+from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -105,7 +106,6 @@ async def test_canned_query_results_link_ids(datasette, session):
 
 
 async def test_the_index_links_session_ids(datasette):
-    from datasette_capsem.state import get_state
 
     get_state(datasette).index.refresh()
     page = await datasette.client.get("/index/session_findings")

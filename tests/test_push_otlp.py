@@ -23,6 +23,10 @@ from datasette.cli import cli
 
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.generate.live import LiveWriter
+from datasette_capsem.graph.otlp import export_trace, merge
+from datasette_capsem.graph.trace_rows import load_trace
+from datasette_capsem.ledger.schema import read_schema
+from datasette_capsem.push.encode import to_protobuf
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from tests.otlp_receiver import Receiver
 
@@ -450,10 +454,6 @@ def test_protobuf_body_is_protobufs_own_mapping_of_the_otlp_json(clean_home, tmp
         ExportTraceServiceRequest,
     )
 
-    from datasette_capsem.graph.otlp import export_trace, merge
-    from datasette_capsem.graph.trace_rows import load_trace
-    from datasette_capsem.ledger.schema import read_schema
-    from datasette_capsem.push.encode import to_protobuf
 
     home, manifest = clean_home
     documents = []

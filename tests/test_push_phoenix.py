@@ -25,6 +25,7 @@ from types import SimpleNamespace
 import httpx
 import pytest
 
+from datasette_capsem.generate import generate_home
 from tests.security_support import free_port
 from tests.test_push_otlp import (
     HANG_GUARD,
@@ -150,7 +151,6 @@ def test_phoenix_stores_what_the_ledgers_hold(phoenix, clean_home, tmp_path):
 
 @pytest.fixture(scope="module")
 def clean_home(tmp_path_factory):
-    from datasette_capsem.generate import generate_home
     from tests.test_push_otlp import clean_options
 
     path = tmp_path_factory.mktemp("phoenix-home") / "home"

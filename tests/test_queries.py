@@ -15,9 +15,13 @@ from urllib.parse import quote
 
 import pytest
 
+from datasette_capsem.checks import hookimpl
+from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.graph import trace_rows
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import read_schema
-from datasette_capsem.queries import all_specs, canned_queries_for
+from datasette_capsem.plugins import plugin_manager
+from datasette_capsem.queries import QuerySpec, all_specs, canned_queries_for
 from datasette_capsem.queries.spec import sql_parameters
 from datasette_capsem.readonly import open_readonly
 
@@ -257,7 +261,6 @@ async def test_turn_chain_matches_the_trace_outside_security_tables(
 @pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
 def test_trace_chain_reads_the_tables_the_trace_page_reads():
     """The chain's arms and the page's table lists (graph/trace_rows.py) must not drift."""
-    from datasette_capsem.graph import trace_rows
 
     spec = next(s for s in all_specs() if s.id == "trace_chain")
     arms = {part.aliases["t"] for part in spec.parts}
@@ -555,9 +558,6 @@ async def test_bad_session_list_parameters_give_no_rows(datasette, params):
 
 
 async def test_an_outside_query_registers_through_the_hook(datasette, manifest):
-    from datasette_capsem.checks import hookimpl
-    from datasette_capsem.plugins import plugin_manager
-    from datasette_capsem.queries import QuerySpec
 
     class BiggestBodies:
         @hookimpl
@@ -593,7 +593,6 @@ async def test_an_outside_query_registers_through_the_hook(datasette, manifest):
 @pytest.mark.filterwarnings("ignore::pytest.PytestWarning")
 def test_percentiles_on_large_groups_equal_python_nearest_rank(tmp_path):
     """A long session gives tools hundreds of calls, so p50/p90/p95/p99 really differ."""
-    from datasette_capsem.generate import GenerateOptions, generate_home
 
     home = tmp_path / "home"
     found = generate_home(

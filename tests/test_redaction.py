@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from datasette_capsem.redaction import mask_text
+from datasette_capsem.redaction import HIDDEN, mask_text, redact_cell
 
 
 @pytest.mark.parametrize(
@@ -69,7 +69,6 @@ def test_ordinary_telemetry_is_left_alone(text):
 
 
 def test_cells_carriers_hidden_free_text_masked_bytes_decoded():
-    from datasette_capsem.redaction import HIDDEN, redact_cell
 
     assert redact_cell("query", "sig=abc") == HIDDEN
     assert redact_cell("request_headers", "") == HIDDEN

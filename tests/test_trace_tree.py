@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from datasette_capsem import redaction
 from datasette_capsem.generate.era_templates import SESSION_ERAS
 from datasette_capsem.graph.bodies import decode_body
 from datasette_capsem.graph.tree import flatten
@@ -242,7 +243,6 @@ async def test_node_detail_follows_the_credential_policy(
 ):
     """node.json gives each value under its column's name, so carriers (a URL's query
     string) are hidden whole for a reader without view_secrets, as on every other page."""
-    from datasette_capsem import redaction
 
     for session in clean_current(manifest):
         with ledger(capsem_home, session, cache_dir) as conn:
