@@ -434,10 +434,8 @@ async def test_incremental_refresh_reads_only_changed_ledgers(capsem_home, manif
     )
     writer.commit()
     writer.close()
-    started = time.perf_counter()
     changed = service.refresh()
-    assert time.perf_counter() - started < 1.0
-    assert changed.indexed == [session["id"]]
+    assert changed.indexed == [session["id"]]  # only the changed ledger is read (its time: benchmarks/)
     after = service.snapshot().ledgers[session["id"]]
     assert after["input_tokens"] == before["input_tokens"] + 1000
     assert same(after["cost_usd"], before["cost_usd"] + 0.5)
