@@ -18,6 +18,22 @@ from datasette_capsem.ledger.bodies import hash_note, hash_verdict
 DISPLAY_BYTES = 256 * 1024  # decoded for the page; the rest is behind a raw download
 HEX_BYTES = 4096  # binary bodies: hex dump of the first bytes only
 MAX_SSE_EVENTS = 500
+# Raster images a page may show, known by their first bytes (never by the stored content type,
+# which the agent controls). SVG is not among them: it can carry script, so it stays text.
+IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def image_type(data: bytes) -> str | None:
+    """The media type of a PNG, JPEG, GIF or WebP by its magic bytes, else None."""
+    head = bytes(data[:16])
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((media for magic, media in IMAGE_MAGIC if head.startswith(magic)), None)
 
 
 def blob_verdict(meta: dict[str, Any], data: Any | None) -> str | None:
@@ -175,6 +191,7 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
             "kind": "hex",
             "hex": hex_dump(shown),
             "hex_truncated": len(data) > HEX_BYTES,
+            "image": image_type(data),
         }
     text, valid = _utf8(shown)
     view["valid_utf8"] = valid

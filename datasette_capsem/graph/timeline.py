@@ -18,7 +18,11 @@ from typing import Any
 from datasette_capsem.ledger.dialect import quote_identifier as q
 from datasette_capsem.ledger.schema import LedgerSchema
 
-LAYERS = ("exec", "tool", "net", "fs", "model")
+LAYER_TABLES = {
+    "exec": "exec_events", "tool": "tool_calls", "net": "net_events", "fs": "fs_events",
+    "model": "model_calls",
+}  # fmt: skip
+LAYERS = tuple(LAYER_TABLES)
 MAX_PAGE = 1000
 
 
@@ -38,70 +42,67 @@ def _col(schema: LedgerSchema, table: str, column: str, alias: str = "") -> str:
     return "NULL"
 
 
-def _layer_sql(schema: LedgerSchema, layer: str) -> str | None:
-    def c(table: str, column: str, alias: str = "") -> str:
-        return _col(schema, table, column, alias)
+def _plain_layer(schema: LedgerSchema, layer: str, table: str, text: str, status: str,
+                 duration: str) -> str:
+    """The SELECT of a layer read from one table alone (every layer but `tool`)."""
+    return (
+        f"SELECT {_col(schema, table, 'timestamp')} AS at, '{layer}' AS layer, '{table}' AS tbl, "
+        f"id AS row_id, {text} AS text, {status} AS status, {duration} AS duration_ms, "
+        f"{_col(schema, table, 'trace_id')} AS trace_id, "
+        f"{_col(schema, table, 'event_id')} AS event_id FROM {q(table)}"
+    )
 
-    if layer == "exec" and "exec_events" in schema.tables:
-        t = "exec_events"
-        status = f"CASE WHEN {c(t, 'exit_code')} IS NULL THEN 'running' ELSE 'exit ' || {c(t, 'exit_code')} END"
-        return (
-            f"SELECT {c(t, 'timestamp')} AS at, 'exec' AS layer, '{t}' AS tbl, id AS row_id, "
-            f"{c(t, 'command')} AS text, {status} AS status, {c(t, 'duration_ms')} AS duration_ms, "
-            f"{c(t, 'trace_id')} AS trace_id, {c(t, 'event_id')} AS event_id FROM {q(t)}"
-        )
-    if layer == "tool" and "tool_calls" in schema.tables:
-        t = "tool_calls"
-        joined = "model_calls" in schema.tables and "model_call_id" in schema.tables[t]
-        at = c(t, "timestamp", "tc.")
-        if joined:
-            at = f"COALESCE(NULLIF({at}, ''), mc.{q('timestamp')})"
-        join = (
-            f" LEFT JOIN {q('model_calls')} AS mc ON mc.id = tc.{q('model_call_id')}"
-            if joined
-            else ""
-        )
-        text = f"COALESCE({c(t, 'tool_name', 'tc.')}, '') || ' ' || COALESCE({c(t, 'arguments', 'tc.')}, '')"
-        status = f"COALESCE({c(t, 'status', 'tc.')}, {c(t, 'decision', 'tc.')})"
-        return (
-            f"SELECT {at} AS at, 'tool' AS layer, '{t}' AS tbl, tc.id AS row_id, {text} AS text, "
-            f"{status} AS status, {c(t, 'duration_ms', 'tc.')} AS duration_ms, "
-            f"{c(t, 'trace_id', 'tc.')} AS trace_id, {c(t, 'event_id', 'tc.')} AS event_id "
-            f"FROM {q(t)} AS tc{join}"
-        )
-    if layer == "net" and "net_events" in schema.tables:
-        t = "net_events"
+
+def _tool_sql(schema: LedgerSchema) -> str:
+    """Tool calls; an empty timestamp (rows before 06-22) reads as their model call's."""
+    t = "tool_calls"
+
+    def c(column: str) -> str:
+        return _col(schema, t, column, "tc.")
+
+    joined = "model_calls" in schema.tables and "model_call_id" in schema.tables[t]
+    at = c("timestamp")
+    join = ""
+    if joined:
+        at = f"COALESCE(NULLIF({at}, ''), mc.{q('timestamp')})"
+        join = f" LEFT JOIN {q('model_calls')} AS mc ON mc.id = tc.{q('model_call_id')}"
+    return (
+        f"SELECT {at} AS at, 'tool' AS layer, '{t}' AS tbl, tc.id AS row_id, "
+        f"COALESCE({c('tool_name')}, '') || ' ' || COALESCE({c('arguments')}, '') AS text, "
+        f"COALESCE({c('status')}, {c('decision')}) AS status, {c('duration_ms')} AS duration_ms, "
+        f"{c('trace_id')} AS trace_id, {c('event_id')} AS event_id FROM {q(t)} AS tc{join}"
+    )
+
+
+def _layer_sql(schema: LedgerSchema, layer: str) -> str | None:
+    table = LAYER_TABLES[layer]
+    if table not in schema.tables:
+        return None
+    if layer == "tool":
+        return _tool_sql(schema)
+
+    def c(column: str) -> str:
+        return _col(schema, table, column)
+
+    if layer == "exec":
+        status = f"CASE WHEN {c('exit_code')} IS NULL THEN 'running' ELSE 'exit ' || {c('exit_code')} END"
+        return _plain_layer(schema, layer, table, c("command"), status, c("duration_ms"))
+    if layer == "net":
         text = (
-            f"COALESCE({c(t, 'method')}, 'CONNECT') || ' ' || COALESCE({c(t, 'domain')}, '') "
-            f"|| COALESCE({c(t, 'path')}, '')"
+            f"COALESCE({c('method')}, 'CONNECT') || ' ' || COALESCE({c('domain')}, '') "
+            f"|| COALESCE({c('path')}, '')"
         )
-        status = f"COALESCE({c(t, 'decision')}, '') || COALESCE(' ' || {c(t, 'status_code')}, '')"
-        return (
-            f"SELECT {c(t, 'timestamp')} AS at, 'net' AS layer, '{t}' AS tbl, id AS row_id, "
-            f"{text} AS text, {status} AS status, {c(t, 'duration_ms')} AS duration_ms, "
-            f"{c(t, 'trace_id')} AS trace_id, {c(t, 'event_id')} AS event_id FROM {q(t)}"
-        )
-    if layer == "fs" and "fs_events" in schema.tables:
-        t = "fs_events"
-        return (
-            f"SELECT {c(t, 'timestamp')} AS at, 'fs' AS layer, '{t}' AS tbl, id AS row_id, "
-            f"COALESCE({c(t, 'action')}, '') || ' ' || COALESCE({c(t, 'path')}, '') AS text, "
-            f"{c(t, 'action')} AS status, NULL AS duration_ms, {c(t, 'trace_id')} AS trace_id, "
-            f"{c(t, 'event_id')} AS event_id FROM {q(t)}"
-        )
-    if layer == "model" and "model_calls" in schema.tables:
-        t = "model_calls"
-        text = (
-            f"COALESCE({c(t, 'provider')}, '') || ' ' || COALESCE({c(t, 'model')}, '') || ' · ' "
-            f"|| COALESCE({c(t, 'input_tokens')}, 0) || ' in / ' "
-            f"|| COALESCE({c(t, 'output_tokens')}, 0) || ' out'"
-        )
-        return (
-            f"SELECT {c(t, 'timestamp')} AS at, 'model' AS layer, '{t}' AS tbl, id AS row_id, "
-            f"{text} AS text, {c(t, 'stop_reason')} AS status, {c(t, 'duration_ms')} AS duration_ms, "
-            f"{c(t, 'trace_id')} AS trace_id, {c(t, 'event_id')} AS event_id FROM {q(t)}"
-        )
-    return None
+        status = f"COALESCE({c('decision')}, '') || COALESCE(' ' || {c('status_code')}, '')"
+        return _plain_layer(schema, layer, table, text, status, c("duration_ms"))
+    if layer == "fs":
+        text = f"COALESCE({c('action')}, '') || ' ' || COALESCE({c('path')}, '')"
+        return _plain_layer(schema, layer, table, text, c("action"), "NULL")
+    text = (
+        f"COALESCE({c('provider')}, '') || ' ' || COALESCE({c('model')}, '') || ' · ' "
+        f"|| COALESCE({c('input_tokens')}, 0) || ' in / ' "
+        f"|| COALESCE({c('output_tokens')}, 0) || ' out'"
+    )
+    return _plain_layer(schema, layer, table, text, c("stop_reason"), c("duration_ms"))
 
 
 def timeline(

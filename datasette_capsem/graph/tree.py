@@ -19,6 +19,7 @@ from typing import Any
 
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int
+from datasette_capsem.graph.waterfall import critical_path
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "thinking_tokens")
 # Edge type -> True when the edge's source is the parent of its target (else the reverse).
@@ -47,6 +48,8 @@ KIND_OF_TYPE = {
 # Keys a model-call span always has (null when the ledger does not say).
 MODEL_KEYS = (*TOKEN_FIELDS, "cost_usd", "model", "provider", "stop_reason", "duration_ms")
 CHILD_RANK = {"net_event": 0, "security_event": 1, "body": 2, "model_item": 4}
+# Node types that can be on the critical path (waterfall.CRITICAL_KINDS, by graph type).
+CRITICAL_TYPES = ("model_call", "tool_call", "mcp_call", "exec_event")
 # Lanes of the timeline that can be toggled on the page: kind -> lane.
 LANE_OF_KIND = {
     "http": "net", "dns": "dns", "file": "file", "process": "process", "credential": "process",
@@ -170,6 +173,20 @@ def _totals(span: dict[str, Any]) -> dict[str, Any]:
     return totals
 
 
+def _mark_critical(spans: dict[str, dict[str, Any]], graph: dict[str, Any]) -> list[str]:
+    """Mark the spans on the trace's critical path (`waterfall.critical_path`); their ids."""
+    timed = [
+        (node["id"], spans[node["id"]]["t"], spans[node["id"]].get("duration_ms") or 0.0)
+        for node in graph["nodes"]
+        if node["type"] in CRITICAL_TYPES and spans[node["id"]].get("t") is not None
+        and not node.get("missing") and not node.get("external")
+    ]  # fmt: skip
+    path = critical_path(timed)
+    for span_id in path:
+        spans[span_id]["critical"] = True
+    return path
+
+
 def _compact(span: dict[str, Any]) -> None:
     """Leave out what is empty (a 500-call tree has 8,000 spans): no children, no findings,
     no time, no figure. The page reads a missing key as empty."""
@@ -228,6 +245,7 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
                 order[s["id"]],
             )
         )
+    path = _mark_critical(spans, graph)
     root = spans["trace"]
     root["name"] = rows.trace_id
     for span in spans.values():
@@ -245,6 +263,7 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
         "exchange": graph.get("exchange"),
         "totals": root["totals"],
         "root": root,
+        "critical_path": path,
         "findings": findings,
         "node_count": len(spans),
     }

@@ -4,6 +4,16 @@ Capsem's own `/timeline` unions exec, tool, net, fs and model rows (spec §8.2);
 audit, credential and security rows, and keeps each bar's link to its row. Model items and
 tool responses are parts of model calls (responses have no timestamp at all), so they appear
 in the graph, not here.
+
+**The critical path** (`critical_path`) is the chain of spans that determines when the trace
+ends: start from the span that ends last; then, again and again, step back to the span that
+ends last among those that had ended by the time the current one started. A span off the
+chain could have taken longer without moving the end; shortening a span on it moves the end
+(unless the gap before it absorbs the change). Only the spans that do the turn's work are
+candidates (`CRITICAL_KINDS`: model calls, tool calls, MCP calls and processes); HTTP, DNS, file,
+security and body rows are parts or side effects of those. Overlapping spans are concurrent:
+the one that ends last is on the path, the others are not. The tree's spans and the
+waterfall's bars carry `critical` from the same function.
 """
 
 from __future__ import annotations
@@ -35,6 +45,29 @@ KIND_ORDER = (
     "model", "tool", "mcp", "net", "dns", "exec", "audit", "fs", "snapshot", "credential",
     "security",
 )  # fmt: skip
+
+
+CRITICAL_KINDS = frozenset({"model", "tool", "mcp", "exec"})
+CRITICAL_SLACK_MS = 1.0  # timestamps are in ms: an end within 1 ms of a start counts as before it
+
+
+def critical_path(spans: list[tuple[str, float, float]]) -> list[str]:
+    """The ids on the critical path of `(id, start_ms, duration_ms)` spans, in time order.
+
+    Ties on the end go to the span that started first (it covers more of the wait), then to
+    the earlier id in `spans` (model calls are listed before the tool calls whose native rows
+    copy their timing, spec: `tool_calls.duration_ms` copied from the model call)."""
+    ends = sorted(
+        (start + max(duration, 0.0), max(duration, 0.0), -index, span_id, start)
+        for index, (span_id, start, duration) in enumerate(spans)
+    )  # the preferred of equal ends sorts last
+    path: list[str] = []
+    limit = last_end = float("inf")
+    for end, _, _, span_id, start in reversed(ends):
+        if end <= limit and end < last_end:
+            path.append(span_id)
+            limit, last_end = start + CRITICAL_SLACK_MS, end
+    return path[::-1]
 
 
 def _label(table: str, row: dict[str, Any]) -> str:
@@ -109,6 +142,13 @@ def _placed(bars: list[dict[str, Any]], unplaced: int) -> dict[str, Any]:
         bar["offset_ms"] = round(offset, 3)
         bar["left_pct"] = round(100.0 * offset / span, 3)
         bar["width_pct"] = round(max(100.0 * bar["duration_ms"] / span, 0.15), 3)
+    timed = [(str(i), b["start_ms"], b["duration_ms"]) for i, b in enumerate(bars)
+             if b["start_ms"] is not None and b["kind"] in CRITICAL_KINDS]  # fmt: skip
+    on_path = [bars[int(i)] for i in critical_path(timed)]
+    for bar in bars:
+        bar["critical"] = False
+    for bar in on_path:
+        bar["critical"] = True
     bars.sort(
         key=lambda b: (
             b["start_ms"] is None,
@@ -123,4 +163,5 @@ def _placed(bars: list[dict[str, Any]], unplaced: int) -> dict[str, Any]:
         "duration_ms": round(end - t0, 3) if starts else 0.0,
         "rows": bars,
         "unplaced": unplaced,
+        "critical_path": [f"{b['table']}:{b['row_id']}" for b in on_path],
     }

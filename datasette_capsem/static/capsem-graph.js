@@ -10,6 +10,11 @@
  * holds the trace and its turns), one horizontal lane per node kind. Long traces keep the
  * first and last `keep` groups and every group with a broken link; the others collapse into
  * blocks of at most `chunk` groups that expand when clicked.
+ *
+ * Zoom and pan: the −, +, Fit and 100% buttons, Ctrl+wheel (about the pointer), a drag on the
+ * picture, and keys + − 0 1 and the arrows when the picture has the focus. A minimap in the
+ * corner shows the whole picture (broken links red, matches yellow, the selection blue) and
+ * the part in view; clicking or dragging in it moves the view.
  */
 (function () {
   "use strict";
@@ -64,6 +69,13 @@
   var BOLD_FONT = "bold 11px system-ui, sans-serif";
   var EDGE_FONT = "bold 10px system-ui, sans-serif";
   var LABEL_ROW_H = 15;
+  var MIN_SCALE = 0.05;
+  var MAX_SCALE = 4;
+  var MINIMAP_W = 220;
+  var MINIMAP_H = 110;
+  var MINIMAP_FILL = {trace: "#3b5ba9", turn: "#3b5ba9", model_call: "#2f7d45", model_item: "#7ba36b",
+    tool_call: "#b7791f", mcp_call: "#b7791f", tool_response: "#c26a2e", security_event: "#7a4cab",
+    body: "#3f8297", net_event: "#56708f", dns_event: "#56708f", cluster: "#56708f"};
   var measurer = null;
 
   /* Width in px of `text` drawn in `font` (a canvas measures without a layout pass). */
@@ -99,6 +111,9 @@
     this.data = data;
     this.expanded = {};
     this.expandAll = false;
+    this.scale = 1;
+    this.matches = {};
+    this.matchGroups = {};
     this.nodesById = {};
     var self = this;
     data.nodes.forEach(function (node) {
@@ -257,6 +272,199 @@
       }
     });
     this.drawEdgeLabels(root, layout, labels);
+    this.layoutDrawn = layout;
+    this.natural = {w: Number(root.getAttribute("width")), h: Number(root.getAttribute("height"))};
+    this.svgRoot = root;
+    this.applyScale();
+  };
+
+  /* -- Zoom, pan and the minimap ---------------------------------------------------------- */
+
+  CapsemGraph.prototype.canvas = function () {
+    return this.container.querySelector(".capsem-graph-canvas");
+  };
+
+  CapsemGraph.prototype.applyScale = function () {
+    if (!this.svgRoot) {
+      return;
+    }
+    this.svgRoot.setAttribute("width", Math.round(this.natural.w * this.scale));
+    this.svgRoot.setAttribute("height", Math.round(this.natural.h * this.scale));
+    this.container.setAttribute("data-scale", this.scale.toFixed(3));
+    var note = this.container.querySelector(".capsem-zoom-level");
+    if (note) {
+      note.textContent = Math.round(this.scale * 100) + "%";
+    }
+    this.drawMinimap();
+  };
+
+  /* Scale by `factor`, keeping the point at (x, y) px of the visible canvas where it is. */
+  CapsemGraph.prototype.zoom = function (factor, x, y) {
+    var canvas = this.canvas();
+    var next = Math.min(MAX_SCALE, Math.max(MIN_SCALE, this.scale * factor));
+    var cx = x === undefined ? canvas.clientWidth / 2 : x;
+    var cy = y === undefined ? canvas.clientHeight / 2 : y;
+    var px = (canvas.scrollLeft + cx) / this.scale;
+    var py = (canvas.scrollTop + cy) / this.scale;
+    this.scale = next;
+    this.applyScale();
+    canvas.scrollLeft = px * next - cx;
+    canvas.scrollTop = py * next - cy;
+    this.drawViewport();
+  };
+
+  CapsemGraph.prototype.fit = function () {
+    var canvas = this.canvas();
+    var height = parseFloat(window.getComputedStyle(canvas).maxHeight) || canvas.clientHeight;
+    this.scale = Math.max(MIN_SCALE, Math.min(1, canvas.clientWidth / this.natural.w,
+      height / this.natural.h));
+    this.applyScale();
+    canvas.scrollLeft = 0;
+    canvas.scrollTop = 0;
+    this.drawViewport();
+  };
+
+  CapsemGraph.prototype.panAndZoom = function () {
+    var self = this;
+    var canvas = this.canvas();
+    canvas.tabIndex = 0;
+    canvas.setAttribute("aria-label", "Identity graph: + and − zoom, 0 fits, 1 is 100%, arrows pan");
+    canvas.addEventListener("wheel", function (event) {
+      if (!(event.ctrlKey || event.metaKey)) {
+        return;  /* a plain wheel scrolls the picture (and the page past its ends) */
+      }
+      event.preventDefault();
+      var box = canvas.getBoundingClientRect();
+      self.zoom(event.deltaY > 0 ? 1 / 1.25 : 1.25, event.clientX - box.left, event.clientY - box.top);
+    }, {passive: false});
+    canvas.addEventListener("keydown", function (event) {
+      var step = {ArrowLeft: [-80, 0], ArrowRight: [80, 0], ArrowUp: [0, -80], ArrowDown: [0, 80]}[event.key];
+      if (event.target !== canvas) {
+        return;
+      }
+      if (event.key === "+" || event.key === "=") {
+        self.zoom(1.25);
+      } else if (event.key === "-" || event.key === "_") {
+        self.zoom(1 / 1.25);
+      } else if (event.key === "0") {
+        self.fit();
+      } else if (event.key === "1") {
+        self.zoom(1 / self.scale);
+      } else if (step) {
+        canvas.scrollLeft += step[0];
+        canvas.scrollTop += step[1];
+      } else {
+        return;
+      }
+      event.preventDefault();
+    });
+    var drag = null;
+    canvas.addEventListener("pointerdown", function (event) {
+      if (event.button !== 0) {
+        return;
+      }
+      drag = {x: event.clientX, y: event.clientY, left: canvas.scrollLeft, top: canvas.scrollTop, moved: false};
+    });
+    window.addEventListener("pointermove", function (event) {
+      if (!drag) {
+        return;
+      }
+      var dx = event.clientX - drag.x;
+      var dy = event.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 4) {
+        drag.moved = true;
+        canvas.classList.add("dragging");
+      }
+      if (drag.moved) {
+        canvas.scrollLeft = drag.left - dx;
+        canvas.scrollTop = drag.top - dy;
+      }
+    });
+    window.addEventListener("pointerup", function () {
+      if (drag && drag.moved) {
+        self.justDragged = true;
+        setTimeout(function () { self.justDragged = false; }, 0);
+      }
+      drag = null;
+      canvas.classList.remove("dragging");
+    });
+    /* A drag that ends on a node is not a click on it. */
+    canvas.addEventListener("click", function (event) {
+      if (self.justDragged) {
+        event.preventDefault();
+        event.stopPropagation();
+      }
+    }, true);
+    canvas.addEventListener("scroll", function () { self.drawViewport(); });
+  };
+
+  CapsemGraph.prototype.drawMinimap = function () {
+    var map = this.container.querySelector(".capsem-minimap canvas");
+    var layout = this.layoutDrawn;
+    if (!map || !layout) {
+      return;
+    }
+    var ratio = Math.min(MINIMAP_W / this.natural.w, MINIMAP_H / this.natural.h);
+    this.mapRatio = ratio;
+    map.width = Math.max(1, Math.round(this.natural.w * ratio));
+    map.height = Math.max(1, Math.round(this.natural.h * ratio));
+    var context = map.getContext("2d");
+    context.fillStyle = "#fafafa";
+    context.fillRect(0, 0, map.width, map.height);
+    var self = this;
+    layout.items.forEach(function (item) {
+      var node = item.node;
+      var type = node ? node.type : "cluster";
+      var id = node ? node.id : item.cluster.id;
+      var broken = node && (node.missing || (self.brokenNodes && self.brokenNodes[id]));
+      var matched = node ? self.matches[id] : item.cluster.groups.some(function (g) { return self.matchGroups[g]; });
+      context.fillStyle = id === self.selected ? "#0b5cd5" : matched ? "#e0b400" :
+        broken ? "#c62828" : (MINIMAP_FILL[type] || "#8895a7");
+      var height = item.cluster ? NODE_H * 2 + GAP_Y : NODE_H;
+      context.fillRect(item.x * ratio, item.y * ratio, Math.max(item.w * ratio, 1.5), Math.max(height * ratio, 1.5));
+    });
+    this.drawViewport();
+  };
+
+  CapsemGraph.prototype.drawViewport = function () {
+    var view = this.container.querySelector(".capsem-minimap-view");
+    var canvas = this.canvas();
+    if (!view || !this.mapRatio) {
+      return;
+    }
+    var factor = this.mapRatio / this.scale;
+    view.style.left = (canvas.scrollLeft * factor) + "px";
+    view.style.top = (canvas.scrollTop * factor) + "px";
+    view.style.width = Math.min(canvas.clientWidth * factor, this.natural.w * this.mapRatio) + "px";
+    view.style.height = Math.min(canvas.clientHeight * factor, this.natural.h * this.mapRatio) + "px";
+  };
+
+  CapsemGraph.prototype.minimap = function () {
+    var self = this;
+    var box = html("div", "capsem-minimap", null, this.container);
+    box.title = "The whole picture: click or drag to move the view";
+    html("canvas", null, null, box);
+    html("div", "capsem-minimap-view", null, box);
+    var dragging = false;
+    function moveTo(event) {
+      var rect = box.getBoundingClientRect();
+      var canvas = self.canvas();
+      var factor = self.scale / self.mapRatio;
+      canvas.scrollLeft = (event.clientX - rect.left) * factor - canvas.clientWidth / 2;
+      canvas.scrollTop = (event.clientY - rect.top) * factor - canvas.clientHeight / 2;
+      self.drawViewport();
+    }
+    box.addEventListener("pointerdown", function (event) {
+      dragging = true;
+      moveTo(event);
+      event.preventDefault();
+    });
+    window.addEventListener("pointermove", function (event) {
+      if (dragging) {
+        moveTo(event);
+      }
+    });
+    window.addEventListener("pointerup", function () { dragging = false; });
   };
 
   /* Broken-link labels go in a band under the lanes, one row each where they would collide,
@@ -365,6 +573,8 @@
         d: d,
         "class": classes,
         "data-edge-type": edge.type,
+        "data-source": source,
+        "data-target": target,
         "marker-end": edge.broken ? "url(#capsem-arrow-broken)" : "url(#capsem-arrow)"
       }, group);
       var title = svg("title", {}, path);
@@ -462,6 +672,11 @@
       this.expanded[node.group] = true;
     }
     this.render();
+    Array.prototype.forEach.call(this.container.querySelectorAll("path[data-source]"), function (path) {
+      if (path.getAttribute("data-source") === id || path.getAttribute("data-target") === id) {
+        path.classList.add("focus");
+      }
+    });
     var drawn = null;
     Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
       if (g.getAttribute("data-node-id") === id) {
@@ -477,13 +692,30 @@
     }
   };
 
+  /* Search matches: the nodes, and the folded blocks that hold one. */
   CapsemGraph.prototype.mark = function (ids) {
     var self = this;
     this.matches = {};
-    ids.forEach(function (id) { self.matches[id] = true; });
-    Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
-      g.classList.toggle("match", !!self.matches[g.getAttribute("data-node-id")]);
+    this.matchGroups = {};
+    ids.forEach(function (id) {
+      self.matches[id] = true;
+      var node = self.nodesById[id];
+      if (node) {
+        self.matchGroups[node.group] = true;
+      }
     });
+    Array.prototype.forEach.call(this.container.querySelectorAll("g[data-node-id]"), function (g) {
+      var id = g.getAttribute("data-node-id");
+      var match = !!self.matches[id];
+      if (g.getAttribute("data-type") === "cluster") {
+        var range = g.getAttribute("data-groups").split("-").map(Number);
+        match = self.groups.some(function (index) {
+          return index >= range[0] && index <= range[1] && self.matchGroups[index];
+        });
+      }
+      g.classList.toggle("match", match);
+    });
+    this.drawMinimap();
   };
 
 
@@ -497,13 +729,15 @@
       tokens += info.tokens || 0;
       nodes += info.nodes || 0;
     });
+    var matched = cluster.groups.some(function (index) { return self.matchGroups[index]; });
     var g = svg("g", {
-      "class": "node cluster",
+      "class": "node cluster" + (matched ? " match" : ""),
       transform: "translate(" + item.x + "," + item.y + ")",
       role: "button",
       tabindex: 0,
       "data-node-id": cluster.id,
-      "data-type": "cluster"
+      "data-type": "cluster",
+      "data-groups": first + "-" + last
     }, root);
     svg("rect", {width: CLUSTER_W, height: NODE_H * 2 + GAP_Y, rx: 4, ry: 4}, g);
     var first = cluster.groups[0];
@@ -534,6 +768,31 @@
     expand.type = "button";
     var collapse = html("button", "capsem-collapse", "Collapse", bar);
     collapse.type = "button";
+    var zoom = html("span", "capsem-graph-zoom", null, bar);
+    [["\u2212", "capsem-gzoom-out", "Zoom out (\u2212, Ctrl+wheel)", function () { graph.zoom(1 / 1.25); }],
+     ["+", "capsem-gzoom-in", "Zoom in (+, Ctrl+wheel)", function () { graph.zoom(1.25); }],
+     ["Fit", "capsem-gzoom-fit", "Fit the picture in view (0)", function () { graph.fit(); }],
+     ["100%", "capsem-gzoom-reset", "Actual size (1)", function () { graph.zoom(1 / graph.scale); }]
+    ].forEach(function (spec) {
+      var button = html("button", spec[1], spec[0], zoom);
+      button.type = "button";
+      button.title = spec[2];
+      button.addEventListener("click", spec[3]);
+    });
+    html("span", "capsem-zoom-level", "100%", zoom);
+    var broken = graph.brokenList();
+    if (broken.length) {
+      var next = html("button", "capsem-next-broken", "Next broken link (" + broken.length + ")", bar);
+      next.type = "button";
+      var at = -1;
+      next.addEventListener("click", function () {
+        at = (at + 1) % broken.length;
+        document.dispatchEvent(new CustomEvent("capsem:select", {detail: {id: broken[at]}}));
+        if (!window.capsemExplorer) {
+          graph.highlight(broken[at]);
+        }
+      });
+    }
     var findings = graph.data.findings || [];
     var summary = findings.length
       ? findings.map(function (f) { return f.title + " (" + f.count + ")"; }).join("; ")
@@ -551,6 +810,24 @@
     });
     container.insertBefore(bar, container.firstChild);
   }
+
+  /* The rows that carry a broken link (the end that is not a placeholder), in graph order. */
+  CapsemGraph.prototype.brokenList = function () {
+    var self = this;
+    var seen = {};
+    this.brokenNodes = {};
+    this.data.edges.forEach(function (edge) {
+      if (!edge.broken) {
+        return;
+      }
+      var source = self.nodesById[edge.source];
+      var carrier = source && !source.missing ? edge.source : edge.target;
+      seen[carrier] = true;
+      self.brokenNodes[edge.source] = true;
+      self.brokenNodes[edge.target] = true;
+    });
+    return this.data.nodes.map(function (n) { return n.id; }).filter(function (id) { return seen[id]; });
+  };
 
   function explorerSettled() {
     var explorer = document.querySelector(".capsem-explorer[data-tree-url]");
@@ -594,6 +871,8 @@
         html("div", "capsem-graph-canvas", null, container);
         var graph = new CapsemGraph(container, data);
         toolbar(container, graph);
+        graph.minimap();
+        graph.panAndZoom();
         graph.render();
         if (window.capsemExplorer && window.capsemExplorer.selected) {
           graph.highlight(window.capsemExplorer.selected);  /* chosen before the picture came */

@@ -6,6 +6,12 @@
  * when they are same-origin paths, and no HTML is ever parsed from data (the page runs under
  * a CSP without inline script or eval).
  *
+ * The bar column is the timeline: each span's bar on the trace's time axis, nested as the tree
+ * is. It zooms and pans (wheel over the bars zooms about the pointer, Shift+wheel or a drag
+ * pans; the +, − and Fit buttons; keys + − 0, Shift+arrows and Z for "zoom to this span"), and
+ * the spans on the critical path (tree.json `critical`, graph/waterfall.py defines it) are
+ * marked.
+ *
  * The selection lives in the URL (#node=model_calls:12) so it can be shared; the graph script
  * (capsem-graph.js) selects through the same "capsem:select" event and is told what is
  * selected and what matches a search through "capsem:selected" and "capsem:matches".
@@ -20,6 +26,12 @@
     ["security", "security"], ["body", "bodies"], ["item", "model items"]
   ];
   var HIDDEN_BY_DEFAULT = {item: true};
+  var CRITICAL_TITLE = "The critical path: the chain of spans that determines when the trace " +
+    "ends. From the span that ends last, step back again and again to the span that ends last " +
+    "among those that had ended when the current one started. Model calls, tool calls, MCP " +
+    "calls and processes are candidates; a span off the path could have taken longer without " +
+    "moving the end.";
+  var ZOOM_STEP = 1.6;
   var KIND_LABEL = {
     trace: "trace", turn: "turn", model_call: "model", tool_call: "tool", tool_response: "result",
     http: "http", dns: "dns", file: "file", process: "proc", credential: "cred",
@@ -96,6 +108,9 @@
     var total = tree.totals && tree.totals.duration_ms;
     this.t0 = (tree.totals && tree.totals.start) || 0;
     this.span = total && total > 0 ? total : 1;
+    this.from = 0;  /* the time window the bars show, in ms from t0 */
+    this.to = this.span;
+    this.bars = {};
     this.build();
   }
 
@@ -134,6 +149,7 @@
       self.open[self.tree.root.id] = true;
       self.render();
     });
+    this.timelineControls(bar);
     var main = el("div", "capsem-explorer-main", null, this.root);
     var left = el("div", "capsem-tree-wrap", null, main);
     var head = el("div", "capsem-tree-head", null, left);
@@ -141,11 +157,9 @@
     el("span", "capsem-col-dur", "Duration", head);
     el("span", "capsem-col-tok", "Tokens in / out / cache / think", head);
     el("span", "capsem-col-cost", "Cost", head);
-    var scale = el("span", "capsem-col-bar capsem-scale", null, head);
-    [0, 0.25, 0.5, 0.75].forEach(function (f) {
-      var tick = el("span", "capsem-tick", fmtMs(self.span * f), scale);
-      tick.style.left = (f * 100) + "%";
-    });
+    this.scale = el("span", "capsem-col-bar capsem-scale", null, head);
+    this.scale.title = "Wheel: zoom; Shift+wheel or drag: pan";
+    this.drawScale();
     this.list = el("div", "capsem-tree", null, left);
     this.list.setAttribute("role", "tree");
     this.list.setAttribute("aria-label", "Spans of the trace");
@@ -164,8 +178,14 @@
       }
     });
     this.list.addEventListener("keydown", function (event) { self.key(event); });
+    this.panAndZoom(left);
     this.list.addEventListener("click", function (event) {
       var target = event.target;
+      if (self.dragged) {
+        self.dragged = false;
+        event.preventDefault();
+        return;
+      }
       var row = target.closest ? target.closest("[data-span]") : null;
       if (!row) {
         return;
@@ -197,6 +217,7 @@
       list.removeChild(list.firstChild);
     }
     this.rows = {};
+    this.bars = {};
     this.order = [];
     var fragment = document.createDocumentFragment();
     (function walk(span, depth) {
@@ -220,7 +241,7 @@
     var row = el("div", "capsem-span capsem-span-" + span.type +
       (span.missing ? " missing" : "") + (span.findings.length ? " has-finding" : "") +
       (this.matches && this.matches[span.id] ? " match" : "") +
-      (this.selected === span.id ? " selected" : ""), null, null);
+      (this.selected === span.id ? " selected" : "") + (span.critical ? " critical" : ""), null, null);
     row.setAttribute("role", "treeitem");
     row.setAttribute("data-span", span.id);
     row.setAttribute("aria-level", String(depth + 1));
@@ -256,11 +277,12 @@
     el("span", "capsem-col-cost", figures ? fmtCost(figures.cost_usd) : "", row);
     var track = el("span", "capsem-col-bar", null, row);
     if (span.t !== null && span.t !== undefined) {
-      var bar = el("span", "capsem-bar capsem-bar-" + span.kind, null, track);
-      var left = 100 * (span.t - this.t0) / this.span;
-      bar.style.left = Math.max(0, Math.min(left, 100)) + "%";
-      bar.style.width = Math.max(100 * (span.duration_ms || 0) / this.span, 0.3) + "%";
-      bar.title = "+" + fmtMs(span.t) + (span.duration_ms ? ", " + fmtMs(span.duration_ms) : "");
+      var bar = el("span", "capsem-bar capsem-bar-" + span.kind + (span.critical ? " capsem-bar-critical" : ""),
+        null, track);
+      bar.title = "+" + fmtMs(span.t) + (span.duration_ms ? ", " + fmtMs(span.duration_ms) : "") +
+        (span.critical ? " \u00B7 on the critical path" : "");
+      this.bars[span.id] = bar;
+      this.place(bar, span);
     }
     this.rows[span.id] = row;
     return row;
@@ -284,6 +306,10 @@
     var id = row.getAttribute("data-span");
     var at = this.order.indexOf(id);
     var span = this.spans[id];
+    if (this.zoomKey(event, span)) {
+      event.preventDefault();
+      return;
+    }
     var handled = true;
     if (event.key === "ArrowDown" && at < this.order.length - 1) {
       this.focus(this.order[at + 1]);
@@ -382,6 +408,167 @@
     document.dispatchEvent(new CustomEvent("capsem:matches", {detail: {ids: this.matchList}}));
   };
 
+  /* -- The timeline: the bar column's time window, zoom and pan ------------------------- */
+
+  Explorer.prototype.timelineControls = function (bar) {
+    var self = this;
+    var box = el("span", "capsem-zoom", "Timeline: ", bar);
+    [["\u2212", "capsem-zoom-out", "Zoom out (\u2212)", function () { self.zoom(ZOOM_STEP); }],
+     ["+", "capsem-zoom-in", "Zoom in (+)", function () { self.zoom(1 / ZOOM_STEP); }],
+     ["Fit", "capsem-zoom-fit", "Show the whole trace (0)", function () { self.setWindow(0, self.span); }],
+     ["Zoom to selection", "capsem-zoom-selected", "Zoom to the selected span (Z)", function () {
+       self.zoomTo(self.spans[self.selected]);
+     }]].forEach(function (spec) {
+      var button = el("button", spec[1], spec[0], box);
+      button.type = "button";
+      button.title = spec[2];
+      button.addEventListener("click", spec[3]);
+    });
+    var label = el("label", "capsem-critical-toggle", null, bar);
+    label.title = CRITICAL_TITLE;
+    var input = el("input", null, null, label);
+    input.type = "checkbox";
+    input.checked = true;
+    el("span", "capsem-critical-key", null, label);
+    var count = (this.tree.critical_path || []).length;
+    el("span", null, " critical path (" + count + " span" + (count === 1 ? "" : "s") + ")", label);
+    this.root.classList.add("capsem-show-critical");
+    input.addEventListener("change", function () {
+      self.root.classList.toggle("capsem-show-critical", input.checked);
+    });
+  };
+
+  /* Left and width of a bar in the current window; a bar outside it is hidden. */
+  Explorer.prototype.place = function (bar, span) {
+    var width = this.to - this.from;
+    var start = span.t - this.t0;
+    var end = start + (span.duration_ms || 0);
+    if (end < this.from || start > this.to) {
+      bar.style.display = "none";
+      return;
+    }
+    var left = Math.max(0, 100 * (start - this.from) / width);
+    var right = Math.min(100, 100 * (end - this.from) / width);
+    bar.style.display = "";
+    bar.style.left = left + "%";
+    bar.style.width = Math.max(right - left, 0.3) + "%";
+  };
+
+  Explorer.prototype.drawScale = function () {
+    var scale = this.scale;
+    while (scale.firstChild) {
+      scale.removeChild(scale.firstChild);
+    }
+    var self = this;
+    [0, 0.25, 0.5, 0.75].forEach(function (f) {
+      var tick = el("span", "capsem-tick", fmtMs(self.from + (self.to - self.from) * f), scale);
+      tick.style.left = (f * 100) + "%";
+    });
+  };
+
+  /* Show [from, to] (ms from the trace's start), kept inside the trace and at least 1 ms. */
+  Explorer.prototype.setWindow = function (from, to) {
+    var width = Math.min(Math.max(to - from, Math.min(1, this.span)), this.span);
+    from = Math.max(0, Math.min(from, this.span - width));
+    this.from = from;
+    this.to = from + width;
+    var self = this;
+    Object.keys(this.bars).forEach(function (id) { self.place(self.bars[id], self.spans[id]); });
+    this.drawScale();
+    this.root.setAttribute("data-zoom", (this.span / width).toFixed(2));
+    this.root.setAttribute("data-window", Math.round(this.from) + "-" + Math.round(this.to));
+  };
+
+  /* Zoom by `factor` (below 1 zooms in) about `at`, a fraction of the bar column's width. */
+  Explorer.prototype.zoom = function (factor, at) {
+    var fraction = at === undefined ? 0.5 : at;
+    var width = this.to - this.from;
+    var pivot = this.from + width * fraction;
+    var next = width * factor;
+    this.setWindow(pivot - next * fraction, pivot - next * fraction + next);
+  };
+
+  Explorer.prototype.pan = function (fraction) {
+    var width = this.to - this.from;
+    this.setWindow(this.from + width * fraction, this.to + width * fraction);
+  };
+
+  Explorer.prototype.zoomTo = function (span) {
+    if (!span || span.t === null || span.t === undefined) {
+      return;
+    }
+    var start = span.t - this.t0;
+    var length = Math.max(span.duration_ms || 0, 1);
+    this.setWindow(start - length * 0.1, start + length * 1.1);
+  };
+
+  Explorer.prototype.zoomKey = function (event, span) {
+    if (event.key === "+" || event.key === "=") {
+      this.zoom(1 / ZOOM_STEP);
+    } else if (event.key === "-" || event.key === "_") {
+      this.zoom(ZOOM_STEP);
+    } else if (event.key === "0") {
+      this.setWindow(0, this.span);
+    } else if (event.key === "z" || event.key === "Z") {
+      this.zoomTo(span);
+    } else if (event.shiftKey && (event.key === "ArrowLeft" || event.key === "ArrowRight")) {
+      this.pan(event.key === "ArrowLeft" ? -0.2 : 0.2);
+    } else {
+      return false;
+    }
+    return true;
+  };
+
+  /* Wheel over the bar column zooms about the pointer (Shift+wheel pans); a drag pans. */
+  Explorer.prototype.panAndZoom = function (area) {
+    var self = this;
+    function column(event) {
+      var bar = event.target.closest ? event.target.closest(".capsem-col-bar") : null;
+      return bar && area.contains(bar) ? bar : null;
+    }
+    area.addEventListener("wheel", function (event) {
+      var track = column(event);
+      if (!track) {
+        return;
+      }
+      event.preventDefault();
+      var box = track.getBoundingClientRect();
+      var delta = event.deltaY || event.deltaX;
+      if (event.shiftKey || Math.abs(event.deltaX) > Math.abs(event.deltaY)) {
+        self.pan((delta > 0 ? 1 : -1) * 0.1);
+      } else {
+        self.zoom(delta > 0 ? ZOOM_STEP : 1 / ZOOM_STEP, (event.clientX - box.left) / box.width);
+      }
+    }, {passive: false});
+    area.addEventListener("pointerdown", function (event) {
+      var track = column(event);
+      if (!track || event.button !== 0) {
+        return;
+      }
+      var startX = event.clientX;
+      var from = self.from;
+      var widthPx = track.getBoundingClientRect().width || 1;
+      function move(e) {
+        var dx = e.clientX - startX;
+        if (Math.abs(dx) > 3) {
+          self.dragged = true;
+        }
+        if (self.dragged) {
+          var shift = -dx / widthPx * (self.to - self.from);
+          self.setWindow(from + shift, from + shift + (self.to - self.from));
+        }
+      }
+      function up() {
+        window.removeEventListener("pointermove", move);
+        window.removeEventListener("pointerup", up);
+        setTimeout(function () { self.dragged = false; }, 0);
+      }
+      self.dragged = false;
+      window.addEventListener("pointermove", move);
+      window.addEventListener("pointerup", up);
+    });
+  };
+
   /* The detail panel: what the tree knows at once, the row and bodies once fetched. */
   Explorer.prototype.showDetail = function (span) {
     var self = this;
@@ -407,6 +594,9 @@
     }
     fact("Start", span.t !== null && span.t !== undefined ? "+" + fmtMs(span.t) : null);
     fact("Duration", fmtMs(span.duration_ms));
+    if (span.critical) {
+      fact("Critical path", "on it: this span's time moves the end of the trace").title = CRITICAL_TITLE;
+    }
     var figures = span.totals || (span.type === "model_call" ? span : null);
     if (span.type === "model_call") {
       fact("Model", span.model);
@@ -540,7 +730,7 @@
         button.disabled = true;
         getJson(body.href).then(function (full) {
           button.remove();
-          renderView(full.view, target);
+          window.capsemBody.renderView(full.view, target, full.download);
         }).catch(function (error) {
           button.disabled = false;
           button.textContent = "Could not load (" + error.message + "); retry";
@@ -549,41 +739,7 @@
       return;
     }
     if (body.view) {
-      renderView(body.view, target);
-    }
-  }
-
-  function renderView(view, target) {
-    if (view.display_truncated) {
-      el("p", "capsem-note capsem-size-note", "Showing the first " + fmtNum(view.display_bytes) + " of " +
-        fmtNum(view.bytes) + " bytes; the full body is a download (link above).", target);
-    }
-    if (view.kind === "json" || view.kind === "text") {
-      el("pre", "capsem-body capsem-body-" + view.kind, view.text, target);
-    } else if (view.kind === "sse") {
-      var assembled = view.assembled || {};
-      if (assembled.thinking) {
-        el("p", "capsem-meta", "Thinking (decoded from the stream):", target);
-        el("pre", "capsem-body capsem-sse-thinking", assembled.thinking, target);
-      }
-      el("p", "capsem-meta", "Text (decoded from " + view.events.length + " events):", target);
-      el("pre", "capsem-body capsem-sse-text", assembled.text || "", target);
-      var more = el("details", null, null, target);
-      el("summary", null, "The " + view.events.length + " events", more);
-      var list = el("ol", "capsem-sse", null, more);
-      view.events.forEach(function (event) {
-        var item = el("li", null, null, list);
-        if (event.event) {
-          el("strong", null, event.event, item);
-        }
-        el("pre", "capsem-body", event.data, item);
-      });
-    } else if (view.kind === "hex") {
-      el("pre", "capsem-body capsem-hex", view.hex.map(function (line) {
-        return ("00000000" + line.offset.toString(16)).slice(-8) + "  " + line.hex + "  " + line.ascii;
-      }).join("\n"), target);
-    } else {
-      el("p", "capsem-note", "Empty body.", target);
+      window.capsemBody.renderView(body.view, target, body.download);
     }
   }
 

@@ -12,7 +12,7 @@ from datasette.utils.asgi import Response
 from datasette_capsem import errors, redaction
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph import relations
-from datasette_capsem.graph.bodies import DISPLAY_BYTES
+from datasette_capsem.graph.bodies import DISPLAY_BYTES, image_type
 from datasette_capsem.graph.events import body_chunk, body_meta, load_body, load_event, raw_body
 from datasette_capsem.views import render, secrets_guard
 from datasette_capsem.views.opening import bad_value, open_session, url_value
@@ -257,6 +257,10 @@ async def _download(opened, event_id: str, blob_id: int) -> ByteStream:
         "x-capsem-masked": "0" if policy == redaction.OPEN else "1",
     }
     db = opened.db
+    # A PNG, JPEG, GIF or WebP (by its bytes) is sent as one, so the detail panel can show it
+    # with <img>; everything else, SVG included, stays an opaque download.
+    head = await db.execute_fn(lambda conn: body_chunk(conn, blob_id, 0, 16))
+    content_type = image_type(head) or "application/octet-stream"
     if policy == redaction.OPEN:
         headers["content-length"] = str(size)
 
@@ -275,7 +279,7 @@ async def _download(opened, event_id: str, blob_id: int) -> ByteStream:
             for offset in range(0, len(masked), CHUNK_BYTES):
                 yield masked[offset : offset + CHUNK_BYTES]
 
-    return ByteStream(stream(), headers, "application/octet-stream")
+    return ByteStream(stream(), headers, content_type)
 
 
 def _raw_checked(conn, blob_id: int, event_id: str) -> bytes | None:
