@@ -8,6 +8,7 @@ from urllib.parse import quote
 import pytest
 import pytest_asyncio
 
+from datasette_capsem.graph.waterfall import critical_path
 from tests.helpers import make_datasette
 from tests.trace_support import hostile_session, ledger, readable
 
@@ -91,3 +92,20 @@ async def test_html_page_links_and_escapes(datasette, manifest):
     assert "<script>alert" not in response.text
     overview = await datasette.client.get(f"/-/capsem/sessions/{quote(session['id'], safe='')}")
     assert "/timeline" in overview.text
+
+
+def test_critical_path_steps_back_through_what_ended_last():
+    """The definition (graph/waterfall.py): from the span that ends last, step back to the
+    span that ends last among those that had ended when the current one started. Concurrent
+    spans that end earlier are off the path; a tie on the end goes to the longer span, then
+    to the first listed."""
+    spans = [
+        ("a", 0.0, 10.0),  # ends 10, after c started (at 5): off the path
+        ("b", 12.0, 5.0),  # ends 17, concurrent with c: off the path
+        ("c", 5.0, 20.0),  # ends 25, the last to end before d starts
+        ("d", 30.0, 3.0),  # ends last
+        ("copy", 30.0, 3.0),  # same timing as d, listed after it: d wins the tie
+    ]
+    assert critical_path(spans) == ["c", "d"]
+    assert critical_path([("x", 0.0, 5.0), ("y", 5.5, 1.0), ("z", 7.0, 0.0)]) == ["x", "y", "z"]
+    assert critical_path([]) == []

@@ -153,6 +153,72 @@ async def test_every_trace_of_a_session_adds_up_to_token_totals(
     assert checked
 
 
+CRITICAL_TYPES = ("model_call", "tool_call", "mcp_call", "exec_event")
+
+
+def assert_critical_path(tree: dict) -> int:
+    """The tree's critical path keeps its definition (graph/waterfall.py): it ends with the
+    span that ends last, each span on it ended by the time the next one started, and none
+    ended later than it by then; the first one started after every candidate had not yet
+    ended. Returns its length."""
+    spans = {s["id"]: s for s in flatten(tree)}
+    candidates = [
+        (s["t"], s["t"] + (s.get("duration_ms") or 0.0))
+        for s in spans.values()
+        if s["type"] in CRITICAL_TYPES and s.get("t") is not None and not s.get("missing")
+        and not s.get("external")
+    ]  # fmt: skip
+    path = tree["critical_path"]
+    assert bool(path) == bool(candidates)
+    assert {i for i, s in spans.items() if s.get("critical")} == set(path)
+    times = [(spans[i]["t"], spans[i]["t"] + (spans[i].get("duration_ms") or 0.0)) for i in path]
+    if times:
+        assert times[-1][1] == max(end for _, end in candidates)
+        assert not [end for _, end in candidates if end <= times[0][0] + 1.0 and end < times[0][1]]
+    for (_, before_end), (start, end) in zip(times, times[1:], strict=False):
+        assert before_end <= start + 1.0
+        assert not [e for _, e in candidates if before_end < e <= start + 1.0 and e < end]
+    return len(path)
+
+
+@pytest.mark.parametrize("era", SESSION_ERAS)
+async def test_critical_path_keeps_its_definition(datasette, manifest, era):
+    sessions = [s for s in of_era(manifest, era) if s.get("traces")][:2]
+    if not sessions:
+        pytest.skip(f"no {era} session with traces in the generated home")
+    for session in sessions:
+        for trace in session["traces"][:3]:
+            tree = await get_tree(datasette, session["id"], trace)
+            assert_critical_path(tree)
+            # The waterfall (the trace's .json) reads the rows, not the graph: same path.
+            data = (await datasette.client.get(trace_url(session["id"], trace, ".json"))).json()
+            waterfall = data["waterfall"]
+            assert waterfall["critical_path"] == tree["critical_path"]
+            assert {f"{b['table']}:{b['row_id']}" for b in waterfall["rows"] if b["critical"]} == (
+                set(tree["critical_path"])
+            )
+
+
+async def test_conversation_unfolds_the_repeated_history(datasette, manifest):
+    session = clean_current(manifest)[0]
+    url = trace_url(session["id"], session["traces"][0], "/conversation.json")
+    steps = (await datasette.client.get(url)).json()["steps"]
+    repeated = [(n, s) for n, s in enumerate(steps, 1) if s["request"].get("repeated")]
+    assert repeated, "a later step repeats the history"
+    for number, step in repeated:
+        found = (await datasette.client.get(f"{url}?step={number}")).json()
+        assert found["step"] == number and found["model_call"] == step["model_call"]
+        assert len(found["messages"]) == step["request"]["repeated"] == found["repeated"]
+        assert not any(m["new"] for m in found["messages"])
+        # What step n repeats was new in an earlier step or was an earlier reply.
+        earlier = {(m["role"], m["type"], m["text"].strip()) for s in steps[: number - 1]
+                   for m in s["messages"] + s["reply"]}  # fmt: skip
+        shown = {(m["role"], m["type"], m["text"].strip()) for m in found["messages"]}
+        assert shown & earlier
+    for bad, status in (("0", 400), ("x", 400), (str(len(steps) + 1), 404)):
+        assert (await datasette.client.get(f"{url}?step={bad}")).status_code == status
+
+
 async def test_findings_of_the_graph_are_on_the_tree(datasette, manifest):
     session, defect = defect_sessions(manifest, "orphan_tool_response")[0]
     node_id = f"{defect['table']}:{defect['row_id']}"
@@ -252,7 +318,9 @@ async def test_node_detail_follows_the_credential_policy(
             ).fetchone()
         if row is None:
             continue
-        url = trace_url(session["id"], row["trace_id"], "/node.json") + f"?id=net_events:{row['id']}"
+        url = (
+            trace_url(session["id"], row["trace_id"], "/node.json") + f"?id=net_events:{row['id']}"
+        )
         detail = (await datasette.client.get(url)).json()
         assert detail["cells"]["query"] == redaction.HIDDEN
         return

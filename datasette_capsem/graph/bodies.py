@@ -183,7 +183,8 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
     if not data:
         return {**view, "kind": "empty", "text": ""}
     media = _media_type(content_type)
-    if _looks_binary(shown) and not media.startswith("text/"):
+    image = image_type(data)  # by its bytes, whatever type it claims
+    if image or (_looks_binary(shown) and not media.startswith("text/")):
         # A hex dump splits a credential over lines the response masker cannot match.
         shown = redaction.mask_bytes(shown)
         return {
@@ -191,7 +192,7 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
             "kind": "hex",
             "hex": hex_dump(shown),
             "hex_truncated": len(data) > HEX_BYTES,
-            "image": image_type(data),
+            "image": image,
         }
     text, valid = _utf8(shown)
     view["valid_utf8"] = valid

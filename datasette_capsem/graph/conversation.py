@@ -180,7 +180,9 @@ def _responses_items(items: Any, default_role: str = "user") -> list[dict[str, A
 
 
 def _responses_request(body: dict[str, Any]) -> list[dict[str, Any]]:
-    parts = [_part("system", "text", _texts(body["instructions"]))] if body.get("instructions") else []
+    parts = (
+        [_part("system", "text", _texts(body["instructions"]))] if body.get("instructions") else []
+    )
     given = body.get("input")
     if isinstance(given, str):
         return [*parts, _part("user", "text", given)]
@@ -219,7 +221,11 @@ def _gemini_request(body: dict[str, Any]) -> list[dict[str, Any]]:
         parts.append(_part("system", "text", _texts(system.get("parts"))))
     for content in body.get("contents") or []:
         if isinstance(content, dict):
-            role = "assistant" if content.get("role") == "model" else str(content.get("role") or "user")
+            role = (
+                "assistant"
+                if content.get("role") == "model"
+                else str(content.get("role") or "user")
+            )
             parts += _gemini_parts(role, content.get("parts"))
     return parts
 
@@ -339,11 +345,15 @@ class _Reply:
             if kind == "response.output_text.delta":
                 self.text("text", str(data.get("delta") or ""), ("r", data.get("output_index")))
             elif "reasoning" in kind and kind.endswith(".delta"):
-                self.text("thinking", str(data.get("delta") or ""), ("rr", data.get("output_index")))
+                self.text(
+                    "thinking", str(data.get("delta") or ""), ("rr", data.get("output_index"))
+                )
             elif kind == "response.output_item.added":
                 item = data.get("item") or {}
                 if item.get("type") == "function_call":
-                    self.call(("r", data.get("output_index")), item.get("name"), item.get("call_id"))
+                    self.call(
+                        ("r", data.get("output_index")), item.get("name"), item.get("call_id")
+                    )
             elif kind == "response.function_call_arguments.delta":
                 self.call(("r", data.get("output_index")), arguments=str(data.get("delta") or ""))
             elif kind in ("response.completed", "response.incomplete", "response.failed"):
@@ -533,12 +543,20 @@ def build_steps(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "output_tokens": as_int(row.get("output_tokens")),
                 "cost_usd": as_float(row.get("estimated_cost_usd")),
                 "duration_ms": as_float(row.get("duration_ms")),
-                "request": {**call["request_source"], "problem": request["problem"],
-                            "messages": len(messages), **counts},  # fmt: skip
-                "response": {**call["response_source"], "problem": reply["problem"],
-                             "shape": reply["shape"]},  # fmt: skip
+                "request": {
+                    **call["request_source"],
+                    "problem": request["problem"],
+                    "messages": len(messages),
+                    **counts,
+                },  # fmt: skip
+                "response": {
+                    **call["response_source"],
+                    "problem": reply["problem"],
+                    "shape": reply["shape"],
+                },  # fmt: skip
                 "messages": [m for m in messages if m["new"]],
                 "reply": reply["messages"],
+                "history": [m for m in messages if not m["new"]],  # the repeated ones
             }
         )
     return steps

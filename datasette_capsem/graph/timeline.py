@@ -42,8 +42,9 @@ def _col(schema: LedgerSchema, table: str, column: str, alias: str = "") -> str:
     return "NULL"
 
 
-def _plain_layer(schema: LedgerSchema, layer: str, table: str, text: str, status: str,
-                 duration: str) -> str:
+def _plain_layer(
+    schema: LedgerSchema, layer: str, table: str, text: str, status: str, duration: str
+) -> str:
     """The SELECT of a layer read from one table alone (every layer but `tool`)."""
     return (
         f"SELECT {_col(schema, table, 'timestamp')} AS at, '{layer}' AS layer, '{table}' AS tbl, "

@@ -76,6 +76,52 @@
     });
   }
 
+  /* "N earlier messages repeated": a button that unfolds those messages, fetched when first
+     opened (conversation.json?step=N), so the page never holds the quadratic history. */
+  function history(root, number, request, box) {
+    var holder = el("div", "capsem-conv-history", null, box);
+    var label = request.repeated + " earlier message" + (request.repeated === 1 ? "" : "s") +
+      " repeated" + (request.dropped ? ", " + request.dropped + " earlier message" +
+        (request.dropped === 1 ? "" : "s") + " no longer sent" : "");
+    var button = el("button", "capsem-conv-repeated", "\u25B8 " + label + " (show)", holder);
+    button.type = "button";
+    button.setAttribute("aria-expanded", "false");
+    var list = el("div", "capsem-conv-history-list", null, holder);
+    list.hidden = true;
+    button.addEventListener("click", function () {
+      var open = list.hidden;
+      list.hidden = !open;
+      button.setAttribute("aria-expanded", open ? "true" : "false");
+      button.textContent = (open ? "\u25BE " : "\u25B8 ") + label + (open ? " (hide)" : " (show)");
+      var url = root.getAttribute("data-conversation-url");
+      if (!open || holder.getAttribute("data-state") || !safeHref(url)) {
+        return;
+      }
+      holder.setAttribute("data-state", "loading");
+      var note = el("p", "capsem-meta", "Loading the repeated messages\u2026", list);
+      getJson(url + (url.indexOf("?") === -1 ? "?" : "&") + "step=" + number)
+        .then(function (data) {
+          note.remove();
+          data.messages.forEach(function (part) { message(part, list, number); });
+          holder.setAttribute("data-state", "ready");
+        })
+        .catch(function (error) {
+          note.textContent = "Could not load them: " + error.message;
+          holder.removeAttribute("data-state");
+        });
+    });
+  }
+
+  function getJson(url) {
+    return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json();
+      });
+  }
+
   function render(data, root) {
     root.textContent = "";
     if (!data.steps.length) {
@@ -102,10 +148,7 @@
       if (request.problem) {
         el("p", "capsem-note", "Request: " + request.problem + ".", box);
       } else if (request.repeated) {
-        el("p", "capsem-meta capsem-conv-repeated", request.repeated + " earlier message" +
-          (request.repeated === 1 ? "" : "s") + " repeated" +
-          (request.dropped ? ", " + request.dropped + " earlier message" +
-            (request.dropped === 1 ? "" : "s") + " no longer sent" : "") + ".", box);
+        history(root, number, request, box);
       }
       step.messages.forEach(function (part) { message(part, box, number); });
       if (step.response && step.response.problem && !step.reply.length) {
@@ -122,13 +165,7 @@
     }
     root.setAttribute("data-state", "loading");
     el("p", "capsem-meta", "Loading the conversation\u2026", root);
-    fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
-      .then(function (response) {
-        if (!response.ok) {
-          throw new Error("HTTP " + response.status);
-        }
-        return response.json();
-      })
+    getJson(url)
       .then(function (data) {
         render(data, root);
         root.setAttribute("data-ready", "1");

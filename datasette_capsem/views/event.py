@@ -113,6 +113,7 @@ async def event_page(datasette, request):
             "have no event page. Browse them from the session page.",
             back,
         )
+
     def read(conn):
         found = load_event(conn, schema, event_id)
         _relations(opened, conn, found["rows"])
@@ -314,7 +315,9 @@ async def tool_call(datasette, request):
         raise errors.bad_parameter("Bad call id", problem)
     trace_id = request.args.get("trace") or None
     raw_model_call = request.args.get("model_call") or ""
-    model_call = int(raw_model_call) if raw_model_call.isdigit() and len(raw_model_call) < 19 else None
+    model_call = (
+        int(raw_model_call) if raw_model_call.isdigit() and len(raw_model_call) < 19 else None
+    )
     found = await opened.db.execute_fn(
         lambda conn: relations.call_for(conn, opened.schema, call_id, trace_id, model_call)
     )

@@ -165,10 +165,28 @@ async def node_detail(datasette, request):
     return render.json_response(detail)
 
 
-async def conversation(datasette, opened: Opened, rows: TraceRows) -> dict[str, Any]:
-    """conversation.json: the turn as chat, one step per model call (graph/conversation.py)."""
+def _history_step(request, model_calls: int) -> int | None:
+    """`?step=N` of conversation.json: the step whose repeated history is asked for."""
+    raw = request.args.get("step")
+    if raw is None:
+        return None
+    if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+        raise errors.bad_parameter("Bad step", "step must be a step number (1, 2, …).")
+    if int(raw) > model_calls:
+        raise errors.not_found("Unknown step", f"This trace has {model_calls} model calls.")
+    return int(raw)
+
+
+async def conversation(
+    datasette, opened: Opened, rows: TraceRows, history: int | None = None
+) -> dict[str, Any]:
+    """conversation.json: the turn as chat, one step per model call (graph/conversation.py).
+    With `history` (a step number), only that step's repeated messages (`?step=N`): what its
+    request sent again, for the page's "N earlier messages repeated" to unfold."""
     schema = opened.schema
     ids = [row["id"] for row in rows.model_calls]
+    if history is not None:
+        ids = ids[:history]  # the steps before it decide what it repeats
     calls = await opened.db.execute_fn(lambda conn: load_conversation(conn, schema, ids))
     steps = build_steps(calls)
     links = opened.links
@@ -176,9 +194,16 @@ async def conversation(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     # result) of this trace: link each message to its row.
     rows_of = {
         kind: {str(r["call_id"]): r["id"] for r in table if r.get("call_id") is not None}
-        for kind, table in (("tool_calls", rows.tool_calls), ("tool_responses", rows.tool_responses))
+        for kind, table in (
+            ("tool_calls", rows.tool_calls),
+            ("tool_responses", rows.tool_responses),
+        )
     }
+    if history is not None:
+        steps = steps[-1:]
+        steps[0]["messages"], steps[0]["reply"] = steps[0].pop("history"), []
     for step in steps:
+        step.pop("history", None)
         step["href"] = links.row("model_calls", step["model_call_id"])
         for part in step["messages"] + step["reply"]:
             table = {"tool_call": "tool_calls", "tool_result": "tool_responses"}.get(part["type"])
@@ -211,7 +236,16 @@ async def trace_page(datasette, request):
     if suffix == ".otlp.json":
         return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
     if suffix == "/conversation.json":
-        return render.json_response(await conversation(datasette, opened, rows))
+        history = _history_step(request, len(rows.model_calls))
+        found = await conversation(datasette, opened, rows, history)
+        if history is not None:
+            step = found["steps"][0]
+            return render.json_response({
+                "session_id": found["session_id"], "trace_id": found["trace_id"],
+                "step": history, "model_call": step["model_call"], "href": step["href"],
+                "repeated": step["request"].get("repeated"), "messages": step["messages"],
+            })  # fmt: skip
+        return render.json_response(found)
     graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
     if suffix == "/graph.json":
         return await masked_once(datasette, opened, rows, suffix, lambda: graph)
