@@ -9,7 +9,8 @@ call whose step they happened in (the graph's `group`), or under the trace. Mode
 carry the ledger's own figures: input, output, cache-read and thinking tokens
 (`usage_details` keys `cache_read` and `thinking`) and `estimated_cost_usd`; the trace and its
 turns carry their sums, so per-span figures add up to the trace's totals by construction, and
-the tests compare them with the ledger and with the `token_totals` query.
+the tests compare them with the ledger and with the `token_totals` query. The spans on the
+trace's critical path (`waterfall.critical_path`, where it is defined) carry `critical`.
 """
 
 from __future__ import annotations

@@ -729,6 +729,8 @@
       tokens += info.tokens || 0;
       nodes += info.nodes || 0;
     });
+    var first = cluster.groups[0];
+    var last = cluster.groups[cluster.groups.length - 1];
     var matched = cluster.groups.some(function (index) { return self.matchGroups[index]; });
     var g = svg("g", {
       "class": "node cluster" + (matched ? " match" : ""),
@@ -740,8 +742,6 @@
       "data-groups": first + "-" + last
     }, root);
     svg("rect", {width: CLUSTER_W, height: NODE_H * 2 + GAP_Y, rx: 4, ry: 4}, g);
-    var first = cluster.groups[0];
-    var last = cluster.groups[cluster.groups.length - 1];
     var line1 = svg("text", {x: 6, y: 16}, g);
     var unit = this.data.group_unit === "row" ? "rows" : "calls";
     line1.textContent = fit("\u25B8 " + unit + " #" + first + "\u2013#" + last, CLUSTER_W - 12, NODE_FONT);
