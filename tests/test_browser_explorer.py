@@ -91,6 +91,14 @@ async def attr(page, selector: str, name: str) -> str | None:
     return await page.locator(selector).first.get_attribute(name)
 
 
+async def open_trace(browser, url: str):
+    """A trace page in a 1600×1200 tab, once its tree and picture are drawn: (page, problems)."""
+    page, problems = await open_page(browser, url)
+    await page.set_viewport_size({"width": 1600, "height": 1200})
+    await ready(page)
+    return page, problems
+
+
 async def ready(page) -> None:
     await page.wait_for_selector(READY, timeout=30000)
     await page.wait_for_selector(GRAPH_READY, timeout=30000)
@@ -103,9 +111,7 @@ async def loaded(page, node_id: str) -> None:
 async def test_tree_panel_and_keyboard(browser, base, manifest):
     session = clean_current(manifest)[0]
     trace = session["traces"][0]
-    page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-    await page.set_viewport_size({"width": 1600, "height": 1200})
-    await ready(page)
+    page, problems = await open_trace(browser, base + trace_url(session["id"], trace))
     rows = page.locator(".capsem-tree [role=treeitem]")
     calls = page.locator(".capsem-tree [data-span^='model_calls:']")
     assert await calls.count() >= 1
@@ -155,9 +161,7 @@ async def test_tree_panel_and_keyboard(browser, base, manifest):
 async def test_graph_click_search_and_lanes(browser, base, manifest):
     session = clean_current(manifest)[0]
     trace = session["traces"][0]
-    page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-    await page.set_viewport_size({"width": 1600, "height": 1200})
-    await ready(page)
+    page, problems = await open_trace(browser, base + trace_url(session["id"], trace))
     url = page.url
     node = page.locator("#capsem-graph g[data-type='tool_call']").first
     node_id = await node.get_attribute("data-node-id")
@@ -237,9 +241,7 @@ async def test_hostile_content_stays_text_in_the_explorer(browser, base, manifes
 async def test_timeline_zooms_pans_and_marks_the_critical_path(browser, base, manifest):
     session = clean_current(manifest)[0]
     trace = session["traces"][0]
-    page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-    await page.set_viewport_size({"width": 1600, "height": 1200})
-    await ready(page)
+    page, problems = await open_trace(browser, base + trace_url(session["id"], trace))
     root = "#capsem-explorer"
     tree = await page.evaluate(
         "url => fetch(url).then(r => r.json())", trace_url(session["id"], trace, "/tree.json")
@@ -288,12 +290,9 @@ async def test_timeline_zooms_pans_and_marks_the_critical_path(browser, base, ma
     tool = await page.locator(".capsem-tree [data-span^='tool_calls:'] a").first.inner_text()
     await page.fill(".capsem-trace-search", tool)
     await page.wait_for_selector(".capsem-tree .capsem-span.match")
-    await page.keyboard.press("0")
+    await page.click(".capsem-zoom-fit")
     assert await page.locator(".capsem-tree .capsem-span.match .capsem-bar").count() >= 1
     assert await page.locator("#capsem-graph g.node.match").count() >= 1
-    await page.locator(".capsem-explorer").screenshot(
-        path=str(screenshot_dir() / "trace-timeline.png")
-    )
     await page.close()
     assert problems == []
 
@@ -352,14 +351,17 @@ async def test_picture_zooms_pans_and_leads_to_broken_links(browser, base, manif
     await page.keyboard.press("1")
     assert await attr(page, graph, "data-scale") == "1.000"
 
-    # The broken links: stepped through from the picture, each selected with its finding.
+    # The broken links: stepped through from the picture, each selected with its finding (and
+    # brought into view, zoomed in).
+    await page.click(".capsem-gzoom-in")
+    await page.click(".capsem-gzoom-in")
     await page.click(".capsem-next-broken")
     await page.wait_for_selector(".capsem-detail[data-loaded]")
     selected = await attr(page, ".capsem-detail", "data-loaded")
     assert "Findings on this row" in await page.inner_text(".capsem-detail")
     assert await page.locator(f"{graph} g[data-node-id='{selected}'].selected").count() == 1
     assert await page.locator(f"{graph} path.edge.broken.focus").count() >= 1
-    await page.locator(graph).screenshot(path=str(screenshot_dir() / "trace-graph-broken.png"))
+    await page.locator(graph).screenshot(path=str(screenshot_dir() / "trace-graph-zoomed.png"))
     await page.close()
     assert problems == []
 
@@ -368,9 +370,7 @@ async def test_image_bodies_show_and_svg_stays_text(browser, image_trace, tmp_pa
     home, session_id, trace, (png_call, svg_call) = image_trace
     with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
         url = base + trace_url(session_id, trace) + "#node=" + png_call.replace(":", "%3A")
-        page, problems = await open_page(browser, url)
-        await page.set_viewport_size({"width": 1600, "height": 1200})
-        await ready(page)
+        page, problems = await open_trace(browser, url)
         await loaded(page, png_call)
         image = page.locator(".capsem-detail .capsem-body-image img")
         assert await image.count() == 1
@@ -383,7 +383,7 @@ async def test_image_bodies_show_and_svg_stays_text(browser, image_trace, tmp_pa
         assert response.headers["content-type"] == "image/png"
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.content == png()
-        await page.locator(".capsem-detail").screenshot(
+        await page.locator(".capsem-detail-body:has(img)").screenshot(
             path=str(screenshot_dir() / "trace-image-body.png")
         )
 
@@ -433,9 +433,7 @@ async def test_conversation_unfolds_repeated_history(browser, base, manifest):
 
 async def test_a_500_call_trace_explorer(browser, long_server):
     base, session_id, trace = long_server
-    page, problems = await open_page(browser, base + trace_url(session_id, trace))
-    await page.set_viewport_size({"width": 1600, "height": 1200})
-    await ready(page)
+    page, problems = await open_trace(browser, base + trace_url(session_id, trace))
     calls = page.locator(".capsem-tree [data-span^='model_calls:']")
     assert await calls.count() == LONG_CALLS
     assert await page.locator(".capsem-tree .capsem-span.critical").count() >= 2
@@ -446,6 +444,14 @@ async def test_a_500_call_trace_explorer(browser, long_server):
     await page.click(".capsem-zoom-in")
     assert await attr(page, "#capsem-explorer", "data-zoom") == "1.60"
     await page.fill(".capsem-trace-search", "")
+    # The first calls, zoomed in: the critical path steps from call to call.
+    await calls.nth(3).focus()
+    await page.keyboard.press("z")
+    for _ in range(4):
+        await page.keyboard.press("-")
+    await page.locator(".capsem-explorer").screenshot(
+        path=str(screenshot_dir() / "trace-timeline.png")
+    )
     middle = await calls.nth(LONG_CALLS // 2).get_attribute("data-span")
     await calls.nth(LONG_CALLS // 2).locator("a").click()
     await loaded(page, middle)

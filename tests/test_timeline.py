@@ -94,7 +94,7 @@ async def test_html_page_links_and_escapes(datasette, manifest):
     assert "/timeline" in overview.text
 
 
-def test_critical_path_steps_back_through_what_ended_last():
+async def test_critical_path_steps_back_through_what_ended_last():
     """The definition (graph/waterfall.py): from the span that ends last, step back to the
     span that ends last among those that had ended when the current one started. Concurrent
     spans that end earlier are off the path; a tie on the end goes to the longer span, then
