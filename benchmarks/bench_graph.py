@@ -197,7 +197,10 @@ async def browser_rows(repeat: int) -> list[list]:
                 server("--home", str(home), "--cache", tmp, *flags) as (base, _pid, _start),
             ):
                 url = f"{base}/-/capsem/sessions/{session_id}/traces/{trace}"
-                html = httpx.get(url, timeout=60).content  # also warms the server
+                # Also warms the server. Not timed: on this home (the curated sessions and the
+                # 500-call one) a fresh server's first answer took a minute on a loaded machine
+                # (2026-11-30, the same with main's code), past the old 60 s limit.
+                html = httpx.get(url, timeout=600).content
                 tree_ms, graph_ms = [], []
                 for _ in range(repeat):
                     page = await browser.new_page()
