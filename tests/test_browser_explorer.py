@@ -49,13 +49,16 @@ def long_server(long_trace, tmp_path_factory):  # noqa: F811
         yield base, session_id, trace
 
 
-def png(width: int = 12, height: int = 8) -> bytes:
-    """A real PNG (opaque orange), built by hand: signature, IHDR, IDAT, IEND."""
+def png(width: int = 160, height: int = 96) -> bytes:
+    """A real PNG (an orange-to-blue gradient), built by hand: signature, IHDR, IDAT, IEND."""
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
-    rows = b"".join(b"\x00" + b"\xf5\x9e\x0b\xff" * width for _ in range(height))
+    def pixel(x: int, y: int) -> bytes:
+        return bytes((245 - x, 120 + y, 11 + x, 255))
+
+    rows = b"".join(b"\x00" + b"".join(pixel(x, y) for x in range(width)) for y in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
             + chunk(b"IEND", b""))  # fmt: skip
@@ -234,6 +237,19 @@ async def test_hostile_content_stays_text_in_the_explorer(browser, base, manifes
         await page.fill(".capsem-trace-search", "<script>")
         await page.wait_for_timeout(300)
         assert await page.evaluate("window.__pwned") is None
+        # The conversation, with every repeated history unfolded, is text too.
+        await page.evaluate("document.getElementById('capsem-conversation-section').open = true")
+        await page.wait_for_selector("#capsem-conversation[data-ready='1']")
+        buttons = await page.locator(".capsem-conv-repeated").all()
+        for button in buttons:
+            await button.click()
+        ready_count = page.locator(".capsem-conv-history[data-state='ready']")
+        await page.wait_for_function(
+            "n => document.querySelectorAll(\".capsem-conv-history[data-state='ready']\").length == n",
+            arg=len(buttons),
+        )
+        assert await ready_count.count() == len(buttons)
+        assert await page.evaluate("window.__pwned") is None
         await page.close()
         assert problems == []
 
@@ -377,7 +393,7 @@ async def test_image_bodies_show_and_svg_stays_text(browser, image_trace, tmp_pa
         await page.wait_for_function(
             "() => document.querySelector('.capsem-body-image img').naturalWidth > 0"
         )
-        assert await image.evaluate("i => [i.naturalWidth, i.naturalHeight]") == [12, 8]
+        assert await image.evaluate("i => [i.naturalWidth, i.naturalHeight]") == [160, 96]
         source = await image.get_attribute("src")
         response = httpx.get(base + source)
         assert response.headers["content-type"] == "image/png"
@@ -444,11 +460,13 @@ async def test_a_500_call_trace_explorer(browser, long_server):
     await page.click(".capsem-zoom-in")
     assert await attr(page, "#capsem-explorer", "data-zoom") == "1.60"
     await page.fill(".capsem-trace-search", "")
+    await page.wait_for_selector(".capsem-tree .capsem-span.match", state="detached")
     # The first calls, zoomed in: the critical path steps from call to call.
     await calls.nth(3).focus()
     await page.keyboard.press("z")
     for _ in range(4):
         await page.keyboard.press("-")
+    assert float(await attr(page, "#capsem-explorer", "data-zoom")) > 5
     await page.locator(".capsem-explorer").screenshot(
         path=str(screenshot_dir() / "trace-timeline.png")
     )

@@ -270,10 +270,11 @@
     }
     el("span", "capsem-col-dur", fmtMs(span.duration_ms), row);
     var figures = span.totals || (span.type === "model_call" ? span : null);
-    el("span", "capsem-col-tok", figures ? [
+    var tokens = el("span", "capsem-col-tok", figures ? [
       fmtNum(figures.input_tokens), fmtNum(figures.output_tokens),
       fmtNum(figures.cache_read_tokens), fmtNum(figures.thinking_tokens)
     ].join(" / ") : "", row);
+    tokens.title = tokens.textContent ? "in / out / cache read / thinking: " + tokens.textContent : "";
     el("span", "capsem-col-cost", figures ? fmtCost(figures.cost_usd) : "", row);
     var track = el("span", "capsem-col-bar", null, row);
     if (span.t !== null && span.t !== undefined) {
