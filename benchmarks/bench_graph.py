@@ -47,9 +47,7 @@ async def instance(home: Path, cache: Path, **config) -> Datasette:
     return datasette
 
 
-async def timed(
-    datasette: Datasette, url: str, repeat: int
-) -> tuple[float, int, int, float]:
+async def timed(datasette: Datasette, url: str, repeat: int) -> tuple[float, int, int, float]:
     """(median ms, status, bytes, ms of the first request) after one warm-up request."""
     started = time.perf_counter()
     await datasette.client.get(url)
@@ -205,9 +203,7 @@ async def browser_rows(repeat: int) -> list[list]:
                 for _ in range(repeat):
                     page = await browser.new_page()
                     await page.goto(url, wait_until="commit")
-                    await page.wait_for_selector(
-                        "#capsem-explorer[data-ready='1']", timeout=60000
-                    )
+                    await page.wait_for_selector("#capsem-explorer[data-ready='1']", timeout=60000)
                     await page.wait_for_selector("#capsem-graph[data-ready='1']", timeout=60000)
                     tree_ms.append(
                         float(await page.get_attribute("#capsem-explorer", "data-ready-ms"))
@@ -246,8 +242,16 @@ def main() -> None:
         print_table(
             f"Trace page in Chromium (median of {args.repeat} fresh tabs; targets: HTML < "
             f"{HTML_TARGET_KB} KB, interactive < {INTERACTIVE_TARGET_MS} ms)",
-            ["trace", "reader", "HTML", "target", "interactive (tree)", "target",
-             "interactive, first tab", "picture drawn"],  # fmt: skip
+            [
+                "trace",
+                "reader",
+                "HTML",
+                "target",
+                "interactive (tree)",
+                "target",
+                "interactive, first tab",
+                "picture drawn",
+            ],  # fmt: skip
             asyncio.run(browser_rows(args.repeat)),
         )
     page = asyncio.run(trace_rows(args.repeat))
