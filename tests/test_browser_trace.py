@@ -41,6 +41,14 @@ def long_trace(tmp_path_factory) -> tuple[Path, str, str]:
     return home, session_id, trace
 
 
+@pytest.fixture(scope="module")
+def base(capsem_home, tmp_path_factory):
+    """One plugin server over the generated home for the tests of this module."""
+    cache = tmp_path_factory.mktemp("trace-browser-cache")
+    with live_server(capsem_home, cache, index_refresh_seconds=0) as url:
+        yield url
+
+
 async def graph_ready(page) -> None:
     await page.wait_for_selector(READY, timeout=30000)
 
@@ -49,69 +57,67 @@ async def screenshot(page, name: str) -> None:
     await page.locator("#capsem-graph").screenshot(path=str(screenshot_dir() / name))
 
 
-async def test_clicking_graph_nodes_opens_their_rows(browser, capsem_home, manifest, tmp_path):
+async def test_clicking_graph_nodes_opens_their_rows(browser, base, manifest):
     session = clean_current(manifest)[0]
     trace = session["traces"][0]
-    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-        await page.set_viewport_size({"width": 1500, "height": 1100})
-        await graph_ready(page)
-        drawn = await page.locator("#capsem-graph g[data-node-id]").count()
-        total = await page.evaluate(
-            "url => fetch(url).then(r => r.json()).then(g => g.nodes.length)",
-            trace_url(session["id"], trace, "/graph.json"),
-        )
-        assert drawn == total  # a short trace is drawn whole
-        await screenshot(page, "trace-graph-small.png")
+    page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+    await page.set_viewport_size({"width": 1500, "height": 1100})
+    await graph_ready(page)
+    drawn = await page.locator("#capsem-graph g[data-node-id]").count()
+    total = await page.evaluate(
+        "url => fetch(url).then(r => r.json()).then(g => g.nodes.length)",
+        trace_url(session["id"], trace, "/graph.json"),
+    )
+    assert drawn == total  # a short trace is drawn whole
+    await screenshot(page, "trace-graph-small.png")
 
-        link = page.locator("#capsem-graph a.node-link:has(g[data-type='model_call'])").first
-        node_id = await link.locator("g").get_attribute("data-node-id")
-        # A click selects (the explorer's panel shows the row); the node links to its page.
-        href = await link.get_attribute("href")
-        assert "/events/" in href
-        await page.goto(base + href, wait_until="networkidle")
-        body = await page.inner_text("body")
-        assert f"model_calls row {node_id.split(':')[1]}" in body and "Bodies" in body
+    link = page.locator("#capsem-graph a.node-link:has(g[data-type='model_call'])").first
+    node_id = await link.locator("g").get_attribute("data-node-id")
+    # A click selects (the explorer's panel shows the row); the node links to its page.
+    href = await link.get_attribute("href")
+    assert "/events/" in href
+    await page.goto(base + href, wait_until="networkidle")
+    body = await page.inner_text("body")
+    assert f"model_calls row {node_id.split(':')[1]}" in body and "Bodies" in body
 
-        await page.go_back()
-        await graph_ready(page)
-        link = page.locator("#capsem-graph a.node-link:has(g[data-type='tool_response'])").first
-        row_id = (await link.locator("g").get_attribute("data-node-id")).split(":")[1]
-        await page.goto(base + await link.get_attribute("href"), wait_until="networkidle")
-        assert page.url.endswith(f"/{session['id']}/tool_responses/{row_id}")
-        assert "tool_responses" in await page.inner_text("body")
-        await page.close()
-        assert problems == []
+    await page.go_back()
+    await graph_ready(page)
+    link = page.locator("#capsem-graph a.node-link:has(g[data-type='tool_response'])").first
+    row_id = (await link.locator("g").get_attribute("data-node-id")).split(":")[1]
+    await page.goto(base + await link.get_attribute("href"), wait_until="networkidle")
+    assert page.url.endswith(f"/{session['id']}/tool_responses/{row_id}")
+    assert "tool_responses" in await page.inner_text("body")
+    await page.close()
+    assert problems == []
 
 
-async def test_broken_links_are_drawn_as_such(browser, capsem_home, manifest, tmp_path):
+async def test_broken_links_are_drawn_as_such(browser, base, manifest):
     session, defect = defect_sessions(manifest, "orphan_tool_response")[0]
-    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        # Find the trace of the orphan response through the JSON the page itself uses.
-        page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
-        traces = await page.evaluate(
-            "url => fetch(url).then(r => r.json()).then(d => d.traces.map(t => t.trace_id))",
-            f"/-/capsem/sessions/{session['id']}.json",
-        )
-        for trace in traces:
-            await page.goto(base + trace_url(session["id"], trace), wait_until="networkidle")
-            await graph_ready(page)
-            if await page.locator(f"g[data-node-id='tool_responses:{defect['row_id']}']").count():
-                break
-        await page.set_viewport_size({"width": 1500, "height": 1100})
-        await screenshot(page, "trace-graph-broken.png")
-        assert await page.locator("#capsem-graph path.edge.broken").count() >= 1
-        assert await page.locator("#capsem-graph g.node.missing").count() >= 1
-        labels = await page.locator("#capsem-graph text.edge-label").all_text_contents()
-        assert any(label.startswith("Tool response with no matching") for label in labels)
-        await assert_no_overlap(page)
-        # A broken link's label selects the row that carries the finding.
-        label = page.locator("#capsem-graph text.edge-label").first
-        carrier = await label.get_attribute("data-node-id-ref")
-        await label.click()
-        await page.wait_for_selector(f".capsem-detail[data-loaded='{carrier}']")
-        await page.close()
-        assert problems == []
+    # Find the trace of the orphan response through the JSON the page itself uses.
+    page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
+    traces = await page.evaluate(
+        "url => fetch(url).then(r => r.json()).then(d => d.traces.map(t => t.trace_id))",
+        f"/-/capsem/sessions/{session['id']}.json",
+    )
+    for trace in traces:
+        await page.goto(base + trace_url(session["id"], trace), wait_until="networkidle")
+        await graph_ready(page)
+        if await page.locator(f"g[data-node-id='tool_responses:{defect['row_id']}']").count():
+            break
+    await page.set_viewport_size({"width": 1500, "height": 1100})
+    await screenshot(page, "trace-graph-broken.png")
+    assert await page.locator("#capsem-graph path.edge.broken").count() >= 1
+    assert await page.locator("#capsem-graph g.node.missing").count() >= 1
+    labels = await page.locator("#capsem-graph text.edge-label").all_text_contents()
+    assert any(label.startswith("Tool response with no matching") for label in labels)
+    await assert_no_overlap(page)
+    # A broken link's label selects the row that carries the finding.
+    label = page.locator("#capsem-graph text.edge-label").first
+    carrier = await label.get_attribute("data-node-id-ref")
+    await label.click()
+    await page.wait_for_selector(f".capsem-detail[data-loaded='{carrier}']")
+    await page.close()
+    assert problems == []
 
 
 async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_path):
@@ -182,53 +188,51 @@ async def assert_no_overlap(page) -> None:
     assert found["problems"] == [], found
 
 
-async def test_no_label_overlaps_a_node_or_a_label(browser, capsem_home, manifest, tmp_path):
+async def test_no_label_overlaps_a_node_or_a_label(browser, base, manifest):
     sessions = clean_current(manifest)[:1] + [
         s for s, _ in defect_sessions(manifest, "orphan_tool_response")[:1]
     ]
     sessions += [s for s, _ in defect_sessions(manifest, "tool_call_without_response")[:1]]
     checked = 0
-    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        for session in sessions:
-            for trace in session["traces"][:3]:
-                page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-                await page.set_viewport_size({"width": 1500, "height": 1100})
-                await graph_ready(page)
-                await assert_no_overlap(page)
-                await page.click("#capsem-graph .capsem-expand-all")
-                await assert_no_overlap(page)
-                await page.close()
-                assert problems == []
-                checked += 1
+    for session in sessions:
+        for trace in session["traces"][:3]:
+            page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+            await page.set_viewport_size({"width": 1500, "height": 1100})
+            await graph_ready(page)
+            await assert_no_overlap(page)
+            await page.click("#capsem-graph .capsem-expand-all")
+            await assert_no_overlap(page)
+            await page.close()
+            assert problems == []
+            checked += 1
     assert checked
 
 
-async def test_hostile_text_stays_text(browser, capsem_home, manifest, tmp_path):
+async def test_hostile_text_stays_text(browser, base, manifest):
     session = hostile_session(manifest)
-    with live_server(capsem_home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        for trace in session["traces"]:
-            page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-            await graph_ready(page)
-            assert await page.evaluate("window.__pwned") is None
-            await page.close()
-            assert problems == []
-        huge = next(
-            h
-            for h in manifest["hostile"]
-            if h["session"] == session["id"] and h["table"] == "event_body_blobs"
-        )
-        page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
-        event_id = await page.evaluate(
-            """async ([sid, blob]) => {
-                const r = await fetch(`/${sid}/event_body_blobs/${blob}.json?_shape=objects`);
-                const d = await r.json();
-                return d.rows[0].event_id;
-            }""",
-            [session["id"], huge["row_id"]],
-        )
-        await page.goto(base + f"/-/capsem/sessions/{session['id']}/events/{event_id}")
-        await page.click(".capsem-body-deferred button")
-        await page.wait_for_selector(".capsem-body-deferred[data-loaded='1'] pre", timeout=30000)
+    for trace in session["traces"]:
+        page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+        await graph_ready(page)
         assert await page.evaluate("window.__pwned") is None
         await page.close()
         assert problems == []
+    huge = next(
+        h
+        for h in manifest["hostile"]
+        if h["session"] == session["id"] and h["table"] == "event_body_blobs"
+    )
+    page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
+    event_id = await page.evaluate(
+        """async ([sid, blob]) => {
+            const r = await fetch(`/${sid}/event_body_blobs/${blob}.json?_shape=objects`);
+            const d = await r.json();
+            return d.rows[0].event_id;
+        }""",
+        [session["id"], huge["row_id"]],
+    )
+    await page.goto(base + f"/-/capsem/sessions/{session['id']}/events/{event_id}")
+    await page.click(".capsem-body-deferred button")
+    await page.wait_for_selector(".capsem-body-deferred[data-loaded='1'] pre", timeout=30000)
+    assert await page.evaluate("window.__pwned") is None
+    await page.close()
+    assert problems == []
