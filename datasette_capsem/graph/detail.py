@@ -14,7 +14,7 @@ from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.bodies import body_summary
-from datasette_capsem.graph.build import NODE_TYPES
+from datasette_capsem.graph.drawing import NODE_TYPES
 from datasette_capsem.graph.events import INLINE_BODY_BYTES, load_body, pretty_json
 from datasette_capsem.graph.values import clip, usable_event_id
 from datasette_capsem.ledger.schema import LedgerSchema
