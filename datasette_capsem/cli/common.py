@@ -33,6 +33,11 @@ cache_option = click.option(
 )
 
 
+def number_option(flag: str, kind: click.ParamType, default: float, help: str):
+    """A numeric option whose --help shows its default (`kind` bounds it, e.g. IntRange)."""
+    return click.option(flag, type=kind, default=default, show_default=True, help=help)
+
+
 class CliError(click.ClickException):
     """A one-line error (no traceback) with its own exit status."""
 

@@ -16,7 +16,12 @@ from pathlib import Path
 
 import click
 
-from datasette_capsem.cli.common import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    cache_option,
+    home_option,
+    number_option,
+    settings_from_options,
+)
 from datasette_capsem.push.encode import JSON, PROTOBUF
 from datasette_capsem.push.pusher import Pusher, StopPush, Summary
 from datasette_capsem.push.state import DeliveryState, state_path
@@ -74,42 +79,14 @@ def _sigterm_as_interrupt(_signum, _frame) -> None:
 )
 @cache_option
 @click.option("--follow", is_flag=True, help="Keep polling for new sessions and rows until Ctrl-C.")
-@click.option(
-    "--interval",
-    type=click.FloatRange(min=0.1),
-    default=5.0,
-    show_default=True,
-    help="Seconds between polls with --follow.",
-)
+@number_option("--interval", click.FloatRange(min=0.1), 5.0, "Seconds between polls with --follow.")
 @click.option("--json", "as_json", is_flag=True, help="Send OTLP/JSON instead of protobuf.")
-@click.option(
-    "--batch-spans",
-    type=click.IntRange(min=1),
-    default=500,
-    show_default=True,
-    help="At most this many spans per request.",
-)
-@click.option(
-    "--retries",
-    type=click.IntRange(min=0),
-    default=5,
-    show_default=True,
-    help="Retries of a failed request (5xx, 429, connection errors) before giving up.",
-)
-@click.option(
-    "--backoff",
-    type=click.FloatRange(min=0),
-    default=1.0,
-    show_default=True,
-    help="Seconds before the first retry; doubled at each retry (Retry-After wins).",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=0.1),
-    default=30.0,
-    show_default=True,
-    help="Seconds to wait for one request.",
-)
+@number_option("--batch-spans", click.IntRange(min=1), 500, "At most this many spans per request.")
+@number_option("--retries", click.IntRange(min=0), 5,
+               "Retries of a failed request (5xx, 429, connection errors) before giving up.")  # fmt: skip
+@number_option("--backoff", click.FloatRange(min=0), 1.0,
+               "Seconds before the first retry; doubled at each retry (Retry-After wins).")  # fmt: skip
+@number_option("--timeout", click.FloatRange(min=0.1), 30.0, "Seconds to wait for one request.")
 @click.option(
     "--unmasked",
     is_flag=True,

@@ -29,6 +29,31 @@ def _count(conn, table: str, where: str = "1", params: tuple = ()) -> int:
     return conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {where}", params).fetchone()[0]
 
 
+def _total(conn, schema: LedgerSchema, table: str, label: str):
+    """(the table's columns, [its row count as a figure]), or None when the file lacks it."""
+    if table not in schema.tables:
+        return None
+    return schema.tables[table], [_figure(label, _count(conn, table), table)]
+
+
+def _by_value(conn, table: str, column: str, values: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One figure per value of `column` (its rows counted, its filter `column=value`)."""
+    figures = []
+    for value in values:
+        count = _count(conn, table, f"{q(column)} = ?", (value,))
+        figures.append(_figure(value.capitalize(), count, table, **{column: value}))
+    return figures
+
+
+def _groups(conn, table: str, has, columns: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """A `_group` for each (column, title) whose column the table has."""
+    return [_group(conn, table, column, title) for column, title in columns if column in has]
+
+
+def _newest_first(has) -> str:
+    return "timestamp_unix_ms DESC, id DESC" if "timestamp_unix_ms" in has else "id DESC"
+
+
 def _group(
     conn: sqlite3.Connection,
     table: str,
@@ -59,14 +84,11 @@ def _group(
 
 def http(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     table = "net_events"
-    if table not in schema.tables:
+    if (start := _total(conn, schema, table, "Requests")) is None:
         return None
-    has = schema.tables[table]
-    figures = [_figure("Requests", _count(conn, table), table)]
+    has, figures = start
     if "decision" in has:
-        for decision in ("allowed", "denied", "error"):
-            count = _count(conn, table, "decision = ?", (decision,))
-            figures.append(_figure(decision.capitalize(), count, table, decision=decision))
+        figures += _by_value(conn, table, "decision", ("allowed", "denied", "error"))
     for column, label in (("bytes_received", "Bytes in"), ("bytes_sent", "Bytes out")):
         if column in has:
             total = conn.execute(f"SELECT COALESCE(SUM({q(column)}), 0) FROM {q(table)}")
@@ -81,14 +103,11 @@ def http(conn, schema: LedgerSchema) -> dict[str, Any] | None:
 
 def dns(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     table = "dns_events"
-    if table not in schema.tables:
+    if (start := _total(conn, schema, table, "Queries")) is None:
         return None
-    has = schema.tables[table]
-    figures = [_figure("Queries", _count(conn, table), table)]
+    has, figures = start
     if "decision" in has:
-        for decision in ("denied", "redirected", "error"):
-            count = _count(conn, table, "decision = ?", (decision,))
-            figures.append(_figure(decision.capitalize(), count, table, decision=decision))
+        figures += _by_value(conn, table, "decision", ("denied", "redirected", "error"))
     if "upstream_resolver_ms" in has:
         avg = conn.execute(
             f"SELECT AVG(upstream_resolver_ms) FROM {q(table)} WHERE upstream_resolver_ms IS NOT NULL"
@@ -101,11 +120,9 @@ def dns(conn, schema: LedgerSchema) -> dict[str, Any] | None:
                 upstream_resolver_ms__notnull=1,
             )
         )
-    groups = [
-        _group(conn, table, column, title)
-        for column, title in (("qtype", "Types"), ("rcode", "Rcodes"), ("decision", "Decisions"))
-        if column in has
-    ]
+    groups = _groups(
+        conn, table, has, (("qtype", "Types"), ("rcode", "Rcodes"), ("decision", "Decisions"))
+    )
     return {"name": "DNS", "table": table, "figures": figures, "groups": groups}
 
 
@@ -132,78 +149,43 @@ def processes(conn, schema: LedgerSchema) -> dict[str, Any] | None:
 
 def credentials(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     table = "substitution_events"
-    if table not in schema.tables:
+    if (start := _total(conn, schema, table, "Broker events")) is None:
         return None
-    has = schema.tables[table]
-    figures = [_figure("Broker events", _count(conn, table), table)]
+    has, figures = start
     if "outcome" in has:
-        for outcome in ("captured", "brokered", "injected", "error"):
-            count = _count(conn, table, "outcome = ?", (outcome,))
-            figures.append(_figure(outcome.capitalize(), count, table, outcome=outcome))
-    groups = [
-        _group(conn, table, column, title)
-        for column, title in (
-            ("outcome", "By outcome"),
-            ("source", "By source"),
-            ("provider", "By provider"),
-            ("event_type", "By origin"),
-        )
-        if column in has
-    ]
+        figures += _by_value(conn, table, "outcome", ("captured", "brokered", "injected", "error"))
+    by = (("outcome", "By outcome"), ("source", "By source"), ("provider", "By provider"),
+          ("event_type", "By origin"))  # fmt: skip
+    groups = _groups(conn, table, has, by)
     return {"name": "Credentials", "table": table, "figures": figures, "groups": groups}
 
 
 def security(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     table = "security_rule_events"
-    if table not in schema.tables:
+    if (start := _total(conn, schema, table, "Rule matches")) is None:
         return None
-    has = schema.tables[table]
-    figures = [_figure("Rule matches", _count(conn, table), table)]
+    has, figures = start
     if "detection_level" in has:
         count = _count(conn, table, "COALESCE(detection_level, 'none') != 'none'")
         figures.append(_figure("Detections", count, table, detection_level__not="none"))
-    groups = [
-        _group(conn, table, column, title)
-        for column, title in (
-            ("rule_action", "By action"),
-            ("detection_level", "By detection level"),
-            ("event_type", "By event type"),
-            ("rule_id", "By rule"),
-        )
-        if column in has
-    ]
+    by = (("rule_action", "By action"), ("detection_level", "By detection level"),
+          ("event_type", "By event type"), ("rule_id", "By rule"))  # fmt: skip
+    groups = _groups(conn, table, has, by)
     lists = []
-    order = "timestamp_unix_ms DESC, id DESC" if "timestamp_unix_ms" in has else "id DESC"
     if {"detection_level", "rule_id"} <= set(has):
-        lists.append(
-            _latest(
-                conn,
-                table,
-                "Latest detections",
-                ("timestamp_unix_ms", "event_type", "rule_id", "rule_action", "detection_level"),
-                has,
-                "COALESCE(detection_level, 'none') != 'none'",
-                order,
-            )
-        )
+        columns = ("timestamp_unix_ms", "event_type", "rule_id", "rule_action", "detection_level")
+        where = "COALESCE(detection_level, 'none') != 'none'"
+        lists.append(_latest(conn, table, "Latest detections", columns, has, where))
     decisions = "security_decision_events"
     if schema.has(decisions, "effective_decision"):
-        dhas = schema.tables[decisions]
         count = _count(conn, decisions, "effective_decision != 'allow'")
         figures.append(
             _figure("Enforcements (not allowed)", count, decisions, effective_decision__not="allow")
         )
-        dorder = "timestamp_unix_ms DESC, id DESC" if "timestamp_unix_ms" in dhas else "id DESC"
+        columns = ("timestamp_unix_ms", "event_type", "stage", "rule_id", "effective_decision")
+        where = "effective_decision != 'allow'"
         lists.append(
-            _latest(
-                conn,
-                decisions,
-                "Latest enforcement",
-                ("timestamp_unix_ms", "event_type", "stage", "rule_id", "effective_decision"),
-                dhas,
-                "effective_decision != 'allow'",
-                dorder,
-            )
+            _latest(conn, decisions, "Latest enforcement", columns, schema.tables[decisions], where)
         )
     return {
         "name": "Security",
@@ -214,11 +196,12 @@ def security(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     }
 
 
-def _latest(conn, table, title, columns, has, where, order) -> dict[str, Any]:
+def _latest(conn, table, title, columns, has, where) -> dict[str, Any]:
+    """The newest rows matching `where`, with those of `columns` the table has."""
     shown = [c for c in columns if c in has]
     sql = (
         f"SELECT id, {', '.join(q(c) for c in shown)} FROM {q(table)} WHERE {where} "
-        f"ORDER BY {order} LIMIT {LATEST_LIMIT}"
+        f"ORDER BY {_newest_first(has)} LIMIT {LATEST_LIMIT}"
     )
     rows = [dict(zip(("id", *shown), row, strict=True)) for row in conn.execute(sql)]
     return {"title": title, "table": table, "columns": shown, "rows": rows}
@@ -239,7 +222,7 @@ def mcp(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     total = _count(conn, table, where, params)
     if total == 0 and table == "tool_calls":
         return None
-    figures = []
+    figures, groups = [], []
     for filters in scope:
         suffix = f" ({filters['origin']})" if filters else ""
         where_one, params_one = _where(filters)
@@ -256,10 +239,6 @@ def mcp(conn, schema: LedgerSchema) -> dict[str, Any] | None:
             figures.append(
                 _figure("Not allowed" + suffix, count, table, **filters, decision__not="allowed")
             )
-    groups = []
-    for filters in scope:
-        where_one, params_one = _where(filters)
-        suffix = f" ({filters['origin']})" if filters else ""
         for column, title in (("server_name", "Servers"), ("tool_name", "Tools")):
             if column in has:
                 group = _group(
