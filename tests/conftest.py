@@ -12,6 +12,20 @@ from tests.browser import browser  # noqa: F401  (a session-wide headless Chromi
 from tests.helpers import make_datasette
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "heavy: a test of tens of seconds; its module is scheduled first"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding a `heavy` test first, each module's tests kept together and in order:
+    xdist hands out tests in this order, so the longest start while the other worker has
+    plenty left, instead of one of them running alone at the end of the suite."""
+    heavy = {item.module.__name__ for item in items if item.get_closest_marker("heavy")}
+    items.sort(key=lambda item: item.module.__name__ not in heavy)  # stable: order kept
+
+
 @pytest.fixture(scope="session")
 def generated_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """The default generated home, built once per test run: (path, manifest)."""

@@ -47,27 +47,37 @@ def hostile_pages(manifest: dict) -> list[str]:
     return list(dict.fromkeys(pages))
 
 
-async def test_no_planted_payload_runs_on_any_page(browser, capsem_home, manifest, tmp_path):
+PARTS = 4  # the pages in parts, so both xdist workers share them
+
+
+@pytest.fixture(scope="module")
+def server(capsem_home, tmp_path_factory):
+    """One server for the module's tests (it only reads `capsem_home`)."""
+    with live_server(capsem_home, tmp_path_factory.mktemp("cache")) as base:
+        yield base
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("part", range(PARTS))
+async def test_no_planted_payload_runs_on_any_page(browser, server, manifest, part):
     pages = hostile_pages(manifest)
     assert len(pages) > 20
-    with live_server(capsem_home, tmp_path / "cache") as base:
-        for path in pages:
-            page, problems = await open_page(browser, base + path)
-            pwned = await page.evaluate("() => window.__pwned")
-            await page.close()
-            assert pwned is None, f"payload ran on {path}"
-            assert not [p for p in problems if p.startswith("dialog")], (path, problems)
-
-
-async def test_plugin_pages_send_a_csp_that_forbids_inline_script(browser, capsem_home, tmp_path):
-    with live_server(capsem_home, tmp_path / "cache") as base:
-        page, problems = await open_page(browser, base + "/")
-        # An inline script injected after load is refused by the page's policy.
-        ran = await page.evaluate(
-            """() => { const s = document.createElement('script');
-                       s.textContent = 'window.__inline = 1'; document.body.appendChild(s);
-                       return window.__inline === 1; }"""
-        )
+    for path in pages[part::PARTS]:
+        page, problems = await open_page(browser, server + path)
+        pwned = await page.evaluate("() => window.__pwned")
         await page.close()
-        assert ran is False
-        assert not [p for p in problems if "Content Security Policy" not in p], problems
+        assert pwned is None, f"payload ran on {path}"
+        assert not [p for p in problems if p.startswith("dialog")], (path, problems)
+
+
+async def test_plugin_pages_send_a_csp_that_forbids_inline_script(browser, server):
+    page, problems = await open_page(browser, server + "/")
+    # An inline script injected after load is refused by the page's policy.
+    ran = await page.evaluate(
+        """() => { const s = document.createElement('script');
+                   s.textContent = 'window.__inline = 1'; document.body.appendChild(s);
+                   return window.__inline === 1; }"""
+    )
+    await page.close()
+    assert ran is False
+    assert not [p for p in problems if "Content Security Policy" not in p], problems
