@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -280,6 +281,11 @@ async def test_a_base_url_prefix_is_honoured(capsem_home, manifest, tmp_path):
         response = await datasette.client.get(path)
         assert response.status_code == 200, (path, response.text[:200])
     assert (await datasette.client.get("/nope.json")).status_code == 404
+    # Every plugin URL the pages hand out (links, forms, chart sources) carries the prefix.
+    for path in ("/", f"/-/capsem/sessions/{session}"):
+        html = (await datasette.client.get(path)).text
+        bare = re.findall(r"""(?:href|action|src|data-src)="(/-/capsem[^"]*)""", html)
+        assert not bare, (path, bare)
 
 
 async def test_cache_copies_are_replaced_not_accumulated(capsem_home, manifest, tmp_path):

@@ -14,6 +14,7 @@ from datasette_capsem.findings import KINDS as FINDING_KINDS
 from datasette_capsem.index import charts, filters
 from datasette_capsem.index.listing import FIGURES, SORTABLE
 from datasette_capsem.state import get_state
+from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 
 # (column, heading) of the page's table; figures carry their source.
@@ -68,6 +69,23 @@ async def _filtered(datasette, request):
     return state, query, rows, index
 
 
+def _under_base(datasette, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The shown rows with their links under base_url: the listing builds them root-relative,
+    once for every reader and for the CLI, so a page behind a proxy prefixes its own."""
+    base = Urls.of(datasette).base
+    if base == "/":
+        return rows
+
+    def at(href: str | None) -> str | None:
+        return base + href.lstrip("/") if href else href
+
+    return [
+        {**row, "href": at(row.get("href")), "database_href": at(row.get("database_href")),
+         "verdict": {**row["verdict"], "href": at(row["verdict"].get("href"))}}
+        for row in rows
+    ]  # fmt: skip
+
+
 def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
     links = {}
     for column in SORTABLE:
@@ -80,7 +98,7 @@ def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
 async def home(datasette, request):
     result = await _filtered(datasette, request)
     state, query, rows, _index = result
-    shown = rows[query.offset : query.offset + query.size]
+    shown = _under_base(datasette, rows[query.offset : query.offset + query.size])
     next_offset = query.offset + query.size
     next_token = str(next_offset) if next_offset < len(rows) else None
     snapshot = state.catalog.snapshot()
