@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import click
+import yaml
 
 from datasette_capsem.cli.common import CliError, home_problem
 from datasette_capsem.config import PLUGIN_NAME, ConfigError, load_settings
@@ -37,8 +38,6 @@ def _demo_home(sessions: int | None) -> Path:
 
 def _instance_config(metadata_path: Path | None) -> tuple[dict, dict]:
     """metadata.yml and, beside it, settings.json (as `datasette serve DIR` reads them)."""
-    import yaml
-
     if metadata_path is None:
         return {}, {}
     try:

@@ -7,7 +7,7 @@ build any session independently and still produce the same bytes.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 
 from datasette_capsem.generate.content import SessionShape, hex_id, new_uuid
@@ -455,8 +455,6 @@ def big(p: Planner, options: GenerateOptions) -> None:
 
 
 def _with(shape: SessionShape, **changes) -> SessionShape:
-    from dataclasses import replace
-
     return replace(shape, **changes)
 
 
