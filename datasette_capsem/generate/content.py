@@ -564,6 +564,20 @@ class Builder:
             }
         )
         duration = self.rng.randint(10, 1500)
+        # The call's columns shared by both eras' tables (mcp_calls, then tool_calls).
+        call = dict(
+            decision="error" if error else "allowed",
+            duration_ms=duration,
+            error_message="upstream timeout" if error else None,
+            process_name="capsem-mcp-aggregator",
+            bytes_sent=len(request),
+            bytes_received=len(response),
+            policy_mode="enforce",
+            policy_action="allow",
+            policy_rule="mcp.default",
+            policy_reason=None,
+            trace_id=self.ambient,
+        )
         if not self.era.mcp_in_tool_calls:
             rid = self.ledger.add(
                 "mcp_calls",
@@ -574,17 +588,7 @@ class Builder:
                 request_id=rpc_id,
                 request_preview=request,
                 response_preview=response,
-                decision="error" if error else "allowed",
-                duration_ms=duration,
-                error_message="upstream timeout" if error else None,
-                process_name="capsem-mcp-aggregator",
-                bytes_sent=len(request),
-                bytes_received=len(response),
-                policy_mode="enforce",
-                policy_action="allow",
-                policy_rule="mcp.default",
-                policy_reason=None,
-                trace_id=self.ambient,
+                **call,
             )
             self.tick(duration, duration + 50)
             return rid
@@ -606,17 +610,7 @@ class Builder:
             server_name=server,
             method="tools/call",
             request_id=rpc_id,
-            decision="error" if error else "allowed",
-            duration_ms=duration,
-            error_message="upstream timeout" if error else None,
-            process_name="capsem-mcp-aggregator",
-            bytes_sent=len(request),
-            bytes_received=len(response),
-            policy_mode="enforce",
-            policy_action="allow",
-            policy_rule="mcp.default",
-            policy_reason=None,
-            trace_id=self.ambient,
+            **call,
             turn_id=self.turn(self.ambient),
             credential_ref=None,
         )
