@@ -29,6 +29,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+HOP_BY_HOP = frozenset({"host", "content-length", "connection", "keep-alive", "accept-encoding"})
+
 
 @dataclass
 class Received:
@@ -122,7 +124,7 @@ class Receiver:
                 except Exception as error:  # noqa: BLE001 - a bad body is a 400, as collectors
                     return self._answer(400, str(error).encode(), "text/plain")
                 if receiver.forward_to:
-                    status, payload, answer_kind = receiver._forward(body, kind)
+                    status, payload, answer_kind = receiver._forward(body, self.headers)
                     if not 200 <= status < 300:
                         receiver.requests.append({"content_type": kind, "status": status})
                         return self._answer(status, payload, answer_kind)
@@ -167,14 +169,13 @@ class Receiver:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def _forward(self, body: bytes, kind: str) -> tuple[int, bytes, str]:
-        """(status, body, content type) of the store's answer to the same request."""
+    def _forward(self, body: bytes, headers) -> tuple[int, bytes, str]:
+        """(status, body, content type) of the store's answer to the same request (same
+        headers, but those of the connection)."""
+        passed = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
         try:
             answer = httpx.post(
-                self.forward_to,
-                content=body,
-                headers={"content-type": kind},
-                timeout=self.forward_timeout,
+                self.forward_to, content=body, headers=passed, timeout=self.forward_timeout
             )
         except httpx.HTTPError as error:
             return 503, f"the store did not answer: {error}".encode(), "text/plain"

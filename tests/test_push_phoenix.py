@@ -71,6 +71,7 @@ KIND_OF_TABLE = {
 }
 FREEZE_BEFORE_REQUEST = 4
 BATCH_SPANS = "100"
+PROJECT = "capsem"  # chosen by the x-project-name header, as the README shows
 RELAY_TIMEOUT = 2.0  # seconds the relay waits for a frozen Phoenix before answering 503
 
 pytestmark = [
@@ -103,9 +104,15 @@ class Phoenix:
         self.port, self.grpc = free_port(), free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
+        self.launched = 0.0
         self.start_seconds: list[float] = []
 
     def start(self) -> None:
+        self.launch()
+        self.ready()
+
+    def launch(self) -> None:
+        """Start the process; `ready` waits for it (the home is generated meanwhile)."""
         env = {
             **os.environ,
             "PHOENIX_WORKING_DIR": str(self.folder),
@@ -114,11 +121,15 @@ class Phoenix:
             "PHOENIX_HOST": "127.0.0.1",
             "PHOENIX_TELEMETRY_ENABLED": "false",
         }
-        started = time.monotonic()
+        self.launched = time.monotonic()
         with open(self.log, "a") as log:
             self.process = subprocess.Popen(
                 [phoenix_binary(), "serve"], stdout=log, stderr=log, env=env
             )
+
+    def ready(self) -> None:
+        assert self.process is not None
+        started = self.launched
         while True:
             try:
                 if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
@@ -156,11 +167,13 @@ class Phoenix:
         return self.folder / "phoenix.log"
 
     def spans(self) -> list[SimpleNamespace]:
-        """Every span of the default project, page by page (REST API, cursor pagination)."""
+        """Every span of PROJECT, page by page (REST API, cursor pagination)."""
         spans, cursor = [], None
         while True:
             params = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
-            answer = httpx.get(f"{self.base}/v1/projects/default/spans", params=params, timeout=60)
+            answer = httpx.get(
+                f"{self.base}/v1/projects/{PROJECT}/spans", params=params, timeout=60
+            )
             if answer.status_code == 404:  # no span yet: no project yet
                 return spans
             answer.raise_for_status()
@@ -193,7 +206,7 @@ class Phoenix:
 @pytest.fixture(scope="module")
 def phoenix(tmp_path_factory):
     server = Phoenix(tmp_path_factory.mktemp("phoenix"))
-    server.start()
+    server.launch()
     try:
         yield server
     finally:
@@ -202,7 +215,8 @@ def phoenix(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory) -> tuple[Path, dict]:
+def home(phoenix, tmp_path_factory) -> tuple[Path, dict]:
+    """Generated while Phoenix starts (hence after it)."""
     path = tmp_path_factory.mktemp("phoenix-home") / "home"
     return path, generate_home(path, clean_options())
 
@@ -286,6 +300,7 @@ def assert_store_matches_ledgers(spans, home, manifest, read: Path) -> None:
 async def test_phoenix_stores_the_ledgers_after_hanging_mid_stream(phoenix, home, tmp_path):
     path, manifest = home
     cache = tmp_path / "cache"
+    phoenix.ready()
     relay = Receiver(forward_to=phoenix.base + "/v1/traces", forward_timeout=RELAY_TIMEOUT)
     with relay:
 
@@ -294,9 +309,14 @@ async def test_phoenix_stores_the_ledgers_after_hanging_mid_stream(phoenix, home
             phoenix.pause()
 
         relay.before(FREEZE_BEFORE_REQUEST, freeze_phoenix)
-        args = ("--endpoint", relay.url, "--batch-spans", BATCH_SPANS, "--backoff", "0.01")
+        args = (
+            *("--endpoint", relay.url, "--header", f"x-project-name={PROJECT}"),
+            *("--batch-spans", BATCH_SPANS, "--backoff", "0.01"),
+        )
         try:
-            code, out, err = push(path, cache, *args, "--retries", "2")
+            # A timeout longer than the wait for Phoenix's writes: the 4th request stays the
+            # 4th however loaded the machine (the relay answers a frozen Phoenix in 2 s).
+            code, out, err = push(path, cache, *args, "--retries", "2", "--timeout", "600")
         finally:
             phoenix.resume()
         assert code == 1, out + err
@@ -304,7 +324,7 @@ async def test_phoenix_stores_the_ledgers_after_hanging_mid_stream(phoenix, home
         assert "3 attempts failed; last: HTTP 503" in err
         assert "stopped: the endpoint is unreachable" in out
         first = sent(out)
-        assert first == (FREEZE_BEFORE_REQUEST - 1) * int(BATCH_SPANS)
+        assert first == (FREEZE_BEFORE_REQUEST - 1) * int(BATCH_SPANS), out + err
 
         code, out, err = push(path, cache, *args)
         assert code == 0, out + err
