@@ -85,11 +85,13 @@ pytestmark = [
 
 
 def phoenix_binary() -> str:
-    for candidate in (
-        os.environ.get("CAPSEM_PHOENIX_BIN"),
-        str(ROOT / ".venv-phoenix" / "bin" / "phoenix"),
-        shutil.which("phoenix"),
-    ):
+    """CAPSEM_PHOENIX_BIN when set (it must exist), else .venv-phoenix's, else one on PATH."""
+    named = os.environ.get("CAPSEM_PHOENIX_BIN")
+    if named:
+        if not Path(named).exists():
+            pytest.fail(f"CAPSEM_PHOENIX_BIN={named} does not exist (did its install fail?)")
+        return named
+    for candidate in (str(ROOT / ".venv-phoenix" / "bin" / "phoenix"), shutil.which("phoenix")):
         if candidate and Path(candidate).exists():
             return candidate
     pytest.fail(
