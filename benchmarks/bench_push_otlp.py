@@ -215,7 +215,7 @@ def phoenix_run(binary: str, home: Path, batch: tuple[str, str]) -> list:
             f"{spans / seconds:,.0f}",
         ],
         [
-            "... until Phoenix has written every span (CPU: Phoenix's)",
+            "push start until Phoenix has written every span (CPU: Phoenix's)",
             f"{stored:.1f}",
             f"{ingest_cpu:.1f}",
             spans,
