@@ -4,6 +4,12 @@ It decodes what it receives as a collector would (protobuf with opentelemetry-pr
 ExportTraceServiceRequest, or OTLP/JSON), answers with an ExportTraceServiceResponse, and keeps
 every span it accepted. `fail_after(k, n, status)` makes the n requests after the k-th fail
 with `status` (503, 429 with Retry-After, 401...), as a collector restarting mid-stream does.
+
+With `forward_to` it is a relay in front of a real trace store (Phoenix): each request is
+passed on as it came and answered with the store's own answer (503 when the store does not
+answer at all), and only spans the store acknowledged are kept. `before(k, action)` runs
+`action` before the k-th request is handled, e.g. to stop the store at an exact point of the
+stream.
 """
 
 from __future__ import annotations
@@ -11,15 +17,19 @@ from __future__ import annotations
 import base64
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+HOP_BY_HOP = frozenset({"host", "content-length", "connection", "keep-alive", "accept-encoding"})
 
 
 @dataclass
@@ -66,8 +76,15 @@ class Receiver:
     spans: list[Received] = field(default_factory=list)
     bodies: list[bytes] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    forward_to: str | None = None
+    forward_timeout: float = 60.0
     _failures: dict[int, tuple[int, dict[str, str]]] = field(default_factory=dict)
+    _actions: dict[int, Callable[[], None]] = field(default_factory=dict)
     _count: int = 0  # POSTs seen
+
+    def before(self, number: int, action: Callable[[], None]) -> None:
+        """Run `action` when request `number` (counted from the start) arrives."""
+        self._actions[number] = action
 
     def fail_after(
         self, seen: int, count: int, status: int = 503, headers: dict[str, str] | None = None
@@ -94,6 +111,9 @@ class Receiver:
                 with receiver.lock:
                     receiver._count += 1
                     failure = receiver._failures.pop(receiver._count, None)
+                    action = receiver._actions.pop(receiver._count, None)
+                if action:
+                    action()
                 if self.path != "/v1/traces":
                     return self._answer(404, b"not found", "text/plain")
                 if failure:
@@ -103,12 +123,19 @@ class Receiver:
                     spans = receiver._decode(body, kind)
                 except Exception as error:  # noqa: BLE001 - a bad body is a 400, as collectors
                     return self._answer(400, str(error).encode(), "text/plain")
+                if receiver.forward_to:
+                    status, payload, answer_kind = receiver._forward(body, self.headers)
+                    if not 200 <= status < 300:
+                        receiver.requests.append({"content_type": kind, "status": status})
+                        return self._answer(status, payload, answer_kind)
                 with receiver.lock:
                     receiver.bodies.append(body)
                     receiver.spans += spans
                     receiver.requests.append(
                         {"content_type": kind, "status": 200, "spans": len(spans)}
                     )
+                if receiver.forward_to:
+                    return self._answer(status, payload, answer_kind)
                 if "json" in kind:
                     return self._answer(200, b"{}", "application/json")
                 payload = ExportTraceServiceResponse().SerializeToString()
@@ -141,6 +168,18 @@ class Receiver:
     def base_url(self) -> str:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}"
+
+    def _forward(self, body: bytes, headers) -> tuple[int, bytes, str]:
+        """(status, body, content type) of the store's answer to the same request (same
+        headers, but those of the connection)."""
+        passed = {k: v for k, v in headers.items() if k.lower() not in HOP_BY_HOP}
+        try:
+            answer = httpx.post(
+                self.forward_to, content=body, headers=passed, timeout=self.forward_timeout
+            )
+        except httpx.HTTPError as error:
+            return 503, f"the store did not answer: {error}".encode(), "text/plain"
+        return answer.status_code, answer.content, answer.headers.get("content-type", "")
 
     def _decode(self, body: bytes, kind: str) -> list[Received]:
         if "json" in kind:

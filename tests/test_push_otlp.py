@@ -135,6 +135,15 @@ def assert_no_duplicates(receiver: Receiver) -> None:
     assert [k for k, n in keys.items() if n > 1] == []
 
 
+def assert_span_ids_unique(receiver: Receiver) -> None:
+    """No span id in two traces: stores such as Phoenix key spans by span id alone
+    (`UNIQUE (span_id)`) and silently drop a repeat, as they did when ids were per row."""
+    traces_of = defaultdict(set)
+    for span in receiver.spans:
+        traces_of[span.span_id].add(span.trace_id)
+    assert {s: t for s, t in traces_of.items() if len(t) > 1} == {}
+
+
 def assert_linked(receiver: Receiver) -> None:
     """One root per trace, every parent present in its trace: no orphans."""
     by_trace = defaultdict(dict)
@@ -182,6 +191,7 @@ def test_push_matches_the_ledgers_in_bounded_batches_and_resumes(clean_home, tmp
         assert all(0 < r["spans"] <= 50 for r in receiver.requests)
         assert {r["content_type"] for r in receiver.requests} == {"application/x-protobuf"}
         assert_no_duplicates(receiver)
+        assert_span_ids_unique(receiver)
         assert_linked(receiver)
         assert received_rows(receiver) == expected_rows(home, manifest, tmp_path / "read")
         assert received_token_totals(receiver) == token_totals(home, manifest, tmp_path / "read")
@@ -453,7 +463,6 @@ def test_protobuf_body_is_protobufs_own_mapping_of_the_otlp_json(clean_home, tmp
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceRequest,
     )
-
 
     home, manifest = clean_home
     documents = []

@@ -50,7 +50,10 @@ def otlp_trace_id(trace_id: str) -> str:
 
 
 def span_id(*parts: Any) -> str:
-    """16 hex chars, stable for a (table, row id) pair."""
+    """16 hex chars, stable for its parts. The exporter passes the OTLP trace id first: row
+    ids repeat across sessions (every ledger has a model call 1), and trace stores such as
+    Phoenix key spans by span id alone (`UNIQUE (span_id)`, a repeat silently dropped), so a
+    span id must be unique across traces, not only within one."""
     return hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:16]
 
 
@@ -104,11 +107,16 @@ class OtlpExporter:
         # An exchange of the ambient trace is a trace of its own in the exported data.
         key = rows.trace_id if rows.exchange is None else f"{rows.trace_id}:{rows.exchange}"
         self.trace_hex = otlp_trace_id(key)
-        self.root_id = span_id("trace", key)
+        self.root_id = self.span_id("trace")
         self.root_name = root
         self.spans: list[dict[str, Any]] = []
         self.events = self._security_events()
         self.consumed_at = self._consumption_times()
+
+    def span_id(self, *parts: Any) -> str:
+        """A span id unique across traces: the same row in a forked session's copy of a
+        trace keeps its id, the same row id in another trace gets another."""
+        return span_id(self.trace_hex, *parts)
 
     def export(self) -> dict[str, Any]:
         self._model_spans()
@@ -238,7 +246,7 @@ class OtlpExporter:
 
     def _model_spans(self) -> None:
         for call in self.rows.model_calls:
-            sid = span_id("model_calls", call["id"])
+            sid = self.span_id("model_calls", call["id"])
             self._model_span(call, sid)
             for tool in self.rows.tool_calls:
                 if tool.get("model_call_id") == call["id"]:
@@ -315,7 +323,7 @@ class OtlpExporter:
         }
         failed = tool.get("status") == "error" or decision in ("denied", "error")
         self._span(
-            span_id("tool_calls", tool["id"]),
+            self.span_id("tool_calls", tool["id"]),
             parent,
             f"execute_tool {text(name, 80)}",
             (start, end),
@@ -336,7 +344,7 @@ class OtlpExporter:
             prefix, kind, duration_column = HOST_SPANS[table]
             for row in rows:
                 self._span(
-                    span_id(table, row["id"]),
+                    self.span_id(table, row["id"]),
                     self.root_id,
                     f"{prefix} {_host_name(table, row)}",
                     _times(row, duration_column),

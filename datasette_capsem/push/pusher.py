@@ -44,7 +44,8 @@ from datasette_capsem.readonly import LedgerUnavailable, connect, inspect_file
 TRACE_KEY_TABLES = ("model_calls", "tool_calls", *TRACE_TABLES)
 # Tables whose rows change what a trace exports, for its fingerprint.
 FINGERPRINT_TABLES = (*TRACE_KEY_TABLES, "tool_responses", *SECURITY_TABLES)
-FORMAT_VERSION = 1  # bump when the exported shape changes: every span is then sent again
+FORMAT_VERSION = 2  # bump when the exported shape changes: every span is then sent again
+# 2: span ids include the trace id (unique across traces, as Phoenix needs)
 
 
 class StopPush(Exception):
