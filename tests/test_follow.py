@@ -125,7 +125,10 @@ async def test_followers_get_every_new_row_once_and_never_block_the_writer(home,
     start = (await datasette.client.get(f"/-/capsem/sessions/{sid}/delta.json")).json()
     assert start["rows"] == [] and start["live"] is False
     before = ledger_ids(ledger)
-    writer = LiveWriter(home, sid, rate=150, seed=11).start()
+    # The followers must never fall a whole window (WINDOW rows of one table) behind, or the
+    # server rightly reports a gap: at 50 rows/s the window spans seconds even on a loaded
+    # machine where one poll can take over a second (150 rows/s gapped once under load).
+    writer = LiveWriter(home, sid, rate=50, seed=11).start()
     wait_for_writer(ledger)
     # --last covers the whole window: the CLI prints what it finds first, then what follows.
     cli = run_cli(["capsem", "tail", sid, "--json", "--interval", "0.2", "--last", "100000"],
