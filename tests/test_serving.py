@@ -315,3 +315,16 @@ async def test_a_session_db_appearing_in_a_known_dir_is_found(capsem_home, manif
     get_state(datasette).catalog.refresh(force=True)  # the empty dir is seen
     shutil.copy(home / donor["ledger"], new_dir / "session.db")  # then Capsem writes into it
     assert (await datasette.client.get(f"/{new_dir.name}.json")).status_code == 200
+
+
+async def test_main_json_skips_facet_suggestions_but_answers_facets(datasette):
+    """main.db's JSON leaves out Datasette's facet suggestions (a query per column on every
+    request); facets asked for by name, and the HTML page's suggestions, remain."""
+    plain = (await datasette.client.get("/main/sessions.json")).json()
+    assert plain["suggested_facets"] == [] and plain["rows"]
+    faceted = (await datasette.client.get("/main/sessions.json?_facet=status")).json()
+    assert faceted["facet_results"]["status"]["results"]
+    page = await datasette.client.get("/main/sessions")
+    assert page.status_code == 200 and "Suggested facets" in page.text
+    asked = (await datasette.client.get("/main/sessions.json?_nosuggest=")).json()
+    assert asked["suggested_facets"]
