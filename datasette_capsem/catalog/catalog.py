@@ -76,7 +76,7 @@ def _mtime_iso(path: Path) -> str | None:
 class Catalog:
     """Thread-safe, lazily refreshed view of all sessions in one Capsem home."""
 
-    min_check_interval = 1.0  # seconds between fingerprint checks
+    min_check_interval = 0.25  # seconds between fingerprint checks (a few stats each)
 
     def __init__(self, settings: Settings):
         self.settings = settings

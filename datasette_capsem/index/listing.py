@@ -233,6 +233,14 @@ def _sort_key(column: str, descending: bool):
     return key
 
 
+def _same_inputs(known: tuple, inputs: tuple) -> bool:
+    """Whether a row's inputs are unchanged: the same objects, or a session rescanned equal
+    (a catalog rescan makes every Session anew)."""
+    if any(a is not b and a != b for a, b in zip(known[1:], inputs[1:], strict=True)):
+        return False
+    return known[0] is inputs[0] or known[0] == inputs[0]
+
+
 class SessionTable:
     """The in-memory session list, rebuilt only when the catalog or the index changed."""
 
@@ -240,6 +248,9 @@ class SessionTable:
         self.database_name = database_name
         self._built = _Built(key=())
         self._lock = threading.Lock()
+        # session id -> ((session, index row, stored check), its row): a rebuild after one
+        # ledger changed builds one row, not 10,000 (the index keeps unchanged rows' objects).
+        self._memo: dict[str, tuple] = {}
 
     def rows(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
         key = (id(catalog), catalog.scanned_at, index.generation)
@@ -256,16 +267,16 @@ class SessionTable:
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
         checks = index.checks
-        rows = [
-            build_row(
-                s,
-                index.for_session(s.id),
-                "/" + tilde_encode(self.database_name(s)),
-                checks.get(s.id),
-            )
-            for s in sessions
-        ]
-        return _Built(key, rows)
+        memo: dict[str, tuple] = {}
+        for session in sessions:
+            inputs = (session, index.for_session(session.id), checks.get(session.id))
+            known = self._memo.get(session.id)
+            if known is None or not _same_inputs(known[0], inputs):
+                href = "/" + tilde_encode(self.database_name(session))
+                known = (inputs, build_row(session, inputs[1], href, inputs[2]))
+            memo[session.id] = known
+        self._memo = memo
+        return _Built(key, [row for _inputs, row in memo.values()])
 
     def ordered(self, built: _Built, column: str, descending: bool) -> list[dict[str, Any]]:
         """Rows sorted by one column, computed once per build and column."""

@@ -1,0 +1,2 @@
+-- load_file_totals.sql for some sessions only (:ids, a JSON array).
+SELECT * FROM file_totals WHERE session_id IN (SELECT value FROM json_each(:ids))

@@ -1,0 +1,146 @@
+"""A running server keeps list and search fresh by watching the home, not by its timer.
+
+The background full refresh is set to an hour, so only the stat watch (index/service.py) can
+bring a change in: a ledger that grew, a ledger replaced by another file (rename), a session
+removed. Each change is checked on the pages users see, never on a stale answer; the
+deadline only bounds a hang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.index import IndexService
+from tests.helpers import make_datasette
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+DEADLINE_SECONDS = 60  # bounds a hang only; the full refresh would take an hour
+
+
+async def eventually(check: Callable[[], object]) -> None:
+    """Poll an async check until it passes; its last failure if the deadline passes."""
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        try:
+            await check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.05)
+
+
+def add_file_event(ledger: Path, path: str) -> None:
+    writer = sqlite3.connect(ledger)
+    writer.execute(
+        "INSERT INTO fs_events (timestamp, action, path) VALUES ('2026-08-02T00:00:00Z', 'created', ?)",
+        (path,),
+    )
+    writer.commit()
+    writer.close()
+
+
+def an_event_id(ledger: Path) -> str:
+    conn = sqlite3.connect(ledger)
+    try:
+        return conn.execute("SELECT event_id FROM net_events ORDER BY id LIMIT 1").fetchone()[0]
+    finally:
+        conn.close()
+
+
+async def text_hits(datasette, word: str) -> set[str]:
+    response = await datasette.client.get(f"/-/capsem/search.json?q={word}")
+    assert response.status_code == 200
+    return {hit["session_id"] for hit in response.json()["text"]["hits"]}
+
+
+async def id_hits(datasette, value: str) -> set[str]:
+    response = await datasette.client.get(f"/-/capsem/search.json?q={value}")
+    assert response.status_code == 200
+    return {hit["session_id"] for hit in response.json()["hits"]}
+
+
+async def list_row(datasette, session_id: str) -> dict | None:
+    response = await datasette.client.get(f"/-/capsem/sessions.json?q={session_id}&all=1")
+    assert response.status_code == 200
+    rows = [row for row in response.json()["sessions"] if row["id"] == session_id]
+    return rows[0] if rows else None
+
+
+async def test_list_and_search_follow_changes_without_the_timer(capsem_home, manifest, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    current = [
+        s
+        for s in manifest["sessions"]
+        if s.get("ledger") and s.get("clean") and s["era"] == "current" and not s.get("alias_of")
+    ]
+    changed, replaced, removed, donor = current[:4]
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)
+    state_index = datasette._capsem_state.index
+    try:
+
+        async def indexed():
+            for session in (changed, replaced, removed):
+                row = await list_row(datasette, session["id"])
+                assert row is not None and row["indexed"]
+
+        await eventually(indexed)
+        before = (await list_row(datasette, changed["id"]))["verdict"]
+
+        # 1. A ledger that grew: its new row is searchable, its list row re-checked.
+        add_file_event(home / changed["ledger"], "/work/freshmarkeralpha.txt")
+
+        async def grew():
+            assert changed["id"] in await text_hits(datasette, "freshmarkeralpha")
+            assert (await list_row(datasette, changed["id"]))["verdict"] != before
+
+        await eventually(grew)
+
+        # 2. A ledger replaced by another file (written beside it, renamed over it): the old
+        # file's ids are no longer found in that session, the new file's words are.
+        old_event = an_event_id(home / replaced["ledger"])
+        assert replaced["id"] in await id_hits(datasette, old_event)
+        target = home / replaced["ledger"]
+        spare = target.with_name("session.db.new")
+        shutil.copyfile(home / donor["ledger"], spare)
+        add_file_event(spare, "/work/freshmarkerbravo.txt")
+        os.replace(spare, target)
+
+        async def swapped():
+            assert replaced["id"] in await text_hits(datasette, "freshmarkerbravo")
+            assert replaced["id"] not in await id_hits(datasette, old_event)
+
+        await eventually(swapped)
+
+        # 3. A session removed from disk: its rows leave search, its list row its ledger.
+        removed_event = an_event_id(home / removed["ledger"])
+        assert removed["id"] in await id_hits(datasette, removed_event)
+        shutil.rmtree((home / removed["ledger"]).parent)
+
+        async def gone():
+            assert removed["id"] not in await id_hits(datasette, removed_event)
+            row = await list_row(datasette, removed["id"])
+            assert row is None or not row["has_ledger"]
+
+        await eventually(gone)
+        assert state_index.freshness()["last_error"] is None
+    finally:
+        state_index.stop_background()
+    # The refreshes above reloaded only the changed sessions' rows: the in-memory figures
+    # equal what a fresh read of the whole index gives.
+    kept = state_index.snapshot()
+    fresh = IndexService(state_index.settings, Catalog(state_index.settings)).snapshot()
+    assert kept.ledgers == fresh.ledgers
+    assert kept.checks == fresh.checks
+    assert kept.daily_usage == fresh.daily_usage
