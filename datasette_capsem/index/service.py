@@ -37,9 +37,10 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
-from datasette_capsem.catalog import Catalog
+from datasette_capsem.catalog import Catalog, CatalogSnapshot
 from datasette_capsem.config import Settings
 from datasette_capsem.index import fts, store, verdicts
 from datasette_capsem.index.plan import FilePlan, plan_files, stat_ledger
@@ -74,6 +75,14 @@ class IndexSnapshot:
     aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
     # session id -> its stored quick-check verdict (verdicts.py), for every checked session
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @cached_property
+    def covered(self) -> frozenset[str]:
+        """Sessions whose ledgers were read without a problem, alias ids of their files
+        included (the lookup answers for the file under its owner's id); once per snapshot."""
+        covered = {sid for sid, row in self.ledgers.items() if not row.get("problem")}
+        aliases = {alias for alias, owner in self.aliases.items() if owner in covered}
+        return frozenset(covered | aliases)
 
     @cached_property
     def problems(self) -> int:
@@ -119,6 +128,7 @@ class IndexService:
         self._watched: tuple | None = None  # (catalog snapshot, ledger stats) of the last refresh
         self._watch_seconds = 0.0  # what the last round of watching stats cost
         self._signatures: dict[str, tuple[Any, str]] = {}  # id -> (session, row signature)
+        self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
@@ -476,11 +486,25 @@ class IndexService:
             }
 
     def covered_sessions(self) -> set[str]:
-        """Sessions whose ledgers were read without a problem, alias ids of their files
-        included (the lookup answers for the file under its owner's id)."""
+        """Sessions whose ledgers the index covers (`IndexSnapshot.covered`)."""
+        return set(self.snapshot().covered)
+
+    def uncovered_ledgers(self, catalog: CatalogSnapshot) -> list[tuple[str, Path]]:
+        """(session id, ledger path) of the catalog's ledgers the index does not cover (new,
+        or unreadable), for a search to scan directly; once per catalog scan and index
+        generation, not per request (10,000 sessions)."""
         snapshot = self.snapshot()
-        covered = {sid for sid, row in snapshot.ledgers.items() if not row.get("problem")}
-        return covered | {alias for alias, owner in snapshot.aliases.items() if owner in covered}
+        key = (id(catalog), catalog.scanned_at, snapshot.generation)
+        known = self._uncovered
+        if known is None or known[0] != key:
+            covered = snapshot.covered
+            found = [
+                (s.id, s.ledger_path)
+                for s in catalog.sessions.values()
+                if s.ledger_path is not None and s.id not in covered
+            ]
+            known = self._uncovered = (key, found)
+        return known[1]
 
     def freshness(self) -> dict[str, Any]:
         """How current the index is, for pages and JSON (no I/O)."""

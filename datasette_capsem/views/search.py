@@ -49,29 +49,30 @@ async def in_thread(fn: Callable, *args: Any) -> Any:
 
 
 def _session_matches(datasette, value: str) -> list[dict[str, Any]]:
-    """Sessions whose id or display name is the value."""
+    """Sessions whose id or display name is the value, newest first."""
     found = []
-    for session in get_state(datasette).catalog.sessions():
-        if value in (session.id, session.name):
-            match = "id" if session.id == value else "name"
-            found.append(
-                {
-                    **session.summary(),
-                    "match": match,
-                    "href": links_for(datasette, session).session(),
-                }
-            )
+    named = [
+        s
+        for s in get_state(datasette).catalog.snapshot().sessions.values()
+        if value in (s.id, s.name)
+    ]
+    for session in sorted(named, key=lambda s: (s.created_at or "", s.id), reverse=True):
+        match = "id" if session.id == value else "name"
+        found.append(
+            {**session.summary(), "match": match, "href": links_for(datasette, session).session()}
+        )
     return found
 
 
-async def _index_hits(datasette, value: str) -> tuple[list[dict], set[str], str | None]:
-    """Hits from the cross-session index, the sessions it covers, and why it was not used."""
+async def _index_hits(datasette, value: str) -> tuple[list[dict], int, str | None]:
+    """Hits from the cross-session index (one indexed lookup), how many sessions it covers,
+    and why it was not used."""
     index = get_state(datasette).index
     try:
         hits = await in_thread(index.lookup, value)
-        covered = set(await in_thread(index.covered_sessions))
+        covered = len(index.snapshot().covered)
     except Exception as error:  # an index being rebuilt must not break search
-        return [], set(), f"the cross-session index failed: {error}"
+        return [], 0, f"the cross-session index failed: {error}"
     return [dict(hit) for hit in hits], covered, None
 
 
@@ -185,7 +186,7 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
         )
     except fts.QuerySyntaxError as error:
         raise errors.bad_parameter("Bad search syntax", str(error)) from error
-    sessions = {s.id: s for s in state.catalog.sessions()}
+    sessions = state.catalog.snapshot().sessions
     visible = await _visible(datasette, request, result.hits, sessions)
     hits = []
     for hit in visible:
@@ -259,10 +260,12 @@ async def search_page(datasette, request):
         return await render.page(datasette, request, "search.html", context)
     state = get_state(datasette)
     hits, covered, index_problem = await _index_hits(datasette, value)
-    sessions = {s.id: s for s in state.catalog.sessions()}
-    uncovered = [
-        (s.id, s.ledger_path) for s in sessions.values() if s.has_ledger and s.id not in covered
-    ]
+    catalog = state.catalog.snapshot()
+    sessions = catalog.sessions
+    if index_problem is None:
+        uncovered = state.index.uncovered_ledgers(catalog)
+    else:
+        uncovered = [(s.id, s.ledger_path) for s in sessions.values() if s.has_ledger]
     scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
     found = _dedupe([{**h, "value": value} for h in hits + scanned])
     found = await _visible(datasette, request, found, sessions)
@@ -276,7 +279,7 @@ async def search_page(datasette, request):
         sessions=matches,
         hits=[_hit_links(datasette, sessions, h) for h in found[:MAX_RESULTS]],
         total_hits=len(found),
-        index={"used": index_problem is None, "problem": index_problem, "covered": len(covered)},
+        index={"used": index_problem is None, "problem": index_problem, "covered": covered},
         scan=report.to_dict(),
     )
     return await render.page(datasette, request, "search.html", context)
