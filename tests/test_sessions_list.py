@@ -15,7 +15,7 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import actor_cookies, make_datasette
 from tests.test_index import direct_sums, same
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -430,3 +430,36 @@ async def test_a_fork_and_an_alias_list_their_whole_file(capsem_home, manifest, 
     assert rows[fork["id"]]["requests"] == whole["requests"]  # as main.db counts it
     assert rows[alias["id"]]["indexed"] and rows[alias["id"]]["rollup"] == "ok"
     assert rows[alias["id"]]["same_vm_as"] == alias["alias_of"]
+
+
+async def test_the_rendered_rows_follow_the_list_and_the_reader(capsem_home, tmp_path):
+    """The page's rows are rendered once per list build, filter, page and credential policy:
+    a renamed session shows its new name at once, and the rows rendered for a reader who may
+    see secrets are never served to one who may not (nor the other way round)."""
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    registry_path = home / "run" / "persistent_registry.json"
+    registry = json.loads(registry_path.read_text())
+    name, entry = next(iter(registry["vms"].items()))
+    secret = "ghp_PLANTEDSECRET0123456789abcdefghijklmn"
+
+    def rename(new: str) -> None:
+        entry["name"] = new
+        registry["vms"] = {new: entry, **{k: v for k, v in registry["vms"].items() if k != name}}
+        registry_path.write_text(json.dumps(registry))
+
+    rename(f"renamed-{secret}")
+    datasette = await make_datasette(
+        home, tmp_path / "cache", index_refresh_seconds=0, view_secrets={"id": "auditor"}
+    )
+    page = "/-/capsem?q=renamed&all=1"
+    viewer = (await datasette.client.get(page)).text
+    auditor = (await datasette.client.get(page, cookies=actor_cookies(datasette, "auditor"))).text
+    again = (await datasette.client.get(page)).text
+    assert f"renamed-{secret}" in auditor
+    assert secret not in viewer and secret not in again and "renamed-" in viewer
+    name = f"renamed-{secret}"
+    rename("renamed-again")
+    get_state(datasette).catalog.refresh(force=True)
+    after = (await datasette.client.get(page, cookies=actor_cookies(datasette, "auditor"))).text
+    assert "renamed-again" in after and secret not in after

@@ -59,6 +59,7 @@ SORTABLE = (
 )  # fmt: skip
 SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds", "verdict": "verdict_rank"}
 CACHED_FILTERS = 64  # filter results kept per build, so paging through one costs a slice
+CACHED_RENDERINGS = 16  # rendered pages of rows kept per build (about 100 KB each)
 
 ROOT_URLS = Urls()
 
@@ -216,6 +217,14 @@ class _Built:
     rows: list[dict[str, Any]] = field(default_factory=list)
     orders: dict[tuple[str, bool], list[dict[str, Any]]] = field(default_factory=dict)
     filtered: dict[tuple, list[dict[str, Any]]] = field(default_factory=dict)
+    # What a view made of these rows (e.g. a page of them as HTML), by the view's own key;
+    # dropped with the build, so never older than the catalog scan and index generation.
+    rendered: dict[tuple, Any] = field(default_factory=dict)
+
+    def remember(self, key: tuple, value: Any) -> None:
+        if len(self.rendered) >= CACHED_RENDERINGS:
+            self.rendered.pop(next(iter(self.rendered)), None)
+        self.rendered[key] = value
 
 
 def _sort_key(column: str, descending: bool):
