@@ -1,8 +1,14 @@
-"""The session catalog: every session on the machine, from main.db, dirs and the registry.
+"""The session catalog: every session of every home, from main.db, dirs and the registry.
 
-Every page and command asks the catalog; nothing else scans the Capsem home. A rescan costs
+Every page and command asks the catalog; nothing else scans a Capsem home. A rescan costs
 one directory listing per layout plus one read of main.db, and happens only when a cheap
 fingerprint (mtimes of the scanned dirs, main.db, its WAL and the registry) has changed.
+
+`HomeCatalog` scans one home. `Catalog` is what everything else uses: for an unlabelled
+instance it is that one home's catalog unchanged; for labelled homes it merges one
+`HomeCatalog` per home, each session addressed `<label>--<id>` so no id shadows another, and
+keeps a `HomeState` per label (a home that disappears is "unavailable since" the first scan
+that missed it, and its sessions leave the list until it is back).
 """
 
 from __future__ import annotations
@@ -20,7 +26,14 @@ from typing import Any
 from datasette_capsem import readonly
 from datasette_capsem.catalog import discover
 from datasette_capsem.catalog.models import MainRow, Session
-from datasette_capsem.config import Settings
+from datasette_capsem.config import (
+    SEPARATOR,
+    Home,
+    Settings,
+    qualify,
+    scan_homes_dir,
+    split_qualified,
+)
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -29,8 +42,39 @@ RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "_memory", "-
 
 
 def database_name(session_id: str) -> str:
-    """The Datasette database name of a session: its id, unless that name is taken."""
+    """The Datasette database name of a session: its id, unless that name is taken; in a
+    labelled home, its address `<label>--<name by the same rule>`."""
+    qualified = split_qualified(session_id) if SEPARATOR in session_id else None
+    if qualified:
+        return qualify(qualified[0], database_name(qualified[1]))
     return f"session-{session_id}" if session_id in RESERVED_DATABASE_NAMES else session_id
+
+
+def main_database_name(label: str) -> str:
+    """The Datasette name of a labelled home's main.db (`main` for the one unlabelled home)."""
+    return qualify(label, "main") if label else "main"
+
+
+@dataclass
+class HomeState:
+    """What the list says about one labelled home."""
+
+    label: str
+    path: str
+    available: bool = True
+    unavailable_since: str | None = None  # ISO time of the first scan that missed it
+    sessions: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "path": self.path,
+            "available": self.available,
+            "unavailable_since": self.unavailable_since,
+            "sessions": self.sessions,
+            "problems": list(self.problems),
+        }
 
 
 @dataclass
@@ -43,11 +87,17 @@ class CatalogSnapshot:
     registry_problem: str | None = None
     home_exists: bool = True
     scanned_at: float = 0.0
+    homes: dict[str, HomeState] = field(default_factory=dict)  # labelled homes only
+    home_snapshots: dict[str, CatalogSnapshot] = field(default_factory=dict)
+    by_local_id: dict[str, list[Session]] = field(default_factory=dict)
+    home_problems: list[str] = field(default_factory=list)  # e.g. a homes_dir child left out
 
     @property
     def problems(self) -> list[str]:
         found = [self.main_db_problem, self.registry_problem]
-        return [problem for problem in found if problem]
+        for label, home in self.home_snapshots.items():
+            found += [f"{label}: {problem}" for problem in home.problems]
+        return [problem for problem in found + self.home_problems if problem]
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:
@@ -73,13 +123,191 @@ def _mtime_iso(path: Path) -> str | None:
     return datetime.fromtimestamp(key[0] / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _now_iso() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class Catalog:
+    """Thread-safe, lazily refreshed view of all sessions of the instance's homes."""
+
+    def __init__(self, settings: Settings):
+        self._interval = 1.0  # seconds between fingerprint checks
+        self.settings = settings
+        self.labelled = settings.labelled
+        self._single = None if self.labelled else HomeCatalog(settings.home, settings.cache_dir)
+        self._homes: dict[str, HomeCatalog] = {}
+        self._states: dict[str, HomeState] = {}
+        self._listing_problems: list[str] = []
+        self._merged = CatalogSnapshot(scanned_at=0.0)
+        self._merged_from: tuple = ()
+        self._checked_at = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def min_check_interval(self) -> float:
+        return self._interval
+
+    @min_check_interval.setter
+    def min_check_interval(self, value: float) -> None:
+        self._interval = value
+        for home in ([self._single] if self._single else []) + list(self._homes.values()):
+            home.min_check_interval = value
+
+    def snapshot(self) -> CatalogSnapshot:
+        """The current view, rescanning first if a home changed."""
+        if self._single is not None:
+            return self._single.snapshot()
+        self.refresh()
+        return self._merged
+
+    def get(self, session_id: str) -> Session | None:
+        return self.snapshot().sessions.get(session_id)
+
+    def sessions(self) -> list[Session]:
+        """Newest first."""
+        return sorted(
+            self.snapshot().sessions.values(),
+            key=lambda s: (s.created_at or "", s.id),
+            reverse=True,
+        )
+
+    def near_matches(self, text: str, limit: int = 5) -> list[Session]:
+        if self._single is not None:
+            return self._single.near_matches(text, limit)
+        return _near_matches(self.snapshot(), text, limit)
+
+    def recheck_ledger(self, session: Session) -> Session:
+        return HomeCatalog.recheck_ledger(session)  # type: ignore[arg-type]
+
+    def database_name(self, session: Session) -> str:
+        return database_name(session.id)
+
+    def session_for_database(self, name: str) -> Session | None:
+        return _session_for_database(self.snapshot(), name)
+
+    def home_state(self, label: str) -> HomeState | None:
+        """A labelled home's state (None: no home has this label)."""
+        return self.snapshot().homes.get(label)
+
+    def main_db_path(self, label: str = "") -> Path | None:
+        snapshot = self.snapshot()
+        found = snapshot.home_snapshots.get(label) if label else snapshot
+        return found.main_db_path if found else None
+
+    def main_database_names(self) -> list[str]:
+        """The Datasette names of every home's main.db."""
+        if not self.labelled:
+            return [main_database_name("")]
+        return [main_database_name(label) for label in self.snapshot().homes]
+
+    def refresh(self, force: bool = False) -> bool:
+        """Rescan what changed; returns whether anything was rescanned."""
+        if self._single is not None:
+            return self._single.refresh(force)
+        now = time.monotonic()
+        if not force and now - self._checked_at < self._interval:
+            return False
+        with self._lock:
+            self._checked_at = now
+            self._update_homes()
+            changed = [home.refresh(force) for home in self._homes.values()]
+            key = tuple(
+                (label, id(home._snapshot), self._states[label].available)
+                for label, home in self._homes.items()
+            )
+            if key != self._merged_from:
+                self._merged = self._merge()
+                self._merged_from = key
+            return any(changed)
+
+    # -- labelled homes ---------------------------------------------------------------------
+
+    def _update_homes(self) -> None:
+        """Track the configured homes and the children of homes_dir now; a home seen once is
+        kept, marked unavailable while its directory is missing."""
+        homes = list(self.settings.homes)
+        problems: list[str] = []
+        if self.settings.homes_dir is not None:
+            found, problems = scan_homes_dir(self.settings.homes_dir)
+            taken = {home.label for home in homes}
+            for home in found:
+                if home.label in taken:
+                    problems.append(f"{home.capsem_home} is left out: the label {home.label!r} "
+                                    "is already a configured home")  # fmt: skip
+                else:
+                    homes.append(home)
+        self._listing_problems = problems
+        present = {home.label for home in homes}
+        for home in homes:
+            if home.label not in self._homes:
+                catalog = HomeCatalog(home, self.settings.cache_dir)
+                catalog.min_check_interval = 0.0  # this façade throttles
+                self._homes[home.label] = catalog
+                self._states[home.label] = HomeState(home.label, str(home.capsem_home))
+        for label, catalog in self._homes.items():
+            state = self._states[label]
+            available = label in present and catalog.home.capsem_home.is_dir()
+            if available:
+                state.available, state.unavailable_since = True, None
+            elif state.available:
+                state.available, state.unavailable_since = False, _now_iso()
+
+    def _merge(self) -> CatalogSnapshot:
+        merged = CatalogSnapshot(scanned_at=time.time(), home_problems=list(self._listing_problems))
+        for label in sorted(self._homes):
+            state, home = self._states[label], self._homes[label]._snapshot
+            if not state.available:
+                state.sessions, state.problems = 0, []
+                continue
+            merged.home_snapshots[label] = home
+            merged.sessions.update(home.sessions)
+            state.sessions, state.problems = len(home.sessions), home.problems
+        merged.homes = {label: self._states[label] for label in sorted(self._homes)}
+        merged.home_exists = any(state.available for state in merged.homes.values())
+        for session in merged.sessions.values():
+            merged.by_local_id.setdefault(session.short_id, []).append(session)
+        return merged
+
+
+def _near_matches(snapshot: CatalogSnapshot, text: str, limit: int) -> list[Session]:
+    """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
+    keys: dict[str, str] = {}
+    for session in snapshot.sessions.values():
+        keys[session.id] = session.id
+        if session.local_id:
+            keys.setdefault(session.local_id, session.id)
+        if session.name:
+            keys.setdefault(session.name, session.id)
+    lowered = text.lower()
+    prefix = [sid for key, sid in keys.items() if lowered and key.lower().startswith(lowered)]
+    close = difflib.get_close_matches(text, list(keys), n=limit, cutoff=0.6)
+    ordered = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
+    return [snapshot.sessions[sid] for sid in ordered[:limit]]
+
+
+def _session_for_database(snapshot: CatalogSnapshot, name: str) -> Session | None:
+    sessions = snapshot.sessions
+    session = sessions.get(name)
+    if session is not None and database_name(session.id) == name:
+        return session
+    qualified = split_qualified(name)
+    label, rest = qualified if qualified else ("", name)
+    if rest.startswith("session-"):
+        key = rest[len("session-") :]
+        candidate = sessions.get(qualify(label, key) if label else key)
+        if candidate is not None and database_name(candidate.id) == name:
+            return candidate
+    return None
+
+
+class HomeCatalog:
     """Thread-safe, lazily refreshed view of all sessions in one Capsem home."""
 
     min_check_interval = 0.25  # seconds between fingerprint checks (a few stats each)
 
-    def __init__(self, settings: Settings):
-        self.settings = settings
+    def __init__(self, home: Home, cache_dir: Path):
+        self.home = home
+        self.cache_dir = cache_dir
         self._lock = threading.Lock()
         self._snapshot = CatalogSnapshot(scanned_at=0.0)
         self._fingerprint: tuple | None = None
@@ -105,37 +333,15 @@ class Catalog:
 
     def near_matches(self, text: str, limit: int = 5) -> list[Session]:
         """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-        snapshot = self.snapshot()
-        keys: dict[str, str] = {}
-        for session in snapshot.sessions.values():
-            keys[session.id] = session.id
-            if session.name:
-                keys.setdefault(session.name, session.id)
-        lowered = text.lower()
-        prefix = [sid for key, sid in keys.items() if lowered and key.lower().startswith(lowered)]
-        close = difflib.get_close_matches(text, list(keys), n=limit, cutoff=0.6)
-        ordered = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
-        return [snapshot.sessions[sid] for sid in ordered[:limit]]
+        return _near_matches(self.snapshot(), text, limit)
 
-    def recheck_ledger(self, session: Session) -> Session:
+    @staticmethod
+    def recheck_ledger(session: Session) -> Session:
         """Look again for a ledger in a session's dir: a session.db created after the last
         scan changes no mtime the catalog watches (only the dir's own)."""
         if session.ledger_path is None and session.dir_path is not None:
             session.ledger_path, session.writer_wal = discover.ledger_in(session.dir_path)
         return session
-
-    def database_name(self, session: Session) -> str:
-        return database_name(session.id)
-
-    def session_for_database(self, database_name: str) -> Session | None:
-        session = self.get(database_name)
-        if session is not None and self.database_name(session) == database_name:
-            return session
-        if database_name.startswith("session-"):
-            candidate = self.get(database_name[len("session-") :])
-            if candidate is not None and self.database_name(candidate) == database_name:
-                return candidate
-        return None
 
     def refresh(self, force: bool = False) -> bool:
         """Rescan if the fingerprint changed; returns whether a rescan happened."""
@@ -154,7 +360,7 @@ class Catalog:
     # -- scanning ---------------------------------------------------------------------------
 
     def _fingerprint_now(self) -> tuple:
-        settings = self.settings
+        settings = self.home
         watched = [
             settings.capsem_home,
             settings.capsem_home / "sessions",
@@ -167,7 +373,7 @@ class Catalog:
         return tuple(_stat_key(path) for path in watched)
 
     def _scan(self) -> CatalogSnapshot:
-        settings = self.settings
+        settings = self.home
         snapshot = CatalogSnapshot(scanned_at=time.time())
         snapshot.home_exists = settings.capsem_home.is_dir() or settings.run_dir.is_dir()
         rows = self._read_main_db(snapshot)
@@ -176,16 +382,16 @@ class Catalog:
         self._add_dirs(sessions, registry)
         self._add_main_rows(sessions, rows)
         self._add_registry_only(sessions, registry)
-        snapshot.sessions = sessions
+        snapshot.sessions = _labelled(sessions, settings.label) if settings.label else sessions
         return snapshot
 
     def _read_main_db(self, snapshot: CatalogSnapshot) -> list[MainRow]:
-        for candidate in self.settings.main_db_candidates:
+        for candidate in self.home.main_db_candidates:
             if not candidate.exists():
                 continue
             snapshot.main_db_path = candidate
             try:
-                conn = readonly.open_readonly(candidate, self.settings.cache_dir)
+                conn = readonly.open_readonly(candidate, self.cache_dir)
             except readonly.LedgerUnavailable as error:
                 snapshot.main_db_problem = f"main.db: {error.detail} ({candidate})"
                 return []
@@ -198,12 +404,12 @@ class Catalog:
                 return []
             finally:
                 conn.close()
-        searched = ", ".join(str(path) for path in self.settings.main_db_candidates)
+        searched = ", ".join(str(path) for path in self.home.main_db_candidates)
         snapshot.main_db_problem = f"main.db not found (looked in {searched})"
         return []
 
     def _add_dirs(self, sessions: dict[str, Session], registry: list[discover.RegistryEntry]):
-        settings = self.settings
+        settings = self.home
         by_dir = {entry.session_dir: entry for entry in registry if entry.session_dir}
         found = (
             discover.scan_run_sessions(settings.run_dir)
@@ -276,3 +482,15 @@ class Catalog:
                     "registry entry's session_dir is missing or outside run/persistent"
                 )
             sessions[entry.id] = session
+
+
+def _labelled(sessions: dict[str, Session], label: str) -> dict[str, Session]:
+    """One home's sessions addressed `<label>--<id>` (their references too)."""
+    found: dict[str, Session] = {}
+    for session_id, session in sessions.items():
+        session.home, session.local_id = label, session_id
+        session.id = qualify(label, session_id)
+        if session.same_vm_as:
+            session.same_vm_as = qualify(label, session.same_vm_as)
+        found[session.id] = session
+    return found

@@ -54,6 +54,15 @@ class Session:
     writer_wal: bool = False  # a non-empty -wal beside the ledger (discover.writer_wal)
     same_vm_as: str | None = None  # the other id of a persistent VM known under two ids
     problems: list[str] = field(default_factory=list)
+    # In an instance of labelled homes `id` is the address `<label>--<id>` (config.qualify),
+    # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
+    home: str = ""
+    local_id: str | None = None
+
+    @property
+    def short_id(self) -> str:
+        """The id as Capsem wrote it (the address without its home label)."""
+        return self.local_id or self.id
 
     @property
     def has_ledger(self) -> bool:
@@ -83,4 +92,5 @@ class Session:
             "in_main_db": self.main_row is not None,
             "same_vm_as": self.same_vm_as,
             "problems": list(self.problems),
+            **({"home": self.home, "local_id": self.short_id} if self.home else {}),
         }
