@@ -12,6 +12,12 @@ Everything is keyed by id; a name is only a way in. The rules, in order:
    shown shortened to 8) is a candidate for every session whose id starts with it. One
    resolves, several are ambiguous (a chooser, never a guess). The CLI and the URLs both
    ask here, so a prefix means the same session everywhere.
+
+With labelled homes a session's id is its address `<label>--<id>` (rule 1 as above; the CLI
+also takes `LABEL:ID`). A bare id is the session of that id in whichever home has it: in
+exactly one home it resolves there, in several it is ambiguous and every home's session is a
+candidate (a chooser, never a guess): a home added later can turn a bare id ambiguous, but
+never changes what an address means.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from datasette_capsem.catalog.catalog import Catalog
+from datasette_capsem.catalog.catalog import Catalog, CatalogSnapshot
 from datasette_capsem.catalog.models import Session
+from datasette_capsem.config import qualify
 from datasette_capsem.urls import Urls
 
 MIN_PREFIX = 8
@@ -52,18 +59,46 @@ def candidate(session: Session, match: str) -> dict[str, Any]:
         "has_ledger": session.has_ledger,
         "same_vm_as": session.same_vm_as,
         "href": Urls().session(session.id),  # root-relative; pages prefix their base_url
+        **({"home": session.home, "local_id": session.short_id} if session.home else {}),
     }
+
+
+def _address(snapshot: CatalogSnapshot, name: str) -> str:
+    """`LABEL:ID` of a known label, as its address `LABEL--ID`; anything else unchanged."""
+    label, colon, rest = name.partition(":")
+    return qualify(label, rest) if colon and rest and label in snapshot.homes else name
+
+
+def _same_id(snapshot: CatalogSnapshot, name: str, sessions: dict[str, Session]):
+    """(the session `name` is the id of, the other homes' sessions with that bare id)."""
+    by_id = sessions.get(name)
+    if by_id is not None or not snapshot.homes:
+        return by_id, []
+    homes = snapshot.by_local_id.get(name, [])
+    if len(homes) == 1:
+        return homes[0], []
+    return None, sorted(homes, key=lambda s: s.id)
 
 
 def resolve_name(catalog: Catalog, name: str) -> Resolution:
     """Apply the rules of the module docstring against the current catalog."""
-    sessions = catalog.snapshot().sessions
-    by_id = sessions.get(name)
+    snapshot = catalog.snapshot()
+    sessions = snapshot.sessions
+    name = _address(snapshot, name)
+    by_id, in_homes = _same_id(snapshot, name, sessions)
     named = [s for s in sessions.values() if s.name == name and s is not by_id]
+    named = [s for s in named if s not in in_homes]
     named.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
-    candidates = ([candidate(by_id, "id")] if by_id else []) + [candidate(s, "name") for s in named]
+    candidates = ([candidate(by_id, "id")] if by_id else []) + [
+        candidate(s, "id") for s in in_homes
+    ]
+    candidates += [candidate(s, "name") for s in named]
+    if in_homes:
+        return Resolution(name=name, candidates=candidates)
     if not candidates and len(name) >= MIN_PREFIX:
-        prefixed = [s for s in sessions.values() if s.id.startswith(name)]
+        prefixed = [
+            s for s in sessions.values() if s.short_id.startswith(name) or s.id.startswith(name)
+        ]
         prefixed.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
         candidates = [candidate(s, "prefix") for s in prefixed]
         if len(prefixed) == 1:

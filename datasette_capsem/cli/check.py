@@ -20,6 +20,7 @@ from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.runner import Outcome, check_all, check_catalog_session
 from datasette_capsem.cli.common import (
+    HomeChoice,
     cache_option,
     home_option,
     resolve_session,
@@ -199,7 +200,7 @@ def check(
     samples: int,
     workers: int,
     problems_only: bool,
-    home: Path | None,
+    home: HomeChoice,
     cache_dir: Path | None,
 ) -> None:
     """Check the integrity of session ID_OR_NAME (or of every session with --all, most

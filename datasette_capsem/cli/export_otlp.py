@@ -15,6 +15,7 @@ import click
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.cli.common import (
     CliError,
+    HomeChoice,
     cache_option,
     home_option,
     resolve_session,
@@ -61,7 +62,7 @@ def _export(conn: sqlite3.Connection, session_id: str, trace: str | None) -> dic
 @home_option
 @cache_option
 def export_otlp(
-    session: str, trace: str | None, output: Path | None, home: Path | None, cache_dir: Path | None
+    session: str, trace: str | None, output: Path | None, home: HomeChoice, cache_dir: Path | None
 ) -> None:
     """Print SESSION's traces (an id, display name or id prefix) as OTLP JSON resourceSpans.
 

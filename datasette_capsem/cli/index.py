@@ -7,14 +7,14 @@ from pathlib import Path
 import click
 
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.cli.common import cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import HomeChoice, cache_option, home_option, settings_from_options
 from datasette_capsem.index import IndexService
 
 
 @click.command(name="index")
 @home_option
 @cache_option
-def index(home: Path | None, cache_dir: Path | None) -> None:
+def index(home: HomeChoice, cache_dir: Path | None) -> None:
     """Read every changed session ledger into the cross-session index."""
     settings = settings_from_options(home, cache_dir)
     service = IndexService(settings, Catalog(settings))

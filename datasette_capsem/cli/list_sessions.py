@@ -18,7 +18,13 @@ from datasette.utils import MultiParams
 
 from datasette_capsem import redaction
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.cli.common import CliError, cache_option, home_option, settings_from_options
+from datasette_capsem.cli.common import (
+    CliError,
+    HomeChoice,
+    cache_option,
+    home_option,
+    settings_from_options,
+)
 from datasette_capsem.config import Settings
 from datasette_capsem.graph.values import json_dumps
 from datasette_capsem.index import IndexService, filters
@@ -125,7 +131,7 @@ def list_command(
     q: str | None,
     as_json: bool,
     no_refresh: bool,
-    home: Path | None,
+    home: HomeChoice,
     cache_dir: Path | None,
 ) -> None:
     """List sessions, newest first, with list_sessions.py's flags and the web list's figures

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from datasette_capsem.cli.common import (
+    HomeChoice,
     cache_option,
     home_option,
     number_option,
@@ -96,7 +97,7 @@ def _sigterm_as_interrupt(_signum, _frame) -> None:
 def push_otlp(
     endpoint: str,
     headers: tuple[str, ...],
-    home: Path | None,
+    home: HomeChoice,
     home_label: str | None,
     cache_dir: Path | None,
     follow: bool,

@@ -10,6 +10,7 @@ import click
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.cli.common import (
+    HomeChoice,
     cache_option,
     echo_candidates,
     home_option,
@@ -24,7 +25,7 @@ EXIT_UNKNOWN, EXIT_AMBIGUOUS = 1, 2
 @home_option
 @cache_option
 @click.option("--json", "as_json", is_flag=True, help="Print {name, id, candidates} as JSON.")
-def resolve(name: str, home: Path | None, cache_dir: Path | None, as_json: bool) -> None:
+def resolve(name: str, home: HomeChoice, cache_dir: Path | None, as_json: bool) -> None:
     """Print the id of the session called NAME (an id prints itself; a unique id prefix of 8+
     characters prints its id).
 

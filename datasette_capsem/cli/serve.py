@@ -9,7 +9,13 @@ from pathlib import Path
 import click
 import yaml
 
-from datasette_capsem.cli.common import CliError, home_problem
+from datasette_capsem.cli.common import (
+    CliError,
+    HomeChoice,
+    home_option,
+    home_problem,
+    labelled_homes_problem,
+)
 from datasette_capsem.config import PLUGIN_NAME, ConfigError, load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 
@@ -58,6 +64,29 @@ def _settings_for(metadata: dict):
         raise click.ClickException(str(error)) from error
 
 
+def _with_homes(metadata: dict, homes: HomeChoice) -> dict:
+    """metadata.yml with `--home`/`--homes-dir` in place of the home settings it names."""
+    if not homes:
+        return metadata
+    plugins = dict(metadata.get("plugins") or {})
+    config = {
+        key: value
+        for key, value in (plugins.get(PLUGIN_NAME) or {}).items()
+        if key not in ("capsem_home", "run_dir", "homes", "homes_dir")
+    }
+    plugins[PLUGIN_NAME] = {**config, **homes.config()}
+    return {**metadata, "plugins": plugins}
+
+
+def _run_labelled(host: str, port: int, metadata: dict, settings: dict) -> None:
+    import uvicorn
+    from datasette.app import Datasette
+
+    datasette = Datasette(metadata=metadata, settings=settings)
+    click.echo(f"Serving labelled Capsem homes at http://{host}:{port}/", err=True)
+    uvicorn.run(datasette.app(), host=host, port=port, log_level="warning")
+
+
 def _run(home: Path, demo: bool, host: str, port: int, metadata: dict, settings: dict) -> None:
     # Imported when serving, not at import time: Datasette loads this plugin (and so this
     # module) while `datasette.app` itself is still being imported.
@@ -97,17 +126,29 @@ def demo(host: str, port: int, sessions: int | None) -> None:
     help="metadata.yml with instance settings (e.g. the repository's); a settings.json "
     "beside it is read too.",
 )
-def serve(host: str, port: int, metadata: Path | None) -> None:
-    """Serve this machine's Capsem home (from metadata.yml, CAPSEM_HOME or ~/.capsem), else
-    the demo; a home set in metadata.yml or CAPSEM_HOME that is not there exits 2."""
+@home_option
+def serve(host: str, port: int, metadata: Path | None, home: HomeChoice) -> None:
+    """Serve this machine's Capsem home (from --home, metadata.yml, CAPSEM_HOME or
+    ~/.capsem), else the demo; a home named that is not there exits 2. Several labelled homes:
+    --home LABEL=PATH (repeatable), --homes-dir DIR, or `homes`/`homes_dir` in metadata.yml."""
     instance, settings = _instance_config(metadata)
+    instance = _with_homes(instance, home)
     capsem = _settings_for(instance)
+    if capsem.labelled:
+        problem = labelled_homes_problem(capsem)
+        if problem:
+            raise CliError(f"no Capsem home: {problem}")
+        _run_labelled(host, port, instance, settings)
+        return
+    chosen_home = bool(home)
     home = capsem.capsem_home
     if (home / "sessions" / "main.db").exists() or (home / "run").is_dir():
         _run(home, False, host, port, instance, settings)
         return
     chosen = (instance.get("plugins") or {}).get(PLUGIN_NAME) or {}
-    if chosen.get("capsem_home"):
+    if chosen_home:
+        source = "--home"
+    elif chosen.get("capsem_home"):
         source = f"capsem_home in {metadata}"
     elif os.environ.get("CAPSEM_HOME"):
         source = "$CAPSEM_HOME"

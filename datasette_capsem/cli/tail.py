@@ -20,6 +20,7 @@ import click
 from datasette_capsem import redaction
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.cli.common import (
+    HomeChoice,
     cache_option,
     home_option,
     resolve_session,
@@ -71,7 +72,7 @@ def _emit(rows: list[dict], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per row.")
 def tail(
     session: str,
-    home: Path | None,
+    home: HomeChoice,
     cache_dir: Path | None,
     kinds: tuple[str, ...],
     last: int,
