@@ -30,7 +30,7 @@ def startup(datasette):
     state = get_state(datasette)
     # Re-check only databases whose files changed, instead of every one on every request.
     datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
-    state.mounter.ensure_main()
+    state.mounter.ensure_mains()
     start_index(datasette, state)
 
 

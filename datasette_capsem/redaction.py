@@ -396,9 +396,7 @@ def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -
         if hide_free_text.get() and data.get("kind") in ("json", "sse", "text", "hex"):
             return {
                 **{
-                    k: v
-                    for k, v in data.items()
-                    if k not in ("text", "events", "hex", "assembled")
+                    k: v for k, v in data.items() if k not in ("text", "events", "hex", "assembled")
                 },
                 "kind": "text",
                 "text": HIDDEN,

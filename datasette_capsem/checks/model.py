@@ -205,9 +205,7 @@ class Report:
     def problems(self) -> list[Finding]:
         """Applicable findings with offending rows, most severe first."""
         found = [f for f in self.findings if f.problem]
-        return sorted(
-            found, key=lambda f: (Severity.rank(f.severity), f.kind, f.table or "")
-        )
+        return sorted(found, key=lambda f: (Severity.rank(f.severity), f.kind, f.table or ""))
 
     @property
     def verdict(self) -> str:

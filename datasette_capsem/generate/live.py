@@ -118,7 +118,9 @@ def run_live(
             builder.item_keys = item_keys
             provider = rng.choice(vocabulary.PROVIDER_NAMES)
             builder.trace(
-                provider, rng.choice(sorted(vocabulary.PROVIDERS[provider].models)), rng.randint(1, 3)
+                provider,
+                rng.choice(sorted(vocabulary.PROVIDERS[provider].models)),
+                rng.randint(1, 3),
             )
             conn.execute("BEGIN IMMEDIATE")
             insert_rows(conn, "current", ledger)

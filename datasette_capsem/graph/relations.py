@@ -43,8 +43,10 @@ def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dic
         rows = lsql.run(conn, "relation_model_call", {"id": model_call_id})
         found["emitted_by"] = rows[0] if rows else {"id": model_call_id, "event_id": None,
                                                      "missing": True}  # fmt: skip
-    if row.get("call_id") and schema.has("tool_responses", "trace_id") and schema.has(
-        "model_calls", "event_id"
+    if (
+        row.get("call_id")
+        and schema.has("tool_responses", "trace_id")
+        and schema.has("model_calls", "event_id")
     ):
         params = {"call_id": row["call_id"], "trace_id": row.get("trace_id"),
                   "model_call_id": model_call_id, "limit": LIMIT}  # fmt: skip

@@ -153,7 +153,9 @@ def parse_query(args, default_size: int, max_size: int) -> ListQuery:
     query.findings = _choices(args, "has_finding", None)
     bad = [kind for kind in query.findings if not KIND_RE.match(kind)]
     if bad:
-        raise BadParameter(f"has_finding must name finding kinds (e.g. orphan_tool_response), got {bad[0]!r}")
+        raise BadParameter(
+            f"has_finding must name finding kinds (e.g. orphan_tool_response), got {bad[0]!r}"
+        )
     query.since = _date(args, "since", end_of_day=False)
     query.until = _date(args, "until", end_of_day=True)
     if query.since and query.until and query.since > query.until:
@@ -202,7 +204,9 @@ def predicates(query: ListQuery) -> list[Callable[[dict[str, Any]], bool]]:
         until = query.until
         tests.append(lambda r: _created_key(r) is not None and _created_key(r) <= until)
     if flags.get("has_errors"):
-        tests.append(lambda r: bool(r["verdict"]["errors"] or r["verdict"]["state"] == "unreadable"))
+        tests.append(
+            lambda r: bool(r["verdict"]["errors"] or r["verdict"]["state"] == "unreadable")
+        )
     if flags.get("has_warnings"):
         tests.append(lambda r: bool(r["verdict"]["warnings"]))
     if query.findings:

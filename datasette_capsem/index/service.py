@@ -64,7 +64,6 @@ WATCH_SECONDS = 0.25
 WATCH_DUTY = 0.1
 WATCH_MAX_SECONDS = 0.5
 
-
 @dataclass(frozen=True)
 class IndexSnapshot:
     """What the index knew at one moment: per-session ledger figures and daily usage."""

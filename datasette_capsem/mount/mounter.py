@@ -13,7 +13,7 @@ from collections import Counter, OrderedDict
 from datasette.utils.internal_db import init_internal_db, populate_schema_tables
 
 from datasette_capsem.catalog import Catalog, Session
-from datasette_capsem.config import Settings
+from datasette_capsem.config import Settings, split_qualified
 from datasette_capsem.mount.ledger_db import LedgerDatabase
 from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint
 from datasette_capsem.sqlfiles import load_sql
@@ -64,19 +64,36 @@ class Mounter:
             del self.pins[name]
             self._evict_beyond_bound()
 
-    def ensure_main(self) -> LedgerDatabase | None:
-        """Mount main.db as `main` (or re-mount it if it appeared); None when there is none."""
-        existing = self.datasette.databases.get(MAIN_DATABASE)
+    def main_label(self, name: str) -> str | None:
+        """The label of the home whose main.db the database `name` is ("" for `main` of an
+        unlabelled instance; `<label>--main` for a labelled home's), None for any other."""
+        if not self.catalog.labelled:
+            return "" if name == MAIN_DATABASE else None
+        qualified = split_qualified(name)
+        if qualified and qualified[1] == MAIN_DATABASE and self.catalog.home_state(qualified[0]):
+            return qualified[0]
+        return None
+
+    def ensure_mains(self) -> None:
+        """Mount every home's main.db that is there."""
+        for name in self.catalog.main_database_names():
+            self.ensure_main(name)
+
+    def ensure_main(self, name: str = MAIN_DATABASE) -> LedgerDatabase | None:
+        """Mount a home's main.db as `name` (`main`, or `<label>--main`), or re-mount it if it
+        appeared; None when there is none."""
+        existing = self.datasette.databases.get(name)
         if isinstance(existing, LedgerDatabase):
             return existing
-        path = self.catalog.snapshot().main_db_path
+        label = self.main_label(name)
+        path = self.catalog.main_db_path(label) if label is not None else None
         if path is None:
             return None
         try:
             database = LedgerDatabase(self.datasette, path, self.settings.cache_dir)
         except LedgerUnavailable:
             return None
-        self.datasette.add_database(database, name=MAIN_DATABASE, route=MAIN_DATABASE)
+        self.datasette.add_database(database, name=name, route=name)
         return database
 
     async def _mount(self, name: str, session: Session) -> None:

@@ -13,7 +13,6 @@ from typing import Any
 
 from datasette_capsem.index.database import INDEX_DATABASE  # noqa: E402
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
-from datasette_capsem.mount.mounter import MAIN_DATABASE
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import LedgerUnavailable
@@ -22,7 +21,7 @@ from datasette_capsem.state import get_state
 
 def database_kind(datasette, name: str) -> str | None:
     """'main', 'index' or 'session' for a Capsem database name; None for anything else."""
-    if name == MAIN_DATABASE:
+    if get_state(datasette).mounter.main_label(name) is not None:
         return "main"
     if name == INDEX_DATABASE:
         return "index"

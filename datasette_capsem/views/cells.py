@@ -13,12 +13,12 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from datasette_capsem.config import qualify
 from datasette_capsem.graph.relations import usable_event_id
 from datasette_capsem.index import INDEX_DATABASE
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 
-MAIN_DATABASE = "main"
 SESSION_COLUMNS = frozenset({"session_id", "owner_id", "inherited_from"})
 TRACE_COLUMNS = frozenset({"trace_id", "turn_id"})
 CALL_COLUMNS = frozenset({"call_id", "tool_call_id"})
@@ -45,12 +45,14 @@ def render_cell(row, value, column, table, database, datasette) -> Markup | None
         return None
     state = get_state(datasette)
     urls = Urls.of(datasette)
-    if column in SESSION_COLUMNS or (database == MAIN_DATABASE and table == "sessions"
-                                      and column == "id"):  # fmt: skip
-        if database in (INDEX_DATABASE, MAIN_DATABASE) and state.catalog.get(str(value)):
-            return _link(urls.session(value), escape(value))
+    home = state.mounter.main_label(database)  # None unless a main.db
+    if column in SESSION_COLUMNS or (home is not None and table == "sessions" and column == "id"):
+        # A labelled home's main.db holds its bare ids; the index holds addresses.
+        address = qualify(home, str(value)) if home else str(value)
+        if (database == INDEX_DATABASE or home is not None) and state.catalog.get(address):
+            return _link(urls.session(address), escape(value))
         return None
-    if database in (INDEX_DATABASE, MAIN_DATABASE):
+    if database == INDEX_DATABASE or home is not None:
         return None
     session = state.catalog.session_for_database(database)
     if session is None:

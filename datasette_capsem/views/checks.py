@@ -35,8 +35,6 @@ def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-
-
 def _by_kind(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per finding kind (explained once), its tables listed inside, worst first."""
     kinds: dict[str, dict[str, Any]] = {}

@@ -18,7 +18,6 @@ from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.errors import CapsemError
-from datasette_capsem.mount.mounter import MAIN_DATABASE
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render, secrets_guard
@@ -99,15 +98,21 @@ async def _mount_for(datasette, path: str, actor) -> None:
     if not await permissions.can_view_database(datasette, actor, name):
         raise errors.forbidden()
     state = get_state(datasette)
-    if name == MAIN_DATABASE:
-        if state.mounter.ensure_main() is None:
-            problem = state.catalog.snapshot().main_db_problem or "main.db cannot be read"
+    main_label = state.mounter.main_label(name)
+    if main_label is not None:
+        if state.mounter.ensure_main(name) is None:
+            snapshot = state.catalog.snapshot()
+            snapshot = snapshot.home_snapshots.get(main_label, snapshot) if main_label else snapshot
+            problem = snapshot.main_db_problem or "main.db cannot be read"
             raise errors.not_found("No session index", problem)
         return
     if name in datasette.databases:
         return
     session = state.catalog.session_for_database(name)
     if session is None:
+        unavailable = render.home_unavailable(state.catalog, name)
+        if unavailable is not None:
+            raise unavailable
         near = [
             s
             for s in state.catalog.near_matches(name)
@@ -308,7 +313,9 @@ def pinned_database(datasette, path: str) -> str | None:
         session = catalog.get(segment) or catalog.get(segment.removesuffix(".json"))
         return catalog.database_name(session) if session else None
     name = database_segment(path)
-    if name in NON_DATABASE_SEGMENTS or name in (MAIN_DATABASE, "_internal"):
+    if name in NON_DATABASE_SEGMENTS or name == "_internal":
+        return None
+    if get_state(datasette).mounter.main_label(name) is not None:
         return None
     return name if catalog.session_for_database(name) else None
 

@@ -110,6 +110,9 @@ async def open_session_id(
     catalog = get_state(datasette).catalog
     session = catalog.get(value)
     if session is None:
+        unavailable = render.home_unavailable(catalog, value)
+        if unavailable is not None:
+            raise unavailable
         if not by_name:
             raise await unknown_session(datasette, request, value)
         raise await _by_name(datasette, request, value)

@@ -9,6 +9,7 @@ from typing import Any
 from datasette.utils.asgi import Response
 
 from datasette_capsem import errors, redaction
+from datasette_capsem.config import split_qualified
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph.values import json_dumps
 from datasette_capsem.urls import Urls
@@ -143,3 +144,18 @@ def session_links(datasette, sessions) -> list[dict[str, Any]]:
         }
         for s in sessions
     ]
+
+
+def home_unavailable(catalog, address: str) -> CapsemError | None:
+    """A 503 for an address `<label>--<id>` (a session or a database) of a labelled home that
+    is gone for now (unmounted, a sync that removed it): say since when, rather than 'unknown'."""
+    qualified = split_qualified(address) if catalog.labelled else None
+    state = catalog.home_state(qualified[0]) if qualified else None
+    if state is None or state.available:
+        return None
+    return CapsemError(
+        503,
+        "Home unavailable",
+        f"The Capsem home {state.label!r} ({state.path}) is unavailable since "
+        f"{state.unavailable_since}; its sessions are served again as soon as it is back.",
+    )
