@@ -63,6 +63,11 @@ class Urls:
     def check(self, session_id: Any, suffix: str = "") -> str:
         return f"{self.session(session_id)}/check{suffix}"
 
+    def sessions(self, **filters: Any) -> str:
+        """The session list, filtered (e.g. `home=LABEL`: one labelled home's sessions)."""
+        url = self.plugin("")
+        return f"{url}?{urlencode(filters)}" if filters else url
+
     def resolve(self, name: str) -> str:
         return f"{self.plugin('/resolve')}?{urlencode({'name': name})}"
 

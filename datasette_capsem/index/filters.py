@@ -1,7 +1,8 @@
 """Query parameters of the session list, shared by its page, its JSON and its charts.
 
 The flags of Capsem's `list_sessions.py` (spec §5.2) become parameters: `all`, `with_db`,
-`with_model`, `with_net`, `with_tools`, `min_cost`; plus `status`, `kind`, a created-at range
+`with_model`, `with_net`, `with_tools`, `min_cost`; plus `status`, `kind`, `home` (the label of
+a labelled home; repeatable or comma-separated), a created-at range
 (`since`, `until`), `q` over ids and names, Datasette's `_sort`/`_sort_desc`, `_size`, `_next`.
 Every bad value is a `BadParameter` naming the parameter, answered with a 400.
 """
@@ -43,6 +44,7 @@ class ListQuery:
     until: str | None = None
     q: str | None = None
     findings: list[str] = field(default_factory=list)  # has_finding kinds
+    homes: list[str] = field(default_factory=list)  # labels of labelled homes
     sort: str = DEFAULT_SORT[0]
     descending: bool = DEFAULT_SORT[1]
     size: int = 100
@@ -66,6 +68,8 @@ class ListQuery:
             found["kind"] = self.kinds
         if self.findings:
             found["has_finding"] = self.findings
+        if self.homes:
+            found["home"] = self.homes
         return found
 
 
@@ -151,6 +155,7 @@ def parse_query(args, default_size: int, max_size: int) -> ListQuery:
     query.statuses = _choices(args, "status", None)
     query.kinds = _choices(args, "kind", KINDS)
     query.findings = _choices(args, "has_finding", None)
+    query.homes = _choices(args, "home", None)
     bad = [kind for kind in query.findings if not KIND_RE.match(kind)]
     if bad:
         raise BadParameter(
@@ -197,6 +202,9 @@ def predicates(query: ListQuery) -> list[Callable[[dict[str, Any]], bool]]:
     if query.kinds:
         kinds = set(query.kinds)
         tests.append(lambda r: r["kind"] in kinds)
+    if query.homes:
+        homes = set(query.homes)
+        tests.append(lambda r: r.get("home") in homes)
     if query.since:
         since = query.since
         tests.append(lambda r: (_created_key(r) or "") >= since)
@@ -216,6 +224,16 @@ def predicates(query: ListQuery) -> list[Callable[[dict[str, Any]], bool]]:
         needle = query.q.lower()
         tests.append(lambda r: needle in r["id"].lower() or needle in (r["name"] or "").lower())
     return tests
+
+
+def home_facet(rows: list[dict[str, Any]]) -> list[tuple[str, int]]:
+    """(label, sessions) of the rows per labelled home, most sessions first."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        label = row.get("home")
+        if label:
+            counts[label] = counts.get(label, 0) + 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def apply(rows: list[dict[str, Any]], query: ListQuery) -> list[dict[str, Any]]:

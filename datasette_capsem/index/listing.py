@@ -54,7 +54,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # column current Capsem never writes and no older writer's count of it can be checked.
 LEDGER_FIRST = ("mcp_calls",)
 SORTABLE = (
-    "id", "name", "kind", "status", "created", "duration", "cost", "requests", "tokens",
+    "id", "home", "name", "kind", "status", "created", "duration", "cost", "requests", "tokens",
     "tool_calls", "mcp_calls", "file_events", "has_ledger", "verdict",
 )  # fmt: skip
 SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds", "verdict": "verdict_rank"}
@@ -204,6 +204,8 @@ def build_row(
         "href": ROOT_URLS.session(session.id),  # root-relative; the page prefixes base_url
         "database_href": database_href if session.has_ledger else None,
     }
+    if session.home:
+        row["home_href"] = ROOT_URLS.sessions(home=session.home)
     verdict = verdicts.list_verdict(stored_check, session)
     row["verdict_rank"] = verdict.pop("rank")
     verdict["href"] = ROOT_URLS.check(session.id)

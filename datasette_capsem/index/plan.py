@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from datasette_capsem.catalog import Session
+from datasette_capsem.config import qualify
 from datasette_capsem.index import store
 
 
@@ -80,13 +81,15 @@ def forked_from(session: Session) -> str | None:
     return None
 
 
-def _resolve(text: str, sessions: dict[str, Session], named: dict[str, list[Session]]):
-    """A session by id, else by name (as `capsem resume` does, spec §2.3); None if unknown or
-    if the name is ambiguous."""
-    found = sessions.get(text)
+def _resolve(
+    text: str, sessions: dict[str, Session], named: dict[str, list[Session]], home: str = ""
+):
+    """A session of the same home by id, else by name (as `capsem resume` does, spec §2.3);
+    None if unknown or if the name is ambiguous."""
+    found = sessions.get(qualify(home, text) if home else text)
     if found is not None:
         return found
-    candidates = named.get(text, [])
+    candidates = [s for s in named.get(text, []) if s.home == home]
     if len(candidates) > 1:
         candidates = [s for s in candidates if s.registry_entry is not None]
     return candidates[0] if len(candidates) == 1 else None
@@ -117,7 +120,7 @@ def plan_files(sessions: dict[str, Session]) -> FilePlan:
     parent_ids: dict[str, str] = {}
     for owner_id, owner in plan.owners.items():
         text = forked_from(owner)
-        parent = _resolve(text, sessions, named) if text else None
+        parent = _resolve(text, sessions, named, owner.home) if text else None
         if parent is None or parent.id not in file_of:
             continue
         identity = file_of[parent.id]

@@ -228,6 +228,7 @@ class IndexService:
             checked = verdicts.check(session, self.settings)
             described = {
                 "session_id": session.id,
+                "home": session.home,
                 "session_name": session.name,
                 "kind": session.kind,
                 "created_at": session.created_at,
@@ -281,6 +282,7 @@ class IndexService:
                 parent_key = parent.unreadable_key if read.inherited_problem else parent.key
             ledger = {
                 "session_id": session.id,
+                "home": session.home,
                 "session_name": session.name,
                 "kind": session.kind,
                 "path": session.ledger_path,

@@ -18,8 +18,8 @@ from datasette_capsem.sqlfiles import load_sql
 
 INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
-SCHEMA_VERSION = 5  # 2: forks' inherited rows left out, aliases indexed once; 3: text search;
-# 4: verdicts; 5: policy events
+SCHEMA_VERSION = 6  # 2: forks' inherited rows left out, aliases indexed once; 3: text search;
+# 4: verdicts; 5: policy events; 6: sessions keyed by address (home label and id), `home` column
 Fingerprint = tuple[int, int, int | None, int | None]
 StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
@@ -94,6 +94,7 @@ def write_ledger(
             "inherited_rows": facts.inherited_rows if facts and facts.file_totals else None,
             "inherited_problem": ledger.get("inherited_problem"),
             "parent_key": ledger.get("parent_key") or "",
+            "home": ledger.get("home") or "",
         },
     )
     if facts is None:
@@ -140,6 +141,7 @@ def write_check(
     conn.execute(
         load_sql(__package__, "insert_check"),
         {
+            "home": "",
             **session,
             "profile": "quick",
             "verdict": checked.verdict,

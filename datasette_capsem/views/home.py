@@ -30,6 +30,7 @@ COLUMNS = (
 
 
 PAGING = ("_next", "_size", "_sort", "_sort_desc")
+HOME_COLUMN = ("home", "Home")
 
 
 def url_with(request, **changes: Any) -> str:
@@ -104,9 +105,22 @@ def _under_base(datasette, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     return [
         {**row, "href": at(row.get("href")), "database_href": at(row.get("database_href")),
-         "verdict": {**row["verdict"], "href": at(row["verdict"].get("href"))}}
+         "verdict": {**row["verdict"], "href": at(row["verdict"].get("href"))},
+         **({"home_href": at(row["home_href"])} if "home_href" in row else {})}
         for row in rows
     ]  # fmt: skip
+
+
+def _home_facet(request, query: filters.ListQuery, rows) -> list[dict[str, Any]]:
+    """The `home` facet of the filtered rows: each label's count and a link toggling it."""
+    chosen = set(query.homes)
+    facet = []
+    for label, count in filters.home_facet(rows):
+        others = [h for h in query.homes if h != label]
+        value = ",".join(others if label in chosen else [*query.homes, label]) or None
+        facet.append({"value": label, "count": count, "selected": label in chosen,
+                      "href": url_with(request, home=value, _next=None)})  # fmt: skip
+    return facet
 
 
 def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
@@ -141,11 +155,14 @@ async def home(datasette, request):
         "capsem_home": str(state.settings.capsem_home),
         "home_exists": snapshot.home_exists,
     }
+    if state.catalog.labelled:  # labelled homes: each one's state, and the `home` facet
+        context["homes"] = [home.as_json() for home in snapshot.homes.values()]
+        context["facets"] = {"home": _home_facet(request, query, rows)}
     if render.wants_json(request):
         return render.json_response(context)
     page_context = {
         **{key: value for key, value in context.items() if key != "sessions"},
-        "columns": COLUMNS,
+        "columns": (HOME_COLUMN, *COLUMNS) if state.catalog.labelled else COLUMNS,
         "figures": tuple(FIGURES),
         "sort_links": _sort_links(request, query),
         "args": {key: request.args.get(key) for key in request.args},

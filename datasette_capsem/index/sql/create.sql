@@ -1,8 +1,11 @@
 -- The cross-session index: facts derived from every on-disk session.db, rebuilt per ledger
 -- when the ledger's size or mtime (or its WAL's) changes. Owned by the plugin, in its cache dir.
 
+-- session_id is the session's address: its id, or `<label>--<id>` with labelled homes, whose
+-- label is `home` ('' for the one home of an unlabelled instance).
 CREATE TABLE IF NOT EXISTS ledgers (
     session_id TEXT PRIMARY KEY,
+    home TEXT NOT NULL DEFAULT '',
     session_name TEXT,
     kind TEXT,
     ledger_path TEXT NOT NULL,
@@ -182,6 +185,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS text_search USING fts5(
 -- differ is re-checked by the next refresh; until then the list marks its verdict stale.
 CREATE TABLE IF NOT EXISTS session_checks (
     session_id TEXT PRIMARY KEY,
+    home TEXT NOT NULL DEFAULT '',
     session_name TEXT,
     kind TEXT,
     created_at TEXT,
