@@ -50,10 +50,16 @@ def not_found(title: str, message: str, suggestions: list[dict] | None = None) -
 
 def unreadable(problem: Any, whose: str, suggestions: list[dict] | None = None) -> CapsemError:
     """A Capsem file that cannot be read (a `LedgerUnavailable`): 422, naming the file."""
+    copy = ""
+    if problem.kind in ("copying", "truncated", "zero_bytes"):
+        copy = (
+            " If a copy or sync is still writing it, this is a copy in progress: no figure is "
+            "read from it until it is complete, and the page answers again as soon as it is."
+        )
     return CapsemError(
-        422,
-        f"Unreadable ledger ({problem.kind})",
-        f"{whose} cannot be read: {problem.detail}.",
+        503 if problem.kind == "copying" else 422,
+        "Copy in progress" if problem.kind == "copying" else f"Unreadable ledger ({problem.kind})",
+        f"{whose} cannot be read: {problem.detail}.{copy}",
         list(suggestions or []),
         path=str(problem.path),
     )

@@ -37,7 +37,8 @@ MAX_DECOMPRESSED_BYTES = 8 << 30  # a legacy ledger is a few MB; refuse a gzip b
 class LedgerUnavailable(Exception):
     """A Capsem file that cannot be read. ``kind`` is one of findings.BROKEN_FILE_KINDS, or
     a state of the moment: ``missing`` (gone from disk), ``evicted`` (unmounted while asked),
-    ``too_large`` (a legacy .gz that decompresses beyond MAX_DECOMPRESSED_BYTES)."""
+    ``too_large`` (a legacy .gz that decompresses beyond MAX_DECOMPRESSED_BYTES), ``copying``
+    (the file changed between two stats: a copy or sync is writing it)."""
 
     def __init__(self, kind: str, path: Path, detail: str):
         self.kind = kind
@@ -92,6 +93,14 @@ def _stat_or_none(path: Path) -> os.stat_result | None:
         return None
 
 
+def _changed_since(path: Path, before: os.stat_result) -> bool:
+    after = _stat_or_none(path)
+    return after is None or (after.st_size, after.st_mtime_ns) != (
+        before.st_size,
+        before.st_mtime_ns,
+    )
+
+
 def _check_header(path: Path, header: bytes, size: int, live: bool = False) -> None:
     """Reject files SQLite would fail on. `live`: a WAL is present, so a checkpoint may be
     writing the file right now and its header can promise pages not yet on disk."""
@@ -127,7 +136,12 @@ def inspect_file(path: Path) -> FileState:
     if path.suffix == ".gz":
         return FileState(path, stat.st_size, stat.st_mtime_ns, False, None, None, False)
     wal = _stat_or_none(Path(f"{path}-wal"))
-    _check_header(path, header, stat.st_size, live=bool(wal and wal.st_size))
+    live = bool(wal and wal.st_size)
+    if not live and _changed_since(path, stat):
+        # Nothing but a copy grows a file with no WAL beside it (spec §4.7: Capsem writes
+        # through its WAL); read it once it holds still.
+        raise LedgerUnavailable("copying", path, "copy in progress: the file grew while read")
+    _check_header(path, header, stat.st_size, live=live)
     return FileState(
         path=path,
         size=stat.st_size,

@@ -155,16 +155,17 @@ async def _by_name(datasette, request, value: str) -> CapsemError | Redirect:
         ):
             continue
         offered.append({"id": found["id"], "name": found["name"],
-                        "href": urls.session(found["id"]) + rest})  # fmt: skip
+                        "href": urls.session(found["id"]) + rest,
+                        **({"home": found["home"]} if found.get("home") else {})})  # fmt: skip
     if not offered:
         return await unknown_session(datasette, request, value, suggest=False)
-    what = "start with" if resolution.candidates[0]["match"] == "prefix" else "are called"
-    return errors.CapsemError(
-        300,
-        "Ambiguous session",
-        f"Several sessions {what} {value!r}; pick one by its id.",
-        offered,
-    )
+    match = resolution.candidates[-1]["match"]
+    if match == "id":  # the same id in several labelled homes
+        message = f"Several homes have a session {value!r}; pick one by its home."
+    else:
+        what = "start with" if match == "prefix" else "are called"
+        message = f"Several sessions {what} {value!r}; pick one by its id."
+    return errors.CapsemError(300, "Ambiguous session", message, offered)
 
 
 def _rest_of_path(request) -> str:
