@@ -51,7 +51,7 @@ def not_found(title: str, message: str, suggestions: list[dict] | None = None) -
 def unreadable(problem: Any, whose: str, suggestions: list[dict] | None = None) -> CapsemError:
     """A Capsem file that cannot be read (a `LedgerUnavailable`): 422, naming the file."""
     copy = ""
-    if problem.kind in ("copying", "truncated", "zero_bytes"):
+    if getattr(problem, "copy_in_progress", False):
         copy = (
             " If a copy or sync is still writing it, this is a copy in progress: no figure is "
             "read from it until it is complete, and the page answers again as soon as it is."

@@ -46,6 +46,18 @@ class LedgerUnavailable(Exception):
         self.detail = detail
         super().__init__(f"{path}: {detail}")
 
+    @property
+    def copy_in_progress(self) -> bool:
+        """What a copy or sync still writing the file leaves: cut short, or still growing."""
+        return self.kind in ("copying", "truncated", "zero_bytes")
+
+    def describe(self) -> str:
+        """One line for a page: the kind, the detail, and a copy in progress named as such."""
+        copy = (
+            " (copy in progress?: read again once it is complete)" if self.copy_in_progress else ""
+        )
+        return f"{self.kind}: {self.detail}{copy}"
+
 
 @dataclass(frozen=True)
 class FileState:

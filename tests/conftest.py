@@ -57,3 +57,14 @@ async def datasette(capsem_home: Path, cache_dir: Path):
     """One started Datasette over ``capsem_home`` with the default (masked) secret policy, for
     every module that only reads; a module needing other settings defines its own."""
     return await make_datasette(capsem_home, cache_dir)
+
+
+@pytest.fixture(scope="session")
+def homes_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two small generated homes side by side, `alpha` and `beta` (a `homes_dir`): different
+    seeds, so UUID ids differ while legacy name-keyed ids (`co-work-2`, …) collide. Read only."""
+    root = tmp_path_factory.mktemp("capsem-homes") / "homes"
+    for label, seed in (("alpha", 1), ("beta", 2)):
+        generate_home(root / label, GenerateOptions(seed=seed, defects=False, hostile=False,
+                                                    broken=False))  # fmt: skip
+    return root

@@ -58,3 +58,11 @@ def snapshot_tree(root: Path) -> dict[str, tuple[str, int]]:
 def actor_cookies(datasette: Datasette, actor_id: str) -> dict[str, str]:
     """Cookies that make `datasette.client` requests come from actor `actor_id` (0.65 API)."""
     return {"ds_actor": datasette.sign({"a": {"id": actor_id}}, "actor")}
+
+
+async def make_labelled_datasette(cache_dir: Path, **plugin_config) -> Datasette:
+    """A started Datasette over labelled homes (`homes` and/or `homes_dir` in `plugin_config`)."""
+    config = {"cache_dir": str(cache_dir), "index_refresh_seconds": 0, **plugin_config}
+    datasette = Datasette(metadata={"plugins": {PLUGIN: config}}, settings={})
+    await datasette.invoke_startup()
+    return datasette

@@ -97,7 +97,7 @@ def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
         "main_row": dict(session.main_row) if session.main_row is not None else None,
         "links": {"session": opened.links.session(), "database": opened.links.database_url()},
         "ledger": str(session.ledger_path) if session.ledger_path else None,
-        "problem": f"{opened.problem.kind}: {opened.problem.detail}" if opened.problem else None,
+        "problem": opened.problem.describe() if opened.problem else None,
         "era": None,
         "schema": None,
         "notes": [],
