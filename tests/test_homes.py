@@ -335,3 +335,13 @@ def test_a_file_that_grows_while_read_is_a_copy_in_progress(tmp_path):
         stop.set()
         writer.join()
     assert seen == {"copying"}
+
+
+@aio
+async def test_search_spans_every_home(served):
+    by_id = (await served.client.get(f"/-/capsem/search.json?q={COLLIDING}")).json()
+    found = {s["home"] for s in by_id["sessions"] if s["match"] == "id"}
+    assert found == {"alpha", "beta"}
+    words = (await served.client.get("/-/capsem/search.json?q=error")).json()["text"]["hits"]
+    homes = {hit["session_id"].partition("--")[0] for hit in words}
+    assert homes == {"alpha", "beta"}

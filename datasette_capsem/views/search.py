@@ -54,10 +54,10 @@ def _session_matches(datasette, value: str) -> list[dict[str, Any]]:
     named = [
         s
         for s in get_state(datasette).catalog.snapshot().sessions.values()
-        if value in (s.id, s.name)
+        if value in (s.id, s.short_id, s.name)  # short_id: the same id in every home
     ]
     for session in sorted(named, key=lambda s: (s.created_at or "", s.id), reverse=True):
-        match = "id" if session.id == value else "name"
+        match = "id" if value in (session.id, session.short_id) else "name"
         found.append(
             {**session.summary(), "match": match, "href": links_for(datasette, session).session()}
         )
