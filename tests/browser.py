@@ -65,9 +65,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def live_server(home: Path, cache_dir: Path, **plugin_config):
-    """Serve `home` with the plugin on a loopback port in a background thread; yields base URL."""
-    config = {"capsem_home": str(home), "cache_dir": str(cache_dir), **plugin_config}
+def live_server(home: Path | None, cache_dir: Path, **plugin_config):
+    """Serve `home` with the plugin on a loopback port in a background thread; yields base URL.
+    `home` None: the homes are in `plugin_config` (`homes`, `homes_dir`)."""
+    config = {**({"capsem_home": str(home)} if home else {}), "cache_dir": str(cache_dir),
+              **plugin_config}  # fmt: skip
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import yaml
 from click.testing import CliRunner
 from datasette.cli import cli
 
@@ -21,6 +26,7 @@ from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.config import ConfigError, load_settings, qualify, split_qualified
 from datasette_capsem.state import get_state
 from tests.helpers import make_labelled_datasette
+from tests.test_serve_cli import free_port, wait_for
 
 aio = pytest.mark.asyncio(loop_scope="session")
 COLLIDING = "co-work-2"  # a legacy name-keyed id both generated homes have
@@ -345,3 +351,69 @@ async def test_search_spans_every_home(served):
     words = (await served.client.get("/-/capsem/search.json?q=error")).json()["text"]["hits"]
     homes = {hit["session_id"].partition("--")[0] for hit in words}
     assert homes == {"alpha", "beta"}
+
+
+# -- the README's "Many homes" section, as written -------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+SECTION = (ROOT / "README.md").read_text().split("## Many homes in one instance\n", 1)[1]
+SECTION = SECTION.split("\n## ", 1)[0]
+DATASETTE = str(Path(sys.executable).with_name("datasette"))
+
+
+def test_the_readme_homes_config_is_valid():
+    (block,) = re.findall(r"```yaml\n(.*?)```", SECTION, re.S)
+    config = yaml.safe_load(block)["plugins"]["datasette-capsem"]
+    settings = load_settings(config)
+    assert [home.label for home in settings.homes] == ["laptop-7", "ci"]
+    assert settings.homes_dir == Path("/srv/capsem/synced")
+
+
+def readme_commands() -> list[str]:
+    (block,) = re.findall(r"```bash\n(.*?)```", SECTION, re.S)
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
+def in_readme_dir(homes_dir: Path, tmp_path: Path) -> dict:
+    (tmp_path / "homes").symlink_to(homes_dir)
+    return {**os.environ, "DATASETTE_CAPSEM_CACHE": str(tmp_path / "cache"),
+            "HOME": str(tmp_path / "user"), "PYTHONPATH": str(ROOT)}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", readme_commands())
+def test_readme_homes_example_runs_as_written(command, homes_dir, tmp_path):
+    argv = [DATASETTE, *shlex.split(command)[1:]]
+    env = in_readme_dir(homes_dir, tmp_path)
+    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)  # fmt: skip
+    assert "Traceback" not in result.stderr, result.stderr
+    if argv[2:4] == ["resolve", COLLIDING]:  # a bare id two homes have
+        assert result.returncode == 2 and "ambiguous:" in result.stderr
+        assert {"alpha--co-work-2", "beta--co-work-2"} <= set(result.stderr.split())
+    elif argv[2] == "resolve":
+        assert result.returncode == 0 and result.stdout.strip() == "beta--co-work-2"
+    elif argv[2] == "check":
+        assert result.returncode in (0, 1) and "Verdict:" in result.stdout, result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        rows = json.loads(result.stdout)["sessions"]
+        assert {row["home"] for row in rows} == {"alpha", "beta"}
+
+
+def run_server(args: list[str], env: dict, cwd: Path):
+    port = free_port()
+    process = subprocess.Popen([DATASETTE, "capsem", *args, "--port", str(port)], env=env,
+                               cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return process, f"http://127.0.0.1:{port}"
+
+
+def test_readme_serve_homes_dir_runs_as_written(homes_dir, tmp_path):
+    (command,) = set(re.findall(r"`(datasette capsem serve --homes-dir [^`]+)`", SECTION))
+    env = in_readme_dir(homes_dir, tmp_path)
+    process, base = run_server(shlex.split(command)[2:], env, cwd=tmp_path)
+    try:
+        page = wait_for(base + f"/-/capsem/sessions/{COLLIDING}", process)
+        assert page.status_code == 300 and "beta--co-work-2" in page.text
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 
 from tests.helpers import snapshot_tree
 from tests.test_serve_cli import run_cli, wait_for
 
+ROOT = Path(__file__).resolve().parent.parent  # the plugin of this checkout, in the servers
 PAGES = (
     "/-/capsem/sessions/co-work-2.json",  # the chooser (300)
     "/-/capsem/resolve.json?name=co-work-2",
@@ -59,7 +61,7 @@ def test_two_instances_over_the_same_homes_agree_and_write_nothing(homes_dir, tm
     servers = []
     for name in ("one", "two"):
         env = dict(os.environ, DATASETTE_CAPSEM_CACHE=str(tmp_path / name / "cache"),
-                   HOME=str(tmp_path / name / "user"))  # fmt: skip
+                   HOME=str(tmp_path / name / "user"), PYTHONPATH=str(ROOT))  # fmt: skip
         env.pop("CAPSEM_HOME", None)
         servers.append(run_cli(["serve", "--homes-dir", str(homes_dir)], env))
     try:
