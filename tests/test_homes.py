@@ -417,3 +417,11 @@ def test_readme_serve_homes_dir_runs_as_written(homes_dir, tmp_path):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@aio
+async def test_each_homes_path_is_hidden_from_masked_readers(served, homes_dir):
+    answer = await served.client.get("/-/capsem/sessions.json?_size=1")
+    assert str(homes_dir) not in answer.text
+    paths = {home["label"]: home["path"] for home in answer.json()["homes"]}
+    assert paths == {"alpha": "$CAPSEM_HOME[alpha]", "beta": "$CAPSEM_HOME[beta]"}

@@ -180,9 +180,17 @@ def private_paths(datasette) -> list[tuple[str, str]]:
     settings = get_state(datasette).settings
     pairs = []
     places = [(settings.cache_dir.parent, "$DATASETTE_CAPSEM_CACHE")]
-    if settings.capsem_home not in settings.run_dir.parents:
-        places.append((settings.run_dir, "$CAPSEM_RUN_DIR"))
-    places.append((settings.capsem_home, "$CAPSEM_HOME"))
+    if settings.labelled:  # each labelled home by its label; homes_dir covers its children
+        for home in settings.homes:
+            if home.capsem_home not in home.run_dir.parents:
+                places.append((home.run_dir, f"$CAPSEM_RUN_DIR[{home.label}]"))
+            places.append((home.capsem_home, f"$CAPSEM_HOME[{home.label}]"))
+        if settings.homes_dir is not None:
+            places.append((settings.homes_dir, "$CAPSEM_HOMES_DIR"))
+    else:
+        if settings.capsem_home not in settings.run_dir.parents:
+            places.append((settings.run_dir, "$CAPSEM_RUN_DIR"))
+        places.append((settings.capsem_home, "$CAPSEM_HOME"))
     for path, label in places:
         for form in {str(path), str(path.resolve())}:
             if len(form) > 1:
