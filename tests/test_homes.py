@@ -246,6 +246,8 @@ async def test_a_home_added_removed_and_back_at_runtime(live_homes, homes_dir, t
     assert {row["home"] for row in added["sessions"]} == {"alpha", "beta"}
     assert (await datasette.client.get(link)).status_code == 200  # its address kept its meaning
     assert (await datasette.client.get(f"/-/capsem/sessions/{COLLIDING}")).status_code == 300
+    table = f"/beta--{COLLIDING}/model_calls.json"
+    assert (await datasette.client.get(table)).status_code == 200  # mounted in Datasette
     (live_homes / "beta").rename(tmp_path / "beta-away")  # the sync removes it for a while
     gone = await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")
     assert gone.status_code == 200
@@ -257,6 +259,8 @@ async def test_a_home_added_removed_and_back_at_runtime(live_homes, homes_dir, t
     away = await datasette.client.get(f"/-/capsem/sessions/beta--{COLLIDING}")
     assert away.status_code == 503 and "unavailable since" in away.text
     assert (await datasette.client.get(link)).status_code == 200  # the rest keeps serving
+    mounted = await datasette.client.get(table)  # its ledger was mounted: gone, never a 500
+    assert mounted.status_code in (404, 422, 503), mounted.text[:300]
     (tmp_path / "beta-away").rename(live_homes / "beta")
     back = await datasette.client.get(f"/-/capsem/sessions/beta--{COLLIDING}.json")
     assert back.status_code == 200
