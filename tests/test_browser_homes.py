@@ -25,8 +25,10 @@ async def test_the_list_by_home_and_the_chooser(browser, homes_dir, tmp_path):
         assert set(await page.locator("td.capsem-home a").all_inner_texts()) == {"beta"}
         assert "✕" in await page.inner_text(".capsem-facet")
         await page.goto(base + "/-/capsem/sessions/co-work-2", wait_until="networkidle")
-        links = page.locator(".capsem-suggestions a")
+        links = page.locator(".capsem-suggestions a", has_text="--co-work-2")
         assert set(await links.all_inner_texts()) == {"alpha--co-work-2", "beta--co-work-2"}
+        homes = page.locator(".capsem-suggestions a.capsem-home")
+        assert set(await homes.all_inner_texts()) == {"alpha", "beta"}
         await page.screenshot(path=str(screenshot_dir() / "homes-chooser.png"), full_page=True)
         await links.nth(1).click()
         await page.wait_for_load_state("networkidle")
