@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,6 @@ from datasette_capsem import readonly
 from datasette_capsem.catalog import discover
 from datasette_capsem.catalog.models import MainRow, Session
 from datasette_capsem.config import (
-    SEPARATOR,
     Home,
     Settings,
     qualify,
@@ -42,12 +41,16 @@ RESERVED_DATABASE_NAMES = frozenset({"main", "index", "_internal", "_memory", "-
 
 
 def database_name(session_id: str) -> str:
-    """The Datasette database name of a session: its id, unless that name is taken; in a
-    labelled home, its address `<label>--<name by the same rule>`."""
-    qualified = split_qualified(session_id) if SEPARATOR in session_id else None
-    if qualified:
-        return qualify(qualified[0], database_name(qualified[1]))
+    """The Datasette database name of a session: its id, unless that name is taken."""
     return f"session-{session_id}" if session_id in RESERVED_DATABASE_NAMES else session_id
+
+
+def session_database_name(session: Session) -> str:
+    """A session's Datasette database name; in a labelled home `<label>--<name>`, its name by
+    the rule above (so a session whose id is `main` never takes the home's `<label>--main`)."""
+    if session.home:
+        return qualify(session.home, database_name(session.short_id))
+    return database_name(session.id)
 
 
 def main_database_name(label: str) -> str:
@@ -180,7 +183,7 @@ class Catalog:
         return HomeCatalog.recheck_ledger(session)  # type: ignore[arg-type]
 
     def database_name(self, session: Session) -> str:
-        return database_name(session.id)
+        return session_database_name(session)
 
     def session_for_database(self, name: str) -> Session | None:
         return _session_for_database(self.snapshot(), name)
@@ -214,7 +217,7 @@ class Catalog:
             key = tuple(
                 (label, id(home._snapshot), self._states[label].available)
                 for label, home in self._homes.items()
-            )
+            ) + tuple(self._listing_problems)
             if key != self._merged_from:
                 self._merged = self._merge()
                 self._merged_from = key
@@ -262,7 +265,8 @@ class Catalog:
             merged.home_snapshots[label] = home
             merged.sessions.update(home.sessions)
             state.sessions, state.problems = len(home.sessions), home.problems
-        merged.homes = {label: self._states[label] for label in sorted(self._homes)}
+        # Copies: a snapshot in use keeps the states it was built with.
+        merged.homes = {label: replace(self._states[label]) for label in sorted(self._homes)}
         merged.home_exists = any(state.available for state in merged.homes.values())
         for session in merged.sessions.values():
             merged.by_local_id.setdefault(session.short_id, []).append(session)
@@ -288,14 +292,14 @@ def _near_matches(snapshot: CatalogSnapshot, text: str, limit: int) -> list[Sess
 def _session_for_database(snapshot: CatalogSnapshot, name: str) -> Session | None:
     sessions = snapshot.sessions
     session = sessions.get(name)
-    if session is not None and database_name(session.id) == name:
+    if session is not None and session_database_name(session) == name:
         return session
-    qualified = split_qualified(name)
+    qualified = split_qualified(name) if snapshot.homes else None
     label, rest = qualified if qualified else ("", name)
     if rest.startswith("session-"):
         key = rest[len("session-") :]
         candidate = sessions.get(qualify(label, key) if label else key)
-        if candidate is not None and database_name(candidate.id) == name:
+        if candidate is not None and session_database_name(candidate) == name:
             return candidate
     return None
 

@@ -10,7 +10,7 @@ import sqlite3
 import time
 from typing import Any
 
-from datasette_capsem.catalog.catalog import database_name
+from datasette_capsem.catalog.catalog import session_database_name
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
 from datasette_capsem.checks.profiles import for_profile
 from datasette_capsem.findings import KINDS
@@ -47,7 +47,7 @@ def database_name_for(session: Any) -> str | None:
     """The Datasette database name the catalog gives a session (for links)."""
     if session is None:
         return None
-    return database_name(session.id)
+    return session_database_name(session)
 
 
 def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:
