@@ -15,11 +15,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
-from common import generated_home, manifest, print_table
+from common import OUT, generated_home, manifest, print_table
 from datasette.app import Datasette
 
 from datasette_capsem.state import get_state
@@ -58,6 +57,19 @@ async def timed(datasette: Datasette, url: str) -> float:
     return elapsed
 
 
+async def matched(datasette: Datasette, url: str) -> str:
+    """What the request found (sessions listed, or text hits) and its size in KB."""
+    response = await datasette.client.get(url)
+    size = f"{len(response.content) / 1024:.0f} KB"
+    if "json" not in url:
+        return f"- / {size}"
+    body = response.json()
+    found = body.get("filtered", body.get("total_hits"))
+    if found is None and "rows" in body:
+        found = len(body["rows"])
+    return f"{found} / {size}"
+
+
 async def side_by_side(one: Datasette, many: Datasette, repeat: int) -> list[list]:
     rows = []
     for label, url in URLS:
@@ -68,42 +80,50 @@ async def side_by_side(one: Datasette, many: Datasette, repeat: int) -> list[lis
             ones.append(await timed(one, url))
             manys.append(await timed(many, url))
         a, b = statistics.median(ones), statistics.median(manys)
-        rows.append([label, f"{a:.1f}", f"{b:.1f}", f"{b / a:.2f}"])
+        found = f"{await matched(one, url)} | {await matched(many, url)}"
+        rows.append([label, f"{a:.1f}", f"{b:.1f}", f"{b / a:.2f}", found])
     return rows
 
 
 def homes_dir(root: Path, homes: int, sessions: int) -> tuple[Path, int]:
     """`homes` generated homes of `sessions` each, linked into one homes_dir as m0, m1, …"""
-    root.mkdir()
+    root.mkdir(exist_ok=True)
     total = 0
     for number in range(homes):
         home = generated_home(sessions, seed=101 + number)
-        (root / f"m{number}").symlink_to(home)
+        if not (root / f"m{number}").exists():
+            (root / f"m{number}").symlink_to(home)
         total += len(manifest(home)["sessions"])
     return root, total
 
 
 async def run(args) -> None:
     one_home = generated_home(args.homes * args.sessions)
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        many_root, many_sessions = homes_dir(tmp / "homes", args.homes, args.sessions)
-        one, one_build = await instance(tmp / "cache-one", capsem_home=str(one_home))
-        many, many_build = await instance(tmp / "cache-many", homes_dir=str(many_root))
-        one_sessions = len(get_state(one).catalog.snapshot().sessions)
-        listed = len(get_state(many).catalog.snapshot().sessions)
-        assert listed == many_sessions, (listed, many_sessions)
-        print_table(
-            "Index build from an empty cache",
-            ["instance", "sessions", "build s"],
-            [["one home", one_sessions, f"{one_build:.1f}"],
-             [f"{args.homes} homes x {args.sessions}", many_sessions, f"{many_build:.1f}"]],
-        )  # fmt: skip
-        rows = await side_by_side(one, many, args.repeat)
+    # Homes and caches kept in benchmarks/out/: a second run only refreshes the indexes.
+    name = f"{args.homes}x{args.sessions}"
+    many_root, many_sessions = homes_dir(OUT / f"homes-{name}", args.homes, args.sessions)
+    one, one_build = await instance(OUT / f"cache-homes-{name}-one", capsem_home=str(one_home))
+    many, many_build = await instance(OUT / f"cache-homes-{name}-many", homes_dir=str(many_root))
+    one_sessions = len(get_state(one).catalog.snapshot().sessions)
+    listed = len(get_state(many).catalog.snapshot().sessions)
+    assert listed == many_sessions, (listed, many_sessions)
+    print_table(
+        "Index refresh (a full build when benchmarks/out/ holds no cache yet)",
+        ["instance", "sessions", "refresh s"],
+        [["one home", one_sessions, f"{one_build:.1f}"],
+         [f"{args.homes} homes x {args.sessions}", many_sessions, f"{many_build:.1f}"]],
+    )  # fmt: skip
+    rows = await side_by_side(one, many, args.repeat)
     print_table(
         f"Median of {args.repeat} requests, ms: one home of {one_sessions} sessions against "
         f"{args.homes} homes x {args.sessions} ({many_sessions} sessions); ratio many / one",
-        ["request", "one home ms", f"{args.homes} homes ms", "ratio"],
+        [
+            "request",
+            "one home ms",
+            f"{args.homes} homes ms",
+            "ratio",
+            "found / size: one home | many homes",
+        ],  # fmt: skip
         rows,
     )
 
