@@ -62,12 +62,15 @@ async def matched(datasette: Datasette, url: str) -> str:
     response = await datasette.client.get(url)
     size = f"{len(response.content) / 1024:.0f} KB"
     if "json" not in url:
-        return f"- / {size}"
+        return size
     body = response.json()
-    found = body.get("filtered", body.get("total_hits"))
-    if found is None and "rows" in body:
-        found = len(body["rows"])
-    return f"{found} / {size}"
+    if "text" in body:  # search: text hits (capped like the page) and sessions by id
+        found = f"{body['text']['total']}{'+' if body['text']['total_capped'] else ''} hits"
+    elif "rows" in body:  # a chart
+        found = f"{len(body['rows'])} rows"
+    else:
+        found = f"{body['filtered']} sessions"
+    return f"{found}, {size}"
 
 
 async def side_by_side(one: Datasette, many: Datasette, repeat: int) -> list[list]:
@@ -80,7 +83,7 @@ async def side_by_side(one: Datasette, many: Datasette, repeat: int) -> list[lis
             ones.append(await timed(one, url))
             manys.append(await timed(many, url))
         a, b = statistics.median(ones), statistics.median(manys)
-        found = f"{await matched(one, url)} | {await matched(many, url)}"
+        found = f"{await matched(one, url)}; {await matched(many, url)}"
         rows.append([label, f"{a:.1f}", f"{b:.1f}", f"{b / a:.2f}", found])
     return rows
 
@@ -122,7 +125,7 @@ async def run(args) -> None:
             "one home ms",
             f"{args.homes} homes ms",
             "ratio",
-            "found / size: one home | many homes",
+            "found, size: one home; many homes",
         ],  # fmt: skip
         rows,
     )
