@@ -488,3 +488,34 @@ def test_protobuf_body_is_protobufs_own_mapping_of_the_otlp_json(clean_home, tmp
     expected = json_format.ParseDict(mapped, ExportTraceServiceRequest())
     assert ExportTraceServiceRequest.FromString(to_protobuf(document)) == expected
     assert len(expected.resource_spans) > 10
+
+
+def test_each_labelled_home_pushes_its_spans_under_its_own_label(homes_dir, tmp_path):
+    """`--homes-dir`: every span says which machine's home it came from (`capsem.home`), and
+    each home's spans are exactly that home's rows."""
+    with Receiver() as receiver:
+        result = CliRunner().invoke(
+            cli,
+            ["capsem", "push-otlp", "--homes-dir", str(homes_dir),
+             "--cache-dir", str(tmp_path / "cache"), "--endpoint", receiver.url],
+            catch_exceptions=False,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert_no_duplicates(receiver)
+        assert_span_ids_unique(receiver)
+        spans = list(receiver.spans)
+    by_home: dict[str, list] = defaultdict(list)
+    for span in spans:
+        by_home[span.resource["capsem.home"]].append(span)
+    assert set(by_home) == {"alpha", "beta"}
+    for label, own in by_home.items():
+        assert {s.resource["capsem.session.id"].split("--")[0] for s in own} == {label}
+        home = homes_dir / label
+        manifest = json.loads((home / "manifest.json").read_text())
+        roots = {s.trace_id: s.attributes["capsem.trace_id"] for s in own if s.name in ROOT_NAMES}
+        got = {
+            (roots[s.trace_id], s.attributes["capsem.table"], s.attributes["capsem.row_id"])
+            for s in own
+            if s.name not in ROOT_NAMES
+        }
+        assert got == expected_rows(home, manifest, tmp_path / f"read-{label}")

@@ -121,6 +121,7 @@ class _Trace:
 class _Session:
     session_id: str
     signature: str
+    home_label: str  # the `capsem.home` resource attribute of its spans
     traces: int = 0
     spans: int = 0
     outstanding: int = 0  # traces not yet recorded
@@ -232,12 +233,14 @@ class Pusher:
             if real in seen_paths:  # one VM known under two ids: its ledger once
                 continue
             seen_paths.add(real)
-            self._push_session(session.id, Path(session.ledger_path))
+            # With labelled homes each session's spans carry its own home's label.
+            label = session.home or self.home_label
+            self._push_session(session.id, Path(session.ledger_path), label)
             self._report(done, len(sessions))
         self._flush()
         self._report(len(sessions), len(sessions), force=True)
 
-    def _push_session(self, session_id: str, path: Path) -> None:
+    def _push_session(self, session_id: str, path: Path, home_label: str) -> None:
         try:
             signature = file_signature(path, self.salt)
         except LedgerUnavailable as error:
@@ -255,7 +258,7 @@ class Pusher:
             self.summary.unreadable[session_id] = error.detail
             return
         try:
-            self._push_ledger(conn, session_id, signature)
+            self._push_ledger(conn, session_id, signature, home_label)
         except Exception as error:  # noqa: BLE001 - one hostile file must not stop the rest
             if isinstance(error, StopPush):
                 raise
@@ -263,12 +266,12 @@ class Pusher:
         finally:
             conn.close()
 
-    def _push_ledger(self, conn, session_id: str, signature: str) -> None:
+    def _push_ledger(self, conn, session_id: str, signature: str, home_label: str) -> None:
         self.summary.sessions_read += 1
         schema = read_schema(conn)
         fingerprints = trace_fingerprints(conn, schema, self.salt)
         delivered = self.state.trace_fingerprints(session_id)
-        session = _Session(session_id, signature)
+        session = _Session(session_id, signature, home_label)
         for trace_id, fingerprint in fingerprints.items():
             session.traces += 1
             previous = delivered.get(trace_id)
@@ -294,7 +297,7 @@ class Pusher:
             resource = {
                 "attributes": [
                     *resource_spans["resource"]["attributes"],
-                    {"key": "capsem.home", "value": {"stringValue": self.home_label}},
+                    {"key": "capsem.home", "value": {"stringValue": session.home_label}},
                 ]
             }
             resource_key = _digest(resource)
