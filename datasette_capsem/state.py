@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.checks.cache import ReportCache
+from datasette_capsem.checks.cache import ReportCache, ReportStore
 from datasette_capsem.config import PLUGIN_NAME, Settings, load_settings
 from datasette_capsem.graph.follow import FollowCache
 from datasette_capsem.index.listing import SessionTable
@@ -43,7 +43,7 @@ def build_state(datasette) -> CapsemState:
         mounter=Mounter(datasette, catalog, settings),
         index=IndexService(settings, catalog),
         session_table=SessionTable(catalog.database_name),
-        reports=ReportCache(),
+        reports=ReportCache(store=ReportStore.in_cache(settings.cache_dir)),
         # A trace page asks for its tree and graph right after its HTML: a few entries (rows,
         # graph, and for masked readers the masked tree.json and graph.json of a trace), kept
         # while the ledger is unchanged, let each be built once.

@@ -1,23 +1,68 @@
-"""Integrity reports of the sessions viewed lately, cached per file version.
+"""Integrity reports of the sessions viewed lately, cached per file version, in memory and on
+disk.
 
 Built once per Datasette instance (`state.CapsemState.reports`); the overview, the trace page
 and the event pages read the rule book's findings through it, so a view of an unchanged ledger
 never runs the checks again.
+
+Two tiers, one idea. `ReportCache` holds the reports of the sessions viewed lately in memory;
+under it, `ReportStore` keeps the reports of ledgers no writer holds in the plugin's cache dir
+(never in the Capsem home), so a restarted server, a second server over the same cache, and the
+index refresh (which runs the overview's quick profile on every session anyway,
+`index/verdicts.py`) share them. A stored report is keyed by the ledger file's resolved path
+(hashed into the file name) and the profile, and holds while its validator is unchanged: the
+ledger's and its -wal's size and mtime, the main.db row, liveness, the database name its links
+use, and the rule book's version (its SQL, JSON and code, and every registered check).
+
+Reports of live sessions are never stored: some checks read the clock (a `running` row whose
+WAL is a day old), so those reports keep `max_age` in memory. A stopped session's report is a
+function of its files and the rule book alone, and holds for as long as they do.
+
+Stored reports are what the memory tier holds: the rule book's findings as computed, unmasked.
+Pages mask what they render (`views/render.py`, `views/secrets_guard.py`), so a stored report
+reaches a masked reader exactly as a cached one does. Files are written 0600 under a 0700
+directory, beside the index (which holds the ledgers' text itself).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from datasette_capsem.checks.engine import all_checks
+from datasette_capsem.checks.model import Check, Finding, RowVerdict, RowVerdicts
+from datasette_capsem.readonly import file_fingerprint
+
+log = logging.getLogger(__name__)
+
 REPORT_CACHE_ENTRIES = 128
-# Some checks read the clock (a `running` row whose WAL is a day old), so even an unchanged
-# file gets a fresh report this often.
+# Some checks read the clock (a `running` row whose WAL is a day old), so a live session's
+# report is recomputed this often even when its file is unchanged.
 REPORT_MAX_AGE_SECONDS = 300.0
+
+STORE_DIRECTORY = "reports"  # under the plugin's cache dir
+STORE_FORMAT = 1  # bump when the file layout or a codec changes
+# What the rule book is made of besides its registered checks: changing any of these files
+# (an edited .sql, a new finding kind, the dialect) makes every stored report stale.
+RULE_BOOK_PARTS = ("checks", "ledger", "queries", "findings.py", "sqlfiles.py")
+RULE_BOOK_SUFFIXES = (".py", ".sql", ".json")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # object addresses differ from run to run
 
 
 @dataclass
@@ -25,21 +70,272 @@ class CachedReport:
     validator: Hashable
     computed_at: float  # epoch seconds when the run started: the state it describes
     report: Any  # a report dict, or the rule book's RowVerdicts
+    # A report of a stopped session holds while its validator does; a live one ages out.
+    timeless: bool = False
+
+
+# -- what a report depends on --------------------------------------------------------------
+
+
+def report_validator(session: Any, path: Path | str | None, database: str | None) -> tuple:
+    """What a session's report depends on besides the clock and the rule book: the ledger's
+    files (size and mtime of it and its -wal), liveness, the main.db row and the database name
+    its links use. Take it before the checks run: a file that changes meanwhile then fails it."""
+    files = file_fingerprint(path) if path is not None else None
+    row = session.main_row
+    return (files, session.live, tuple(dict(row).items()) if row is not None else None, database)
+
+
+@functools.cache
+def _files_digest() -> bytes:
+    """A digest of the rule book's own files (RULE_BOOK_PARTS of this package)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.blake2b(digest_size=16)
+    for part in RULE_BOOK_PARTS:
+        base = root / part
+        paths = [base] if base.is_file() else sorted(base.rglob("*"))
+        for path in paths:
+            if path.suffix in RULE_BOOK_SUFFIXES and path.is_file():
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+@functools.cache
+def _module_digest(module_name: str) -> bytes:
+    """A digest of the source file a check's class comes from (a plugin's, too)."""
+    filename = getattr(sys.modules.get(module_name), "__file__", None)
+    try:
+        return hashlib.blake2b(Path(filename).read_bytes(), digest_size=16).digest()
+    except (OSError, TypeError):
+        return module_name.encode()
+
+
+_versions: dict[tuple[int, ...], tuple[list[Check], str]] = {}
+
+
+def rule_book_version(checks: list[Check] | None = None) -> str:
+    """A digest of the rule book: its files, and each registered check's class, source file and
+    configuration, so an edited rule, a new plugin or a removed one changes it."""
+    checks = all_checks() if checks is None else checks
+    key = tuple(id(check) for check in checks)
+    held = _versions.get(key)
+    if held is not None:
+        return held[1]
+    digest = hashlib.blake2b(_files_digest(), digest_size=16)
+    for check in checks:
+        kind = type(check)
+        digest.update(f"{kind.__module__}.{kind.__qualname__}\0".encode())
+        digest.update(_module_digest(kind.__module__))
+        if dataclasses.is_dataclass(check):
+            digest.update(_ADDRESS.sub("", repr(check)).encode("utf-8", "surrogatepass"))
+    if len(_versions) >= 16:
+        _versions.clear()
+    # the checks are held with their digest, so their ids cannot be reused by other objects
+    _versions[key] = (list(checks), digest.hexdigest())
+    return _versions[key][1]
+
+
+# -- how a report is written ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Codec:
+    """How a cached value becomes JSON and back."""
+
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any], Any]
+
+
+def _encode_row_verdicts(verdicts: RowVerdicts) -> dict[str, Any]:
+    """Each distinct verdict once, then runs of consecutive rows of one table with the same
+    verdicts: a finding that fires on a million rows is one run."""
+    palette: dict[RowVerdict, int] = {}
+    runs: list[list[Any]] = []
+    for (table, row_id), found in verdicts.rows().items():
+        indexes = [palette.setdefault(verdict, len(palette)) for verdict in found]
+        if runs and runs[-1][0] == table and runs[-1][1] == indexes:
+            runs[-1][2].append(row_id)
+        else:
+            runs.append([table, indexes, [row_id]])
+    verdicts_json = [[v.kind, v.severity, v.title, v.check] for v in palette]
+    return {"verdicts": verdicts_json, "runs": runs}
+
+
+def _decode_row_verdicts(data: dict[str, Any]) -> RowVerdicts:
+    """The same RowVerdicts (rows, their order and each row's verdicts in order), rebuilt
+    through its own constructor from one finding per verdict of each run."""
+    palette = [RowVerdict(*(str(part) for part in verdict)) for verdict in data["verdicts"]]
+    findings = []
+    for table, indexes, row_ids in data["runs"]:
+        for index in indexes:
+            verdict = palette[index]
+            findings.append(
+                Finding(
+                    kind=verdict.kind,
+                    severity=verdict.severity,
+                    count=len(row_ids),
+                    title=verdict.title,
+                    explanation="",
+                    table=str(table),
+                    check=verdict.check,
+                    offending=tuple(row_ids),
+                )
+            )
+    return RowVerdicts(findings)
+
+
+def _report_dict(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError("a stored report is not an object")
+    return data
+
+
+REPORT_JSON = Codec(encode=lambda report: report, decode=_report_dict)
+ROW_VERDICTS_JSON = Codec(encode=_encode_row_verdicts, decode=_decode_row_verdicts)
+
+
+@dataclass(frozen=True)
+class StoreKey:
+    """Where one report of one ledger file is stored: the file (resolved) and the profile."""
+
+    ledger: str
+    profile: str
+    codec: Codec = REPORT_JSON
+
+    @property
+    def filename(self) -> str:
+        # A digest, never the path itself: nothing from a URL or a file name reaches the path.
+        name = f"{self.ledger}\0{self.profile}".encode("utf-8", "surrogatepass")
+        return hashlib.blake2b(name, digest_size=20).hexdigest() + ".json.z"
+
+
+def store_key(
+    session: Any, path: Path | str | None, profile: str, codec: Codec = REPORT_JSON
+) -> StoreKey | None:
+    """The store's key of a session's report, or None when it is not stored: no ledger, or a
+    live one (its report may depend on the clock)."""
+    if path is None or session.live:
+        return None
+    try:
+        resolved = str(Path(path).resolve())
+    except (OSError, RuntimeError):
+        return None
+    return StoreKey(resolved, profile, codec)
+
+
+def _digest(validator: Hashable, version: str) -> str:
+    text = repr((STORE_FORMAT, version, validator)).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=20).hexdigest()
+
+
+class ReportStore:
+    """Reports on disk, one compressed JSON file per (ledger file, profile), in the plugin's
+    cache dir. Written to a temporary file and moved into place with `os.replace`, so readers
+    (other threads, other server processes) see a whole old file or a whole new one; the last
+    writer wins. An unreadable, corrupt or stale file is a miss, overwritten by the next run.
+    Errors never reach a page: the store then simply does not help."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+        self.saved = 0  # reports written
+        self.loaded = 0  # reports read back and still valid
+
+    @classmethod
+    def in_cache(cls, cache_dir: Path) -> ReportStore:
+        return cls(Path(cache_dir) / STORE_DIRECTORY)
+
+    def path_of(self, key: StoreKey) -> Path:
+        return self.directory / key.filename
+
+    def load(self, key: StoreKey, validator: Hashable, version: str) -> CachedReport | None:
+        """The stored report for `key` if it was computed at `validator` by this rule book."""
+        try:
+            data = json.loads(zlib.decompress(self.path_of(key).read_bytes()))
+            if (
+                data.get("format") != STORE_FORMAT
+                or data.get("ledger") != key.ledger
+                or data.get("profile") != key.profile
+                or data.get("validator") != _digest(validator, version)
+            ):
+                return None
+            report = key.codec.decode(data["report"])
+            entry = CachedReport(validator, float(data["computed_at"]), report, timeless=True)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
+            log.info("ignoring an unreadable stored report %s", self.path_of(key).name)
+            return None
+        self.loaded += 1
+        return entry
+
+    def save(self, key: StoreKey, entry: CachedReport, version: str) -> bool:
+        """Write `entry` for `key` atomically; False when it cannot be (and nothing changed)."""
+        document = {
+            "format": STORE_FORMAT,
+            "ledger": key.ledger,
+            "profile": key.profile,
+            "validator": _digest(entry.validator, version),
+            "computed_at": entry.computed_at,
+        }
+        try:
+            document["report"] = key.codec.encode(entry.report)
+            data = zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 6)
+        except (TypeError, ValueError) as error:  # e.g. a BLOB row id: not JSON, not stored
+            log.info("report of %s not stored: %s", key.ledger, error)
+            return False
+        try:
+            self._write(self.path_of(key), data)
+        except OSError as error:
+            log.warning("could not store a report in %s: %s", self.directory, error)
+            return False
+        self.saved += 1
+        return True
+
+    def _write(self, path: Path, data: bytes) -> None:
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")  # 0600
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+    def save_report(
+        self, key: StoreKey, validator: Hashable, computed_at: float, report: Any
+    ) -> bool:
+        """Store a report computed outside a `ReportCache` (the index refresh's quick one),
+        under the current rule book; `validator` must have been taken before it ran."""
+        entry = CachedReport(validator, computed_at, report, timeless=True)
+        return self.save(key, entry, rule_book_version())
+
+
+# -- the memory tier -----------------------------------------------------------------------
 
 
 class ReportCache:
     """Integrity reports of the sessions viewed lately, one per (session id, profile).
 
     An entry holds while its validator (the ledger's size and mtime, its -wal's, the main.db
-    row and liveness) is unchanged and it is younger than `max_age`. Concurrent views of a
-    session whose report is missing share one run. Owned by one Datasette instance (its
-    `CapsemState`), bounded to `size` entries, least recently used evicted first.
+    row and liveness) is unchanged, and for a live session while it is younger than `max_age`.
+    A missing report is read from the `store` when the caller gives its `StoreKey` (a stopped
+    session), else computed, then stored. Concurrent views of a session whose report is missing
+    share one run. Owned by one Datasette instance (its `CapsemState`), bounded to `size`
+    entries, least recently used evicted first.
     """
 
-    def __init__(self, size: int = REPORT_CACHE_ENTRIES, max_age: float = REPORT_MAX_AGE_SECONDS):
-        self.size, self.max_age = size, max_age
+    def __init__(
+        self,
+        size: int = REPORT_CACHE_ENTRIES,
+        max_age: float = REPORT_MAX_AGE_SECONDS,
+        store: ReportStore | None = None,
+    ):
+        self.size, self.max_age, self.store = size, max_age, store
         self.runs = 0  # reports computed (each runs the whole profile once)
-        self.hits = 0  # views answered from the cache
+        self.hits = 0  # views answered from memory
+        self.loaded = 0  # reports read from the store instead of computed
         self._entries: OrderedDict[Hashable, CachedReport] = OrderedDict()
         self._running: dict[Hashable, tuple[Hashable, asyncio.Future]] = {}
 
@@ -50,7 +346,7 @@ class ReportCache:
         entry = self._entries.get(key)
         if entry is None or entry.validator != validator:
             return None
-        if time.time() - entry.computed_at > self.max_age:
+        if not entry.timeless and time.time() - entry.computed_at > self.max_age:
             return None
         self._entries.move_to_end(key)
         return entry
@@ -59,32 +355,49 @@ class ReportCache:
         self,
         key: Hashable,
         validator: Hashable,
-        compute: Callable[[], Awaitable[dict[str, Any]]],
+        compute: Callable[[], Awaitable[Any]],
+        stored: StoreKey | None = None,
     ) -> tuple[CachedReport, bool]:
-        """(entry, cached): the held report if still valid, else one computed now."""
+        """(entry, cached): the held or stored report if still valid, else one computed now
+        (and stored when `stored` says where)."""
         entry = self.fresh(key, validator)
         if entry is not None:
             self.hits += 1
             return entry, True
         running = self._running.get(key)
         if running is None or running[0] != validator:
-            task = asyncio.ensure_future(self._compute(key, validator, compute))
+            task = asyncio.ensure_future(self._compute(key, validator, compute, stored))
             running = self._running[key] = (validator, task)
         # shield: a view that is cancelled (its client left) does not cancel the others' run
-        return await asyncio.shield(running[1]), False
+        entry, computed = await asyncio.shield(running[1])
+        return entry, not computed
 
-    async def _compute(self, key, validator, compute) -> CachedReport:
+    async def _compute(self, key, validator, compute, stored) -> tuple[CachedReport, bool]:
         try:
-            started = time.time()
-            report = await compute()
-            self.runs += 1
-            entry = CachedReport(validator, started, report)
-            self._entries[key] = entry
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-            return entry
+            store = self.store if stored is not None else None
+            version = rule_book_version() if store is not None else ""
+            entry = None
+            if store is not None:
+                entry = await asyncio.to_thread(store.load, stored, validator, version)
+            computed = entry is None
+            if entry is None:
+                started = time.time()
+                report = await compute()
+                self.runs += 1
+                entry = CachedReport(validator, started, report, timeless=stored is not None)
+                if store is not None:
+                    await asyncio.to_thread(store.save, stored, entry, version)
+            else:
+                self.loaded += 1
+            self._remember(key, entry)
+            return entry, computed
         finally:
             held = self._running.get(key)
             if held is not None and held[0] == validator:
                 del self._running[key]
+
+    def _remember(self, key: Hashable, entry: CachedReport) -> None:
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)

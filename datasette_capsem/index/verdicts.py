@@ -6,6 +6,9 @@ whose ledger file or main.db row changed since it was last checked, and stores t
 the findings in the index database (`session_checks`, `session_findings`), where SQL can read
 them too. The rules stay the engine's: this module only runs it and records what it said.
 
+The whole report goes to the rule book's report store too (`checks/cache.py`), keyed by the
+ledger file, so the overview's first visit after a refresh shows it without running a check.
+
 What a verdict was computed from is stored beside it: the ledger's stat fingerprint and
 `row_signature` (main.db row, status, liveness). The list compares the signature with the
 catalog's current row and marks a verdict stale until the next refresh re-checks it.
@@ -21,6 +24,8 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Session
+from datasette_capsem.checks.cache import ReportStore, report_validator, store_key
+from datasette_capsem.checks.engine import database_name_for
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.profiles import QUICK
 from datasette_capsem.checks.runner import check_catalog_session
@@ -78,19 +83,25 @@ def _json_ids(ids: list[Any]) -> str:
 
 
 def check(session: Session, settings: Settings) -> Checked:
-    """The quick profile's verdict of one session (the overview's), or 'unreadable'."""
-    started = time.perf_counter()
+    """The quick profile's verdict of one session (the overview's), or 'unreadable'. The report
+    is the overview's very one (same profile, sample and links), and is stored for it."""
+    started, computed_at = time.perf_counter(), time.time()
+    key = store_key(session, session.ledger_path, PROFILE)
+    validator = report_validator(session, session.ledger_path, database_name_for(session))
     try:
-        report = check_catalog_session(
-            session, settings, sample_limit=SAMPLE_LIMIT, profile=PROFILE
-        )
+        report = check_catalog_session(session, settings, profile=PROFILE)
     except readonly.LedgerUnavailable as problem:
         return Checked(
             "unreadable",
             problem=f"{problem.kind}: {problem.detail}",
             check_ms=(time.perf_counter() - started) * 1000,
         )
-    return Checked.of_report(report, (time.perf_counter() - started) * 1000)
+    checked = Checked.of_report(report, (time.perf_counter() - started) * 1000)
+    if key is not None:
+        ReportStore.in_cache(settings.cache_dir).save_report(
+            key, validator, computed_at, report.to_dict()
+        )
+    return checked
 
 
 def list_verdict(stored: dict[str, Any] | None, session: Session) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 `integrity` gives the overview's report (the quick profile); `row_verdicts` gives every page
 that draws rows (trace graph, events, OTLP) the full profile's findings per row, so no page
-decides an integrity rule of its own.
+decides an integrity rule of its own. Both are kept in memory and, for a stopped session, in the
+report store of the plugin's cache, so a restarted server does not run them again (and the
+overview finds the quick report the index refresh already computed).
 """
 
 from __future__ import annotations
@@ -12,13 +14,19 @@ import logging
 import time
 from collections.abc import Hashable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from datasette_capsem.checks import check_session
-from datasette_capsem.checks.cache import CachedReport, ReportCache
+from datasette_capsem.checks.cache import (
+    ROW_VERDICTS_JSON,
+    CachedReport,
+    ReportCache,
+    report_validator,
+    store_key,
+)
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.checks.profiles import ROWS
-from datasette_capsem.readonly import file_fingerprint
 from datasette_capsem.state import get_state
 from datasette_capsem.views.opening import Opened
 
@@ -39,13 +47,13 @@ def report_cache(datasette) -> ReportCache:
     return get_state(datasette).reports
 
 
+def _ledger(opened: Opened) -> Path | None:
+    return opened.db.source_path if opened.db is not None else opened.session.ledger_path
+
+
 def validator(opened: Opened) -> Hashable:
     """What a report depends on besides the clock: the ledger's files and the main.db row."""
-    session = opened.session
-    path = opened.db.source_path if opened.db is not None else session.ledger_path
-    files = file_fingerprint(path) if path is not None else None
-    row = session.main_row
-    return (files, session.live, tuple(dict(row).items()) if row is not None else None)
+    return report_validator(opened.session, _ledger(opened), opened.links.database)
 
 
 def _freshness(entry: CachedReport, cached: bool, profile: str) -> dict[str, Any]:
@@ -94,8 +102,9 @@ async def integrity(
         return await asyncio.get_running_loop().run_in_executor(None, run, None)
 
     try:
+        stored = store_key(session, _ledger(opened), profile)
         entry, cached = await report_cache(datasette).get(
-            (session.id, profile), validator(opened), compute
+            (session.id, profile), validator(opened), compute, stored
         )
     except Exception as error:  # another module's bug must not take the page down
         log.exception("integrity checks failed for %s", session.id)
@@ -106,6 +115,7 @@ async def integrity(
         "available": True,
         "message": None,
         **report,
+        "session": session.summary(),  # as the catalog says now (a name may have changed)
         "findings": fired,
         **_freshness(entry, cached, profile),
         "full_check": opened.links.session() + "/check",
@@ -134,5 +144,8 @@ async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
     async def compute() -> RowVerdicts:
         return await opened.db.execute_fn(run)
 
-    entry, _ = await report_cache(datasette).get((session.id, "rows"), validator(opened), compute)
+    stored = store_key(session, _ledger(opened), ROWS, ROW_VERDICTS_JSON)
+    entry, _ = await report_cache(datasette).get(
+        (session.id, ROWS), validator(opened), compute, stored
+    )
     return entry.report
