@@ -7,12 +7,14 @@ were computed (`ReportCache.runs`) and read back (`ReportCache.loaded`), never h
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -235,7 +237,7 @@ async def test_a_rule_book_change_makes_stored_reports_stale(home, manifest, tmp
 
 @pytest.mark.parametrize(
     "damage",
-    [b"", b"not compressed at all", b"x\x9c\x03\x00\x00\x00\x00\x01", "zlib:[1, 2]", "zlib:{}"],
+    [b"", b"not compressed at all", b"x\x9c\x03\x00\x00\x00\x00\x01", "zlib:[1, 2]", "body"],
 )
 async def test_a_corrupt_store_file_is_ignored_and_rewritten(home, manifest, tmp_path, damage):
     cache = tmp_path / "cache"
@@ -246,9 +248,10 @@ async def test_a_corrupt_store_file_is_ignored_and_rewritten(home, manifest, tmp
     files = stored_files(cache)
     assert len(files) == 2
     for path in files:
-        if isinstance(damage, str):
-            import zlib  # noqa: PLC0415 - test-only helper
-
+        if damage == "body":  # a sound header over a damaged report
+            header, _, body = path.read_bytes().partition(b"\n")
+            path.write_bytes(header + b"\n" + body[: len(body) // 2])
+        elif isinstance(damage, str):
             path.write_bytes(zlib.compress(damage.removeprefix("zlib:").encode()))
         else:
             path.write_bytes(damage)
@@ -356,3 +359,25 @@ async def test_a_stored_report_is_masked_for_readers_without_secrets(
         assert TOKEN not in page.text
     assert TOKEN in str((await overview(restarted, session_id, actor="auditor"))["findings"])
     assert reports(restarted).runs == 0 and reports(restarted).loaded == 1
+
+
+async def test_prune_removes_reports_of_deleted_ledgers_and_leftovers(tmp_path):
+    store = ReportStore(tmp_path / "reports")
+    kept_ledger, gone_ledger = tmp_path / "kept.db", tmp_path / "gone.db"
+    kept_ledger.write_bytes(b"x")
+    gone_ledger.write_bytes(b"x")
+    kept, gone = StoreKey(str(kept_ledger), "quick"), StoreKey(str(gone_ledger), "rows")
+    for key in (kept, gone):
+        assert store.save(key, CachedReport(("v",), 1.0, {"verdict": "ok"}), "book")
+    gone_ledger.unlink()  # Capsem deleted a stopped ephemeral session's directory
+    (store.directory / "0123.json.z").write_bytes(b"garbage")
+    old_temporary, new_temporary = store.directory / ".tmp-old", store.directory / ".tmp-new"
+    old_temporary.write_bytes(b"half")
+    new_temporary.write_bytes(b"being written")
+    os.utime(old_temporary, (time.time() - 7200, time.time() - 7200))
+    assert store.prune() == 3
+    assert sorted(p.name for p in store.directory.iterdir()) == sorted(
+        [kept.filename, new_temporary.name]
+    )
+    assert store.load(kept, ("v",), "book").report == {"verdict": "ok"}
+    assert ReportStore(tmp_path / "never-made").prune() == 0

@@ -14,6 +14,9 @@ index refresh (which runs the overview's quick profile on every session anyway,
 ledger's and its -wal's size and mtime, the main.db row, liveness, the database name its links
 use, and the rule book's version (its SQL, JSON and code, and every registered check).
 
+A server prunes the store after its first save and hourly: the reports of ledger files that
+are gone (Capsem deletes a stopped ephemeral session's directory) and killed writers' leftovers.
+
 Reports of live sessions are never stored: some checks read the clock (a `running` row whose
 WAL is a day old), so those reports keep `max_age` in memory. A stopped session's report is a
 function of its files and the rule book alone, and holds for as long as they do.
@@ -58,6 +61,9 @@ REPORT_MAX_AGE_SECONDS = 300.0
 
 STORE_DIRECTORY = "reports"  # under the plugin's cache dir
 STORE_FORMAT = 1  # bump when the file layout or a codec changes
+HEADER_MAX_BYTES = 65536
+TEMPORARY_MAX_AGE_SECONDS = 3600.0  # a temporary file this old was left by a killed writer
+PRUNE_INTERVAL_SECONDS = 3600.0  # how often a server prunes the store (after its first save)
 # What the rule book is made of besides its registered checks: changing any of these files
 # (an edited .sql, a new finding kind, the dialect) makes every stored report stale.
 RULE_BOOK_PARTS = ("checks", "ledger", "queries", "findings.py", "sqlfiles.py")
@@ -250,16 +256,17 @@ class ReportStore:
     def load(self, key: StoreKey, validator: Hashable, version: str) -> CachedReport | None:
         """The stored report for `key` if it was computed at `validator` by this rule book."""
         try:
-            data = json.loads(zlib.decompress(self.path_of(key).read_bytes()))
+            head, _, body = self.path_of(key).read_bytes().partition(b"\n")
+            header = json.loads(head)
             if (
-                data.get("format") != STORE_FORMAT
-                or data.get("ledger") != key.ledger
-                or data.get("profile") != key.profile
-                or data.get("validator") != _digest(validator, version)
+                header.get("format") != STORE_FORMAT
+                or header.get("ledger") != key.ledger
+                or header.get("profile") != key.profile
+                or header.get("validator") != _digest(validator, version)
             ):
                 return None
-            report = key.codec.decode(data["report"])
-            entry = CachedReport(validator, float(data["computed_at"]), report, timeless=True)
+            report = key.codec.decode(json.loads(zlib.decompress(body)))
+            entry = CachedReport(validator, float(header["computed_at"]), report, timeless=True)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
@@ -269,8 +276,10 @@ class ReportStore:
         return entry
 
     def save(self, key: StoreKey, entry: CachedReport, version: str) -> bool:
-        """Write `entry` for `key` atomically; False when it cannot be (and nothing changed)."""
-        document = {
+        """Write `entry` for `key` atomically; False when it cannot be (and nothing changed).
+        The file is a one-line JSON header (what it is of, for `load` and `prune`), then the
+        report as zlib-compressed JSON."""
+        header = {
             "format": STORE_FORMAT,
             "ledger": key.ledger,
             "profile": key.profile,
@@ -278,8 +287,8 @@ class ReportStore:
             "computed_at": entry.computed_at,
         }
         try:
-            document["report"] = key.codec.encode(entry.report)
-            data = zlib.compress(json.dumps(document, separators=(",", ":")).encode(), 6)
+            report = json.dumps(key.codec.encode(entry.report), separators=(",", ":"))
+            data = json.dumps(header).encode() + b"\n" + zlib.compress(report.encode(), 6)
         except (TypeError, ValueError) as error:  # e.g. a BLOB row id: not JSON, not stored
             log.info("report of %s not stored: %s", key.ledger, error)
             return False
@@ -290,6 +299,37 @@ class ReportStore:
             return False
         self.saved += 1
         return True
+
+    def prune(self) -> int:
+        """Remove the reports of ledger files that no longer exist (Capsem deletes a stopped
+        ephemeral session's directory), unreadable files, and temporary files a killed writer
+        left; returns how many files went. Reads each file's header line only."""
+        removed = 0
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError:
+            return 0
+        for entry in entries:
+            if self._stale(entry):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed += 1
+        return removed
+
+    @staticmethod
+    def _stale(entry: os.DirEntry) -> bool:
+        try:
+            if entry.name.startswith(".tmp-"):
+                return time.time() - entry.stat().st_mtime > TEMPORARY_MAX_AGE_SECONDS
+            if not entry.name.endswith(".json.z"):
+                return False
+            with open(entry.path, "rb") as stream:
+                header = json.loads(stream.readline(HEADER_MAX_BYTES))
+            return not os.path.exists(header["ledger"])
+        except FileNotFoundError:
+            return False  # another process pruned it first
+        except (OSError, ValueError, TypeError, KeyError):
+            return True
 
     def _write(self, path: Path, data: bytes) -> None:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -338,6 +378,7 @@ class ReportCache:
         self.loaded = 0  # reports read from the store instead of computed
         self._entries: OrderedDict[Hashable, CachedReport] = OrderedDict()
         self._running: dict[Hashable, tuple[Hashable, asyncio.Future]] = {}
+        self._pruned_at: float | None = None  # time.monotonic() of the last prune
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -387,6 +428,7 @@ class ReportCache:
                 entry = CachedReport(validator, started, report, timeless=stored is not None)
                 if store is not None:
                     await asyncio.to_thread(store.save, stored, entry, version)
+                    self._prune_now_and_then(store)
             else:
                 self.loaded += 1
             self._remember(key, entry)
@@ -395,6 +437,13 @@ class ReportCache:
             held = self._running.get(key)
             if held is not None and held[0] == validator:
                 del self._running[key]
+
+    def _prune_now_and_then(self, store: ReportStore) -> None:
+        """Prune the store in the background after the first save, then hourly at most."""
+        now = time.monotonic()
+        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
+            self._pruned_at = now
+            asyncio.get_running_loop().run_in_executor(None, store.prune)
 
     def _remember(self, key: Hashable, entry: CachedReport) -> None:
         self._entries[key] = entry
