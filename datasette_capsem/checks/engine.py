@@ -92,6 +92,7 @@ def check_session(
     checks: list[Check] | None = None,
     profile: str = "full",
     tables: dict[str, int] | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> Report:
     """Check one session's ledger (`conn`, or None when it has none on disk).
 
@@ -101,6 +102,8 @@ def check_session(
     `profile` is "full" (every check as it is), "rows" (the pages' per-row verdicts) or "quick"
     (the overview's: no check whose cost grows with the whole file); see `checks/profiles.py`. `tables` are row counts the caller has
     already read (the overview counts every table); the report counts them itself otherwise.
+    `memo` lets the sessions of one run share what checks work out from a file's shape alone
+    (`CheckContext.memo`); give the same dict to every call of the run, with the same `checks`.
     """
     started = time.perf_counter()
     if main_row is None and session is not None:
@@ -116,6 +119,7 @@ def check_session(
         live=live,
         database=database or database_name_for(session),
         sample_limit=sample_limit,
+        memo={} if memo is None else memo,
     )
     chosen = for_profile(all_checks() if checks is None else checks, profile)
     findings = [f for check in chosen for f in _run_one(check, ctx)]

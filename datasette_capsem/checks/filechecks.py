@@ -6,6 +6,7 @@ or SQLite's integrity check. They are Check subclasses like any plugin's would b
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -108,6 +109,7 @@ class SchemaReadyCheck(Check):
         return [self.finding(ctx, **values)]
 
 
+@functools.cache
 def capsem_ready_columns() -> dict[str, tuple[str, ...]]:
     """What Capsem's validate_ready_schema requires (checks/capsem_ready_schema.json)."""
     document = json.loads(

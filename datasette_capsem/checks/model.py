@@ -96,6 +96,18 @@ class CheckContext:
     sample_limit: int = DEFAULT_SAMPLE_LIMIT
     now: float = field(default_factory=time.time)
     urls: Urls = field(default_factory=Urls)  # root-relative: pages prefix their base_url
+    # What checks worked out from the schema alone (which SQL variant applies, its rendered
+    # text), shared by the sessions of one run (`check --all`): keyed by the schema's tables
+    # and columns, so files of the same shape reuse it. A fresh dict per call otherwise, so a
+    # plugin registered between calls takes effect at once.
+    memo: dict[Any, Any] = field(default_factory=dict)
+    _schema_key: frozenset | None = field(default=None, init=False, repr=False)
+
+    def schema_key(self) -> frozenset:
+        """The file's shape (tables and their columns), for `memo` keys."""
+        if self._schema_key is None:
+            self._schema_key = frozenset(self.schema.tables.items())
+        return self._schema_key
 
     def table_link(self, table: str | None, row_ids: list[Any]) -> str | None:
         """A Datasette table URL filtered to the sampled rows."""

@@ -13,8 +13,8 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
-from datasette_capsem.checks.engine import check_session
-from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Report
+from datasette_capsem.checks.engine import all_checks, check_session
+from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, Report
 from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.config import Settings
 
@@ -25,10 +25,13 @@ def check_catalog_session(
     *,
     sample_limit: int = DEFAULT_SAMPLE_LIMIT,
     profile: str = FULL,
+    checks: list[Check] | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> Report:
-    """The report of one session; raises LedgerUnavailable when its ledger cannot be read."""
+    """The report of one session; raises LedgerUnavailable when its ledger cannot be read.
+    `checks` and `memo`: see `check_session` (a run over many sessions passes them)."""
     options = {"session": session, "live": session.live, "sample_limit": sample_limit,
-               "profile": profile}  # fmt: skip
+               "profile": profile, "checks": checks, "memo": memo}  # fmt: skip
     if session.ledger_path is None:
         return check_session(None, **options)
     conn = readonly.open_readonly(session.ledger_path, settings.cache_dir)
@@ -67,11 +70,9 @@ class Outcome:
         }
 
 
-def _outcome(session: Session, settings: Settings, sample_limit: int) -> Outcome:
+def _outcome(session: Session, settings: Settings, options: dict[str, Any]) -> Outcome:
     try:
-        return Outcome(
-            session, report=check_catalog_session(session, settings, sample_limit=sample_limit)
-        )
+        return Outcome(session, report=check_catalog_session(session, settings, **options))
     except readonly.LedgerUnavailable as problem:
         return Outcome(session, unreadable=problem)
 
@@ -87,10 +88,12 @@ def check_all(
     """Outcomes of every session (newest first), checked on `workers` threads.
 
     SQLite releases the GIL while it runs a statement, so threads overlap the SQL of
-    different files; results come back in catalog order.
+    different files; results come back in catalog order. The run takes the rule book once and
+    shares what checks work out from a file's shape between files of the same shape.
     """
     chosen = catalog.sessions() if sessions is None else sessions
-    run: Callable[[Session], Outcome] = lambda s: _outcome(s, settings, sample_limit)  # noqa: E731
+    options = {"sample_limit": sample_limit, "checks": all_checks(), "memo": {}}
+    run: Callable[[Session], Outcome] = lambda s: _outcome(s, settings, options)  # noqa: E731
     if workers <= 1:
         yield from map(run, chosen)
         return

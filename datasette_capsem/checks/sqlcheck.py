@@ -76,7 +76,7 @@ class SqlCheck(Check):
     def _run_on(self, ctx: CheckContext, table: str | None) -> Finding:
         if self.tables and table is None:
             return self.not_applicable(ctx, f"the file has none of {', '.join(self.tables)}")
-        chosen = self._variant(ctx.schema, table)
+        chosen = self._memo_variant(ctx, table)
         if isinstance(chosen, str):
             return self.not_applicable(ctx, chosen, table)
         if ctx.conn is None:
@@ -85,6 +85,15 @@ class SqlCheck(Check):
             return self.not_applicable(ctx, "the session is live, so this can still change", table)
         variant, sql = chosen
         return self._execute(ctx, table, variant, sql)
+
+    def _memo_variant(self, ctx: CheckContext, table: str | None) -> tuple[SqlVariant, str] | str:
+        """`_variant`, worked out once per file shape of a run (most files of a home share a
+        few shapes, and resolving canned queries and optional columns is pure Python)."""
+        key = ("sql-variant", self.id, table, ctx.schema_key())
+        chosen = ctx.memo.get(key)
+        if chosen is None:
+            chosen = ctx.memo[key] = self._variant(ctx.schema, table)
+        return chosen
 
     def _variant(self, schema: LedgerSchema, table: str | None) -> tuple[SqlVariant, str] | str:
         """The first variant this file can run, with its SQL; else why none applies."""
