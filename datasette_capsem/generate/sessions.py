@@ -7,6 +7,7 @@ sessions are written never changes their bytes.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import random
 import sqlite3
@@ -21,7 +22,14 @@ from datasette_capsem.generate.plan import SessionSpec, legacy_run_zeros
 from datasette_capsem.generate.rows import Ledger, insert_rows
 from datasette_capsem.generate.wal import append_uncheckpointed
 
-CURRENT_TABLES = frozenset(era_templates.table_columns("current"))
+
+@functools.cache
+def current_tables() -> frozenset[str]:
+    """Tables of the current era. Built on first use, not at import: building the template
+    takes ~0.3 s, and every `datasette` command imports this module through the plugin."""
+    return frozenset(era_templates.table_columns("current"))
+
+
 ROLLUP_ZERO = {
     "total_requests": 0,
     "allowed_requests": 0,
@@ -104,7 +112,7 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     era_schema = "migrated" if spec.era == "migrated" else spec.era
     entries += [
         ("legacy_tables", table, None)
-        for table in sorted(set(era_templates.table_columns(era_schema)) - CURRENT_TABLES)
+        for table in sorted(set(era_templates.table_columns(era_schema)) - current_tables())
     ]
     result.defects = [
         {"kind": k, "session": spec.id, "table": t, "row_id": r} for k, t, r in entries
