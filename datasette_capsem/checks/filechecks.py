@@ -72,25 +72,6 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-# Page cache for the whole-file walk of integrity_check / quick_check: SQLite's own default
-# (2 MB). Connections keep a smaller cache for their lifetime (readonly.CACHE_KIB); with it
-# integrity_check of a 1M-row ledger took ~15 % longer than the sqlite3 shell's. Set for the
-# walk only, then put back.
-CHECK_CACHE_KIB = 2000
-
-
-def _with_page_cache(conn: sqlite3.Connection, sql: str) -> list[tuple]:
-    """Rows of `sql` run with a CHECK_CACHE_KIB page cache, the connection's own restored."""
-    before = int(conn.execute("PRAGMA cache_size").fetchone()[0])
-    if before < 0 and -before >= CHECK_CACHE_KIB:
-        return conn.execute(sql).fetchall()
-    conn.execute(f"PRAGMA cache_size = -{CHECK_CACHE_KIB}")
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.execute(f"PRAGMA cache_size = {before}")
-
-
 @dataclass
 class SchemaReadyCheck(Check):
     """This project's era-tolerant readiness rule: integrity_check is ok and the five tables
@@ -115,7 +96,7 @@ class SchemaReadyCheck(Check):
             return [self.not_applicable(ctx, "no ledger on disk")]
         problems = [f"missing {name}" for name in ctx.schema.missing(REQUIRED_COLUMNS)]
         try:
-            rows = _with_page_cache(ctx.conn, load_sql(SQL_PACKAGE, self.pragma))
+            rows = ctx.conn.execute(load_sql(SQL_PACKAGE, self.pragma)).fetchall()
             problems += [str(row[0]) for row in rows if row[0] != "ok"]
         except sqlite3.DatabaseError as error:
             problems.append(f"{self.pragma} failed: {error}")
