@@ -81,6 +81,7 @@ pytestmark = [
         os.environ.get("CAPSEM_PHOENIX") != "1", reason="set CAPSEM_PHOENIX=1 to run Phoenix"
     ),
     pytest.mark.asyncio(loop_scope="session"),
+    pytest.mark.heavy,  # scheduled first: Phoenix's start-up overlaps the other worker's tests
 ]
 
 
