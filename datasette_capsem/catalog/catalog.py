@@ -130,7 +130,29 @@ def _now_iso() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class Catalog:
+class _SnapshotQueries:
+    """What both catalogs answer from their current snapshot (`snapshot()`)."""
+
+    def snapshot(self) -> CatalogSnapshot:
+        raise NotImplementedError
+
+    def get(self, session_id: str) -> Session | None:
+        return self.snapshot().sessions.get(session_id)
+
+    def sessions(self) -> list[Session]:
+        """Newest first."""
+        return sorted(
+            self.snapshot().sessions.values(),
+            key=lambda s: (s.created_at or "", s.id),
+            reverse=True,
+        )
+
+    def near_matches(self, text: str, limit: int = 5) -> list[Session]:
+        """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
+        return _near_matches(self.snapshot(), text, limit)
+
+
+class Catalog(_SnapshotQueries):
     """Thread-safe, lazily refreshed view of all sessions of the instance's homes."""
 
     def __init__(self, settings: Settings):
@@ -162,22 +184,6 @@ class Catalog:
             return self._single.snapshot()
         self.refresh()
         return self._merged
-
-    def get(self, session_id: str) -> Session | None:
-        return self.snapshot().sessions.get(session_id)
-
-    def sessions(self) -> list[Session]:
-        """Newest first."""
-        return sorted(
-            self.snapshot().sessions.values(),
-            key=lambda s: (s.created_at or "", s.id),
-            reverse=True,
-        )
-
-    def near_matches(self, text: str, limit: int = 5) -> list[Session]:
-        if self._single is not None:
-            return self._single.near_matches(text, limit)
-        return _near_matches(self.snapshot(), text, limit)
 
     def recheck_ledger(self, session: Session) -> Session:
         return HomeCatalog.recheck_ledger(session)  # type: ignore[arg-type]
@@ -304,7 +310,7 @@ def _session_for_database(snapshot: CatalogSnapshot, name: str) -> Session | Non
     return None
 
 
-class HomeCatalog:
+class HomeCatalog(_SnapshotQueries):
     """Thread-safe, lazily refreshed view of all sessions in one Capsem home."""
 
     min_check_interval = 0.25  # seconds between fingerprint checks (a few stats each)
@@ -323,21 +329,6 @@ class HomeCatalog:
         """The current view, rescanning first if the home changed."""
         self.refresh()
         return self._snapshot
-
-    def get(self, session_id: str) -> Session | None:
-        return self.snapshot().sessions.get(session_id)
-
-    def sessions(self) -> list[Session]:
-        """Newest first."""
-        return sorted(
-            self.snapshot().sessions.values(),
-            key=lambda s: (s.created_at or "", s.id),
-            reverse=True,
-        )
-
-    def near_matches(self, text: str, limit: int = 5) -> list[Session]:
-        """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-        return _near_matches(self.snapshot(), text, limit)
 
     @staticmethod
     def recheck_ledger(session: Session) -> Session:
