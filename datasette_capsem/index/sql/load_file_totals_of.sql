@@ -1,2 +1,3 @@
 -- load_file_totals.sql for some sessions only (:ids, a JSON array).
-SELECT * FROM file_totals WHERE session_id IN (SELECT value FROM json_each(:ids))
+/* include: load_file_totals */
+WHERE session_id IN (SELECT value FROM json_each(:ids))
