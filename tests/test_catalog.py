@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -75,12 +77,41 @@ def test_catalog_rescans_only_when_the_home_changes(capsem_home, tmp_path):
     catalog.min_check_interval = 0
     before = len(catalog.sessions())
     assert catalog.refresh() is False  # nothing changed: a few stats, no rescan
+    kept = dict(catalog.snapshot().sessions)
     new_dir = home / "run" / "sessions" / "11111111-2222-4333-8444-555555555555"
     new_dir.mkdir()
     shutil.copy(next((home / "run" / "persistent").glob("*/session.db")), new_dir / "session.db")
     assert catalog.refresh() is True
     assert len(catalog.sessions()) == before + 1
     assert catalog.get(new_dir.name).has_ledger
+    # A rescan keeps every unchanged session's object: what pages and the index built from
+    # it is kept by identity (index/listing.py, index/service.py).
+    assert all(catalog.get(sid) is session for sid, session in kept.items())
+
+
+def test_a_rescan_reads_main_db_and_the_registry_again_when_they_change(capsem_home, tmp_path):
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    catalog = catalog_for(home, tmp_path / "cache")
+    catalog.min_check_interval = 0
+    kept = dict(catalog.snapshot().sessions)
+    row_id = next(sid for sid, s in kept.items() if s.main_row is not None and s.status != "x")
+    writer = sqlite3.connect(home / "sessions" / "main.db")
+    writer.execute("UPDATE sessions SET status = 'x-changed' WHERE id = ?", (row_id,))
+    writer.commit()
+    writer.close()
+    assert catalog.refresh() is True
+    assert catalog.get(row_id).status == "x-changed"
+    assert catalog.get(row_id) is not kept[row_id]
+    assert all(catalog.get(sid) is s for sid, s in kept.items() if sid != row_id)
+
+    registry_path = home / "run" / "persistent_registry.json"
+    registry = json.loads(registry_path.read_text())
+    vm_name, entry = next(iter(registry["vms"].items()))
+    entry["name"] = "renamed-by-the-test"
+    registry_path.write_text(json.dumps(registry))
+    assert catalog.refresh() is True
+    assert any(s.name == "renamed-by-the-test" for s in catalog.sessions()), vm_name
 
 
 @async_test

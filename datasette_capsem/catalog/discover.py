@@ -70,9 +70,11 @@ def writer_wal(wal: Path) -> bool:
 def _subdirs(parent: Path) -> list[Path]:
     try:
         with os.scandir(parent) as entries:
-            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+            # Sorted as strings: comparing 10,000 Paths costs ~0.1 s, strings a millisecond.
+            found = sorted(e.path for e in entries if e.is_dir(follow_symlinks=False))
     except (FileNotFoundError, NotADirectoryError, PermissionError):
         return []
+    return [Path(path) for path in found]
 
 
 def _run_session_dir(path: Path) -> SessionDir:

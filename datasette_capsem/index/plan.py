@@ -8,6 +8,7 @@ See `index/service.py` for how a refresh uses the plan.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,15 +96,18 @@ def _resolve(
     return candidates[0] if len(candidates) == 1 else None
 
 
-def plan_files(sessions: dict[str, Session]) -> FilePlan:
-    """Group the catalog's ledgers by file, pick each file's owner and each fork's parent."""
+def plan_files(sessions: dict[str, Session], stats: Mapping[Path, tuple] | None = None) -> FilePlan:
+    """Group the catalog's ledgers by file, pick each file's owner and each fork's parent.
+    `stats`: `stat_ledger` of ledgers already stat'ed (the index's watch), not stat'ed again."""
     plan = FilePlan()
     by_file: dict[tuple, list[Session]] = {}
     file_of: dict[str, tuple] = {}
+    known = stats or {}
     for session in sessions.values():
         if session.ledger_path is None:
             continue
-        identity, fingerprint = stat_ledger(session.ledger_path)
+        found = known.get(session.ledger_path)
+        identity, fingerprint = found if found is not None else stat_ledger(session.ledger_path)
         by_file.setdefault(identity, []).append(session)
         file_of[session.id] = identity
         plan.fingerprints[session.id] = fingerprint

@@ -129,6 +129,9 @@ class IndexService:
         self._signatures: dict[str, tuple[Any, str]] = {}  # id -> (session, row signature)
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
+        # session id -> (fingerprint, signature) of its stored verdict, as this process last
+        # read or wrote it (reading 10,000 back per refresh costs ~30 ms); see refresh().
+        self._stored_checks: dict[str, tuple] | None = None
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
         self.after_refresh: list[Callable[[], None]] = []
@@ -151,11 +154,17 @@ class IndexService:
             self._refreshing = True
             try:
                 # Taken before reading: a change while reading is seen by the next watch.
+                # A refresh the watch asked for trusts the checks it stored itself; any other
+                # (the timer, a CLI run) reads them back from the file.
+                if watched is None:
+                    self._stored_checks = None
                 watched = watched or self._watch()
-                report = self._refresh(progress)
+                report = self._refresh(progress, watched[1])
                 self._watched = watched
-            except (sqlite3.Error, OSError) as error:
-                self.record_error(str(error))
+            except BaseException as error:
+                self._stored_checks = None  # it may hold verdicts never committed
+                if isinstance(error, (sqlite3.Error, OSError)):
+                    self.record_error(str(error))
                 raise
             finally:
                 self._refreshing = False
@@ -173,9 +182,9 @@ class IndexService:
             release_memory()
         return report
 
-    def _refresh(self, progress: Progress | None) -> RefreshReport:
+    def _refresh(self, progress: Progress | None, stats: dict[Path, tuple]) -> RefreshReport:
         started = time.perf_counter()
-        plan = plan_files(self.catalog.snapshot().sessions)
+        plan = plan_files(self.catalog.snapshot().sessions, stats)
         wanted = plan.owners
         report = RefreshReport(total=len(wanted))
         conn = store.connect_writer(self.path)
@@ -210,10 +219,13 @@ class IndexService:
         changed since its stored verdict (verdicts.py); forget sessions that are gone.
         Returns the sessions whose stored verdict was removed."""
         sessions = self.catalog.snapshot().sessions
-        stored = store.stored_checks(conn)
+        if self._stored_checks is None:
+            self._stored_checks = store.stored_checks(conn)
+        stored = self._stored_checks
         gone = set(stored) - set(sessions)
         for session_id in gone:
             store.forget_check(conn, session_id)
+            del stored[session_id]
         todo = []
         for session_id, session in sessions.items():
             fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
@@ -234,6 +246,7 @@ class IndexService:
                 "created_at": session.created_at,
             }
             store.write_check(conn, described, fingerprint, signature, checked)
+            stored[session.id] = (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
             report.checked.append(session.id)
             last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
         if self.catalog.snapshot() is not self._named:
@@ -316,10 +329,11 @@ class IndexService:
         without one is looked in again: its session.db may have been created since)."""
         started = time.perf_counter()
         snapshot = self.catalog.snapshot()
-        files = tuple(
-            stat_ledger(s.ledger_path) if self.catalog.recheck_ledger(s).ledger_path else None
-            for s in snapshot.sessions.values()
-        )
+        files: dict[Path, tuple] = {}
+        for session in snapshot.sessions.values():
+            path = self.catalog.recheck_ledger(session).ledger_path
+            if path is not None and path not in files:
+                files[path] = stat_ledger(path)
         self._watch_seconds = time.perf_counter() - started
         return snapshot, files
 
