@@ -20,6 +20,8 @@ import pytest
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.index import IndexService
+from datasette_capsem.index import service as service_module
+from datasette_capsem.index.notify import DirectoryNotifier
 from tests.helpers import make_datasette
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -144,3 +146,86 @@ async def test_list_and_search_follow_changes_without_the_timer(capsem_home, man
     assert kept.ledgers == fresh.ledgers
     assert kept.checks == fresh.checks
     assert kept.daily_usage == fresh.daily_usage
+
+
+async def test_the_notifier_wakes_on_a_write_a_new_file_and_a_removed_dir(tmp_path):
+    """Real inotify on real files: each change is an event; nothing changed is none."""
+    watched, other = tmp_path / "session", tmp_path / "other"
+    watched.mkdir()
+    other.mkdir()
+    ledger = watched / "session.db"
+    writer = sqlite3.connect(ledger)
+    writer.execute("CREATE TABLE fs_events (timestamp TEXT, action TEXT, path TEXT)")
+    writer.commit()
+    writer.close()
+    notifier = DirectoryNotifier()
+    try:
+        assert notifier.active, "inotify is present on Linux"
+        notifier.watch([watched, tmp_path / "missing"])
+        assert notifier.watched == {watched}  # a missing dir is left to the stat rounds
+        assert notifier.wait(0) is False
+        add_file_event(ledger, "/work/a.txt")
+        assert notifier.wait(DEADLINE_SECONDS) is True
+        assert notifier.wait(0) is False  # the write's events were all read at once
+        (other / "x").write_text("not watched")
+        assert notifier.wait(0) is False
+        (watched / "session.db-wal").write_bytes(b"")
+        assert notifier.wait(DEADLINE_SECONDS) is True
+        notifier.watch([other])  # exactly these now
+        assert notifier.watched == {other}
+        (watched / "later").write_text("no longer watched")
+        assert notifier.wait(0) is False
+        shutil.rmtree(other)
+        assert notifier.wait(DEADLINE_SECONDS) is True
+        assert notifier.watched == frozenset()  # the kernel dropped the removed dir's watch
+    finally:
+        notifier.close()
+
+
+async def test_a_change_is_seen_through_the_os_without_any_stat_round(
+    capsem_home, manifest, tmp_path, monkeypatch
+):
+    """With the rounds of stats an hour apart, only the notifier can wake the watch: a ledger
+    that grew and a session dir moved into the home both reach search and the list."""
+    monkeypatch.setattr(service_module, "WATCH_SECONDS", 3600.0)
+    monkeypatch.setattr(service_module, "WATCH_MAX_SECONDS", 3600.0)
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    current = [
+        s
+        for s in manifest["sessions"]
+        if s.get("ledger") and s.get("clean") and s["era"] == "current" and not s.get("alias_of")
+    ]
+    changed, donor = current[:2]
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)
+    state_index = datasette._capsem_state.index
+    try:
+
+        async def indexed():
+            row = await list_row(datasette, changed["id"])
+            assert row is not None and row["indexed"]
+
+        await eventually(indexed)
+        add_file_event(home / changed["ledger"], "/work/notifiedmarkeralpha.txt")
+
+        async def grew():
+            assert changed["id"] in await text_hits(datasette, "notifiedmarkeralpha")
+
+        await eventually(grew)
+
+        new_id = "99999999-8888-4777-8666-555555555555"
+        staging = tmp_path / new_id
+        staging.mkdir()
+        shutil.copyfile(home / donor["ledger"], staging / "session.db")
+        add_file_event(staging / "session.db", "/work/notifiedmarkerbravo.txt")
+        os.replace(staging, home / "run" / "sessions" / new_id)
+
+        async def arrived():
+            assert new_id in await text_hits(datasette, "notifiedmarkerbravo")
+            row = await list_row(datasette, new_id)
+            assert row is not None and row["indexed"]
+
+        await eventually(arrived)
+        assert state_index.freshness()["last_error"] is None
+    finally:
+        state_index.stop_background()

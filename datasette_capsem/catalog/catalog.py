@@ -203,6 +203,15 @@ class Catalog(_SnapshotQueries):
         found = snapshot.home_snapshots.get(label) if label else snapshot
         return found.main_db_path if found else None
 
+    def layout_dirs(self) -> set[Path]:
+        """The directories whose entries say which sessions exist, in every home."""
+        if self._single is not None:
+            return self._single.layout_dirs()
+        found = {self.settings.homes_dir} if self.settings.homes_dir is not None else set()
+        for home in list(self._homes.values()):
+            found |= home.layout_dirs()
+        return found
+
     def main_database_names(self) -> list[str]:
         """The Datasette names of every home's main.db."""
         if not self.labelled:
@@ -355,6 +364,18 @@ class HomeCatalog(_SnapshotQueries):
             self._snapshot = self._scan()
             self._fingerprint = fingerprint
             return True
+
+    def layout_dirs(self) -> set[Path]:
+        """The directories whose entries say which sessions exist (and main.db's)."""
+        home = self.home
+        dirs = {
+            home.capsem_home,
+            home.capsem_home / "sessions",
+            home.run_dir,
+            home.run_dir / "sessions",
+            home.run_dir / "persistent",
+        }
+        return dirs | {main_db.parent for main_db in home.main_db_candidates}
 
     # -- scanning ---------------------------------------------------------------------------
 

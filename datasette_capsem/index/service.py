@@ -43,6 +43,7 @@ from typing import Any
 from datasette_capsem.catalog import Catalog, CatalogSnapshot
 from datasette_capsem.config import Settings
 from datasette_capsem.index import fts, store, verdicts
+from datasette_capsem.index.notify import DirectoryNotifier
 from datasette_capsem.index.plan import FilePlan, plan_files, stat_ledger
 from datasette_capsem.index.reader import read_ledger
 from datasette_capsem.memory import release_memory
@@ -63,6 +64,10 @@ RELEASE_AFTER_LEDGERS = 50
 WATCH_SECONDS = 0.25
 WATCH_DUTY = 0.1
 WATCH_MAX_SECONDS = 0.5
+# Where the OS tells of changes (index/notify.py) a change wakes the watch at once; while a
+# writer keeps writing, rounds of watching and refreshing take at most EVENT_DUTY of the time.
+EVENT_DUTY = 0.5
+
 
 @dataclass(frozen=True)
 class IndexSnapshot:
@@ -132,6 +137,7 @@ class IndexService:
         # session id -> (fingerprint, signature) of its stored verdict, as this process last
         # read or wrote it (reading 10,000 back per refresh costs ~30 ms); see refresh().
         self._stored_checks: dict[str, tuple] | None = None
+        self._watched_dirs: tuple[Any, set[Path]] | None = None  # (catalog snapshot, dirs)
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
         self.after_refresh: list[Callable[[], None]] = []
@@ -345,6 +351,20 @@ class IndexService:
         if known is None or watched[0] is not known[0] or watched[1] != known[1]:
             return watched
         return None
+
+    def watched_directories(self) -> set[Path]:
+        """Where a change may matter to the index: the homes' layout dirs and each session's
+        dir (its ledger and -wal are written there), for `DirectoryNotifier`."""
+        snapshot = self.catalog.snapshot()
+        if self._watched_dirs is None or self._watched_dirs[0] is not snapshot:
+            dirs = self.catalog.layout_dirs()
+            for session in snapshot.sessions.values():
+                if session.dir_path is not None:
+                    dirs.add(session.dir_path)
+                elif session.ledger_path is not None:
+                    dirs.add(session.ledger_path.parent)
+            self._watched_dirs = (snapshot, dirs)
+        return self._watched_dirs[1]
 
     def watch_pause(self) -> float:
         """How long the background thread waits between two rounds of watching."""
@@ -568,20 +588,28 @@ class IndexService:
 def _background_loop(ref: weakref.ref, stop: threading.Event, interval: float) -> None:
     """Holds the service only weakly, so a discarded Datasette lets the thread end."""
     next_full = 0.0
-    while not stop.is_set():
-        service = ref()
-        if service is None:
-            return
-        # A failure is recorded in freshness()["last_error"]; the next round retries.
-        with contextlib.suppress(sqlite3.Error, OSError):
-            now = time.monotonic()
-            watched = service.changed_since_refresh()
-            if now >= next_full or watched:
-                service.refresh(watched=watched or None)
-                next_full = now + interval  # every refresh re-stats every ledger
-        pause = service.watch_pause()
-        del service
-        stop.wait(pause)
+    notifier = DirectoryNotifier()
+    try:
+        while not stop.is_set():
+            service = ref()
+            if service is None:
+                return
+            began = time.monotonic()
+            # A failure is recorded in freshness()["last_error"]; the next round retries.
+            with contextlib.suppress(sqlite3.Error, OSError):
+                watched = service.changed_since_refresh()
+                if began >= next_full or watched:
+                    service.refresh(watched=watched or None)
+                    next_full = began + interval  # every refresh re-stats every ledger
+                notifier.watch(service.watched_directories())
+            pause = service.watch_pause()
+            del service
+            ended = time.monotonic()
+            if notifier.wait(pause):
+                busy = ended - began
+                stop.wait(max(0.0, ended + busy * (1 / EVENT_DUTY - 1) - time.monotonic()))
+    finally:
+        notifier.close()
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:

@@ -1,0 +1,131 @@
+"""Wake the index's watch as soon as a watched directory changes (Linux inotify).
+
+The watch itself stays the round of stats in `service.py`: this only tells it *when* to look,
+so a write is seen at once rather than after the watch's pause (0.25-0.5 s). Nothing depends
+on an event arriving: where inotify is missing (not Linux, no watches left) or silent (a
+network filesystem, where a remote machine's writes raise no event), the rounds of stats keep
+running at their own pace and find every change as before.
+
+Only directories are watched (the homes' layout dirs and each session's dir), for writes,
+creations, renames and deletions in them; reads raise no event, so serving pages does not wake
+the watch, and the plugin's own files live in its cache, outside every home.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import select
+import struct
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+IN_MODIFY = 0x00000002
+IN_MOVED_FROM = 0x00000040
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE = 0x00000200
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
+IN_IGNORED = 0x00008000
+IN_ONLYDIR = 0x01000000
+EVENTS = (
+    IN_MODIFY
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+    | IN_ONLYDIR
+)
+_HEADER = struct.Struct("iIII")  # wd, mask, cookie, len (struct inotify_event)
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.inotify_init1  # noqa: B018 (present only on Linux)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+class DirectoryNotifier:
+    """A set of watched directories and a `wait` that returns early when one changed."""
+
+    def __init__(self) -> None:
+        self._libc = _libc()
+        self._fd: int | None = None
+        self._wds: dict[Path, int] = {}
+        self._paths: dict[int, Path] = {}
+        if self._libc is not None:
+            fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            self._fd = fd if fd >= 0 else None
+
+    @property
+    def active(self) -> bool:
+        """Whether events can arrive at all (else `wait` is a plain sleep)."""
+        return self._fd is not None
+
+    @property
+    def watched(self) -> frozenset[Path]:
+        return frozenset(self._wds)
+
+    def watch(self, directories: Iterable[Path]) -> None:
+        """Watch exactly these directories (those that exist and can be watched)."""
+        if self._fd is None:
+            return
+        wanted = set(directories)
+        for path in [path for path in self._wds if path not in wanted]:
+            wd = self._wds.pop(path)
+            self._paths.pop(wd, None)
+            self._libc.inotify_rm_watch(self._fd, wd)  # type: ignore[union-attr]
+        for path in wanted - self._wds.keys():
+            wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), EVENTS)  # type: ignore[union-attr]
+            if wd >= 0:  # a dir that is gone, or no watches left: the stat rounds see it
+                self._wds[path] = wd
+                self._paths[wd] = path
+
+    def wait(self, timeout: float) -> bool:
+        """Sleep up to `timeout` seconds; True as soon as a watched directory changed."""
+        if self._fd is None:
+            select.select([], [], [], timeout)
+            return False
+        deadline = time.monotonic() + timeout
+        while True:
+            readable, _, _ = select.select(
+                [self._fd], [], [], max(0.0, deadline - time.monotonic())
+            )
+            if not readable:
+                return False
+            if self._drain():
+                return True
+
+    def _drain(self) -> bool:
+        """Read every queued event; forget watches the kernel dropped. Whether any event
+        was a change (not only the kernel confirming a watch this object removed)."""
+        changed = False
+        while True:
+            try:
+                data = os.read(self._fd, 64 * 1024)  # type: ignore[arg-type]
+            except BlockingIOError:
+                return changed
+            offset = 0
+            while offset + _HEADER.size <= len(data):
+                wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
+                offset += _HEADER.size + length
+                if mask & IN_IGNORED:
+                    path = self._paths.pop(wd, None)
+                    if path is not None and self._wds.get(path) == wd:
+                        del self._wds[path]
+                changed = changed or bool(mask & ~IN_IGNORED)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._wds.clear()
+        self._paths.clear()
