@@ -11,6 +11,8 @@ import contextlib
 import ctypes
 import gc
 import os
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 M_ARENA_MAX = -8  # mallopt parameter number, from glibc's malloc.h
 ARENAS = 2
@@ -37,3 +39,90 @@ def release_memory() -> None:
     if libc is not None:
         with contextlib.suppress(AttributeError):
             libc.malloc_trim(0)
+
+
+class ValuePool:
+    """One object per distinct value, for values repeated across thousands of rows (a
+    status, a Capsem version, the hash of one image, a verdict's sources): each row keeps a
+    reference, not its own copy. SQLite hands out a new string per cell; at 10,000 sessions
+    the copies cost megabytes. Values must be treated as read-only (they are shared)."""
+
+    def __init__(self, limit: int = 50_000):
+        self._limit = limit
+        self._values: dict = {}
+
+    def __call__(self, value):
+        """`value`'s shared copy if it is a string (other values are returned as they are:
+        1, 1.0 and True are equal keys, and must stay themselves)."""
+        if type(value) is not str:
+            return value
+        return self.keyed(value, value)
+
+    def keyed(self, key, value):
+        """The object first pooled under `key` (a dict or list, keyed by its items)."""
+        found = self._values.get(key)
+        if found is None:
+            if len(self._values) >= self._limit:
+                self._values.clear()
+            self._values[key] = found = value
+        return found
+
+    def strings(self, values: tuple) -> tuple:
+        """A row's values with every string shared."""
+        return tuple(self.keyed(value, value) if type(value) is str else value for value in values)
+
+
+class CompactRow(Mapping[str, Any]):
+    """One row as a read-only mapping: a tuple plus a column index shared by every row of one
+    read. A dict per row costs about three times as much, and a server keeps 10,000 of them
+    (main.db's sessions, the index's figures and verdicts)."""
+
+    __slots__ = ("_columns", "_values")
+
+    def __init__(self, columns: dict[str, int], values: tuple[Any, ...]):
+        self._columns = columns
+        self._values = values
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[self._columns[key]]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._columns)
+
+    def __len__(self) -> int:
+        return len(self._columns)
+
+    def __eq__(self, other: object) -> bool:
+        # Two reads of one row compare by their tuples: a rescan compares 10,000 rows, and
+        # Mapping's own __eq__ builds two dicts per row.
+        if isinstance(other, CompactRow):
+            return self._values == other._values and (
+                self._columns is other._columns or self._columns == other._columns
+            )
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping, like dict
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({dict(self)!r})"
+
+
+def compact_rows(cursor, pool: ValuePool | None = None, extra: tuple[str, ...] = ()):
+    """A cursor's rows as CompactRows sharing one column index (and, with `pool`, their
+    strings); `extra` names columns appended after the cursor's, for `with_values`."""
+    names = [d[0] for d in cursor.description] + list(extra)
+    columns: dict[str, int] = {}
+    for i, name in enumerate(names):
+        columns.setdefault(name, i)  # a repeated name (`l.session_id, t.*`) is its first
+    padding = (None,) * len(extra)
+    for row in cursor:
+        values = pool.strings(tuple(row)) if pool is not None else tuple(row)
+        yield CompactRow(columns, values + padding)
+
+
+def with_values(row: CompactRow, **values: Any) -> CompactRow:
+    """A copy of `row` with some of its columns' values replaced."""
+    replaced = list(row._values)
+    for key, value in values.items():
+        replaced[row._columns[key]] = value
+    return CompactRow(row._columns, tuple(replaced))

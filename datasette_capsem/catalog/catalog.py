@@ -33,6 +33,7 @@ from datasette_capsem.config import (
     scan_homes_dir,
     split_qualified,
 )
+from datasette_capsem.memory import ValuePool
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -428,7 +429,9 @@ class HomeCatalog(_SnapshotQueries):
             try:
                 cursor = conn.execute(load_sql(__package__, "main_sessions"))
                 columns = {d[0]: i for i, d in enumerate(cursor.description)}
-                return _MainRead(candidate, None, [MainRow(columns, row) for row in cursor])
+                shared = ValuePool().strings  # a status or version: one string, not 10,000
+                rows = [MainRow(columns, shared(row)) for row in cursor]
+                return _MainRead(candidate, None, rows)
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)

@@ -2,50 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from datasette_capsem.memory import CompactRow
 
 # Where a session's directory sits (spec §1).
 KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
 
 
-class MainRow(Mapping[str, Any]):
-    """One main.db `sessions` row as a read-only mapping.
+class MainRow(CompactRow):
+    """One main.db `sessions` row as a read-only mapping (a machine can have tens of
+    thousands: a tuple each, with one column index per read)."""
 
-    A machine can have tens of thousands of rows; a tuple plus a column index shared by all
-    rows of one read costs a fraction of a dict per row.
-    """
-
-    __slots__ = ("_columns", "_values")
-
-    def __init__(self, columns: dict[str, int], values: tuple[Any, ...]):
-        self._columns = columns
-        self._values = values
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[self._columns[key]]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._columns)
-
-    def __len__(self) -> int:
-        return len(self._columns)
-
-    def __eq__(self, other: object) -> bool:
-        # Two reads of one row compare by their tuples: a rescan compares 10,000 rows, and
-        # Mapping's own __eq__ builds two dicts per row.
-        if isinstance(other, MainRow):
-            return self._values == other._values and (
-                self._columns is other._columns or self._columns == other._columns
-            )
-        return super().__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]  # a mapping, mutable in spirit like dict
-
-    def __repr__(self) -> str:
-        return f"MainRow({dict(self)!r})"
+    __slots__ = ()
 
 
 @dataclass(slots=True)

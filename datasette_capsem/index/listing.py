@@ -36,6 +36,7 @@ from datasette_capsem.catalog import CatalogSnapshot, Session
 from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
+from datasette_capsem.memory import ValuePool
 from datasette_capsem.urls import Urls
 
 MAIN_DB, LEDGER = "main.db", "ledger"
@@ -62,6 +63,10 @@ CACHED_FILTERS = 64  # filter results kept per build, so paging through one cost
 CACHED_RENDERINGS = 16  # rendered pages of rows kept per build (about 100 KB each)
 
 ROOT_URLS = Urls()
+# The list keeps a row per session (10,000 on a big machine): parts most rows have in common
+# (which source each figure came from, a verdict's kinds, "4h25m") are one shared object each.
+# Rows are read-only once built; views copy a row to change it (views/home.py).
+SHARED = ValuePool()
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -188,16 +193,17 @@ def build_row(
     values, sources = _figures(session, ledger, stale)
     created, stopped = parse_time(session.created_at), parse_time(session.stopped_at)
     duration = (stopped - created).total_seconds() if created and stopped else None
+    mismatch = rollup_mismatches(session, ledger, comparison)
     row = {
         **session.summary(),
         "created": created.strftime("%m-%d %H:%M:%S") if created else None,
         "duration_seconds": duration,
-        "duration": "running" if session.status == "running" else format_duration(duration),
+        "duration": SHARED("running" if session.status == "running" else format_duration(duration)),
         **values,
-        "sources": sources,
+        "sources": SHARED.keyed(("sources", *sources.items()), sources),
         "main_db_stale": stale,
         "rollup": comparison.verdict,
-        "rollup_mismatch": rollup_mismatches(session, ledger, comparison),
+        "rollup_mismatch": mismatch if mismatch else SHARED.keyed(("rollup_mismatch",), mismatch),
         "indexed": index_row is not None,
         "inherited_from": index_row.get("inherited_from") if index_row else None,
         "index_problem": problem,
@@ -207,7 +213,10 @@ def build_row(
     if session.home:
         row["home_href"] = ROOT_URLS.sessions(home=session.home)
     verdict = verdicts.list_verdict(stored_check, session)
-    row["verdict_rank"] = verdict.pop("rank")
+    verdict["kinds"] = SHARED.keyed(("kinds", *verdict["kinds"]), verdict["kinds"])
+    row["problems"] = SHARED.keyed(("problems", *row["problems"]), row["problems"])
+    rank = verdict.pop("rank")
+    row["verdict_rank"] = SHARED.keyed(("rank", *map(repr, rank)), rank) if rank else rank
     verdict["href"] = ROOT_URLS.check(session.id)
     row["verdict"] = verdict
     return row

@@ -46,7 +46,7 @@ from datasette_capsem.index import fts, store, verdicts
 from datasette_capsem.index.notify import DirectoryNotifier
 from datasette_capsem.index.plan import FilePlan, plan_files, stat_ledger
 from datasette_capsem.index.reader import read_ledger
-from datasette_capsem.memory import release_memory
+from datasette_capsem.memory import CompactRow, ValuePool, compact_rows, release_memory, with_values
 from datasette_capsem.sqlfiles import load_sql
 
 Progress = Callable[[int, int], None]
@@ -134,9 +134,11 @@ class IndexService:
         self._signatures: dict[str, tuple[Any, str]] = {}  # id -> (session, row signature)
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
-        # session id -> (fingerprint, signature) of its stored verdict, as this process last
-        # read or wrote it (reading 10,000 back per refresh costs ~30 ms); see refresh().
-        self._stored_checks: dict[str, tuple] | None = None
+        # session id -> hash of (fingerprint, signature) of its stored verdict, as this process
+        # last read or wrote it (reading 10,000 back per refresh costs ~30 ms; a hash, not the
+        # tuple, saves 2 MB there: a collision, at odds of 2**-60, would keep a verdict until
+        # the next full refresh reads the real ones back); see refresh().
+        self._stored_checks: dict[str, int] | None = None
         self._watched_dirs: tuple[Any, set[Path]] | None = None  # (catalog snapshot, dirs)
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
@@ -226,7 +228,9 @@ class IndexService:
         Returns the sessions whose stored verdict was removed."""
         sessions = self.catalog.snapshot().sessions
         if self._stored_checks is None:
-            self._stored_checks = store.stored_checks(conn)
+            self._stored_checks = {
+                sid: hash(inputs) for sid, inputs in store.stored_checks(conn).items()
+            }
         stored = self._stored_checks
         gone = set(stored) - set(sessions)
         for session_id in gone:
@@ -237,7 +241,7 @@ class IndexService:
             fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
             signature = self._signature(session)
             known = stored.get(session_id)
-            wanted = (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
+            wanted = hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
             if known is None or known != wanted:
                 todo.append((session, fingerprint, signature))
         self._progress, self._phase = (0, len(todo)), "sessions checked"
@@ -252,7 +256,9 @@ class IndexService:
                 "created_at": session.created_at,
             }
             store.write_check(conn, described, fingerprint, signature, checked)
-            stored[session.id] = (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
+            stored[session.id] = hash(
+                (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
+            )
             report.checked.append(session.id)
             last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
         if self.catalog.snapshot() is not self._named:
@@ -377,21 +383,14 @@ class IndexService:
         with store.reading(self.path) as conn:
             if conn is None:
                 return IndexSnapshot(generation=generation)
-            ledgers = {
-                row["session_id"]: {**dict(row), "session_id": row["session_id"]}
-                for row in conn.execute(load_sql(store.__package__, "load_totals"))
-            }
-            for row in conn.execute(load_sql(store.__package__, "load_file_totals")):
-                if row["session_id"] in ledgers:
-                    ledgers[row["session_id"]]["file_totals"] = dict(row)
+            sql = functools.partial(load_sql, store.__package__)
+            ledgers, checks = _read_rows(
+                conn, sql("load_totals"), sql("load_file_totals"), sql("load_checks")
+            )
             usage: dict[str, list[tuple]] = {}
-            for row in conn.execute(load_sql(store.__package__, "load_daily_usage")):
+            for row in conn.execute(sql("load_daily_usage")):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
-            aliases = dict(conn.execute(load_sql(store.__package__, "load_aliases")).fetchall())
-            checks = {
-                row["session_id"]: dict(row)
-                for row in conn.execute(load_sql(store.__package__, "load_checks"))
-            }
+            aliases = dict(conn.execute(sql("load_aliases")).fetchall())
         if self._snapshot is not None:  # unchanged rows stay the same objects (see _same)
             ledgers = _same(self._snapshot.ledgers, ledgers)
             checks = _same(self._snapshot.checks, checks)
@@ -416,15 +415,12 @@ class IndexService:
             if conn is None:
                 return IndexSnapshot(generation=old.generation + 1)
             sql = functools.partial(load_sql, store.__package__)
-            for row in conn.execute(sql("load_totals_of"), params):
-                ledgers[row["session_id"]] = {**dict(row), "session_id": row["session_id"]}
-            for row in conn.execute(sql("load_file_totals_of"), params):
-                if row["session_id"] in ledgers:
-                    ledgers[row["session_id"]]["file_totals"] = dict(row)
+            read = sql("load_totals_of"), sql("load_file_totals_of"), sql("load_checks_of")
+            changed_ledgers, changed_checks = _read_rows(conn, *read, params)
+            ledgers.update(changed_ledgers)
+            checks.update(changed_checks)
             for row in conn.execute(sql("load_daily_usage_of"), params):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
-            for row in conn.execute(sql("load_checks_of"), params):
-                checks[row["session_id"]] = dict(row)
         return IndexSnapshot(
             generation=old.generation + 1,
             ledgers=ledgers,
@@ -610,6 +606,25 @@ def _background_loop(ref: weakref.ref, stop: threading.Event, interval: float) -
                 stop.wait(max(0.0, ended + busy * (1 / EVENT_DUTY - 1) - time.monotonic()))
     finally:
         notifier.close()
+
+
+def _read_rows(
+    conn, totals: str, file_totals: str, checks: str, params: dict | None = None
+) -> tuple[dict[str, CompactRow], dict[str, CompactRow]]:
+    """The index's per-session figures (with a fork's whole-file totals as `file_totals`)
+    and stored verdicts, as compact rows sharing their repeated strings."""
+    pool = ValuePool()
+    ledgers = {
+        row["session_id"]: row
+        for row in compact_rows(conn.execute(totals, params or {}), pool, ("file_totals",))
+    }
+    for row in compact_rows(conn.execute(file_totals, params or {}), pool):
+        if row["session_id"] in ledgers:
+            ledgers[row["session_id"]] = with_values(ledgers[row["session_id"]], file_totals=row)
+    found = {
+        row["session_id"]: row for row in compact_rows(conn.execute(checks, params or {}), pool)
+    }
+    return ledgers, found
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
