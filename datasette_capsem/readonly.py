@@ -77,6 +77,12 @@ class FileState:
         return (self.size, self.mtime_ns, self.wal_size, self.wal_mtime_ns)
 
     @property
+    def stat_fingerprint(self) -> tuple:
+        """`file_fingerprint` of the file as this state saw it (no further stat)."""
+        wal = None if self.wal_size is None else (self.wal_size, self.wal_mtime_ns)
+        return ((self.size, self.mtime_ns), wal)
+
+    @property
     def mode(self) -> str:
         if self.path.suffix == ".gz":
             return "gz"

@@ -8,6 +8,7 @@ the bound may be exceeded briefly while more than `max_mounted` requests are in 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter, OrderedDict
 
 from datasette.utils.internal_db import init_internal_db, populate_schema_tables
@@ -19,6 +20,9 @@ from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint
 from datasette_capsem.sqlfiles import load_sql
 
 MAIN_DATABASE = "main"
+# How often mounting looks for mounted ledgers Capsem deleted: a stat of every mounted file
+# (32 by default) was a fifth of a first visit's own work when done on each mount.
+VANISHED_CHECK_SECONDS = 5.0
 
 
 class Mounter:
@@ -34,6 +38,7 @@ class Mounter:
         self.mount_count = 0
         self.evict_count = 0
         self.schema_cache = SchemaRefreshCache()
+        self._vanished_checked = float("-inf")
 
     async def session_database(self, session: Session) -> LedgerDatabase:
         """The mounted database of a session, mounting it first if needed."""
@@ -115,7 +120,11 @@ class Mounter:
 
     def _evict_vanished(self) -> None:
         """Unmount idle ledgers whose file Capsem deleted (a stopped ephemeral VM), so their
-        descriptors are released. Checked when mounting, not on every request."""
+        descriptors are released. Checked when mounting, at most every few seconds."""
+        now = time.monotonic()
+        if now - self._vanished_checked < VANISHED_CHECK_SECONDS:
+            return
+        self._vanished_checked = now
         for name in [n for n in self.mounted if n not in self.pins]:
             if not self.mounted[name].file_exists:
                 self.evict(name)
@@ -139,21 +148,29 @@ class SchemaRefreshCache:
     """Remembers each database's file fingerprint at its last schema refresh.
 
     Datasette 0.65 runs `PRAGMA schema_version` on every attached database on every core
-    request. For Capsem files a schema can only change if the file or its WAL changed, which
-    two `stat` calls tell without touching the SQL thread pool.
+    request. A file's schema can only change if the file or its WAL changed, which two `stat`
+    calls tell without a round trip through the SQL thread pool; an in-memory database
+    (`_memory`) is checked once: a read-only instance refuses every write to it.
     """
 
     def __init__(self):
         self._seen: dict[str, tuple] = {}
 
-    def unchanged(self, name: str, database) -> bool:
-        if not isinstance(database, LedgerDatabase):
-            return False
-        return self._seen.get(name) == file_fingerprint(database.source_path)
-
-    def remember(self, name: str, database) -> None:
+    @staticmethod
+    def fingerprint(database) -> tuple | None:
         if isinstance(database, LedgerDatabase):
-            self._seen[name] = file_fingerprint(database.source_path)
+            return file_fingerprint(database.source_path)
+        if database.is_memory:
+            return ("memory",)
+        return file_fingerprint(database.path) if database.path else None
+
+    def unchanged(self, name: str, fingerprint: tuple | None) -> bool:
+        return fingerprint is not None and self._seen.get(name) == fingerprint
+
+    def remember(self, name: str, fingerprint: tuple | None) -> None:
+        """Taken before the refresh read the schema: a change meanwhile is seen next time."""
+        if fingerprint is not None:
+            self._seen[name] = fingerprint
 
     def forget(self, name: str) -> None:
         self._seen.pop(name, None)
@@ -173,7 +190,10 @@ async def refresh_schemas(datasette, mounter: Mounter) -> None:
     cache = mounter.schema_cache
     known = None
     for name, database in list(datasette.databases.items()):
-        if name == "_internal" or mounter.is_session_mount(name) or cache.unchanged(name, database):
+        if name == "_internal" or mounter.is_session_mount(name):
+            continue
+        fingerprint = cache.fingerprint(database)
+        if cache.unchanged(name, fingerprint):
             continue
         if known is None:
             rows = await internal.execute(load_sql(__package__, "internal_versions"))
@@ -188,4 +208,4 @@ async def refresh_schemas(datasette, mounter: Mounter) -> None:
                 [name, str(database.path), database.is_memory, version],
             )
             await populate_schema_tables(internal, database)
-        cache.remember(name, database)
+        cache.remember(name, fingerprint)

@@ -18,6 +18,7 @@ from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.errors import CapsemError
+from datasette_capsem.mount.ledger_db import request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render, secrets_guard
@@ -338,6 +339,7 @@ def wrap(app, datasette):
             datasette, actor, scope, receive, is_plugin_page(path)
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
+        request_token = request_scope.set(object())  # each file is stat'ed once per request
         hide = redaction.hide_free_text.set(
             policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
         )
@@ -350,6 +352,7 @@ def wrap(app, datasette):
         finally:
             if pinned:
                 mounter.unpin(pinned)
+            request_scope.reset(request_token)
             redaction.hide_free_text.reset(hide)
             redaction.policy.reset(token)
 
