@@ -29,7 +29,16 @@ import uuid
 from pathlib import Path
 
 import httpx
-from common import OUT, generated_home, manifest, print_table, rss_mb, server, wait_for_index
+from common import (
+    OUT,
+    cpu_seconds,
+    generated_home,
+    manifest,
+    print_table,
+    rss_mb,
+    server,
+    wait_for_index,
+)
 
 VISITS = 1000
 
@@ -64,13 +73,20 @@ def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
 
 
-def side_by_side(plugin, plain, plugin_urls, plain_url: str) -> tuple[list, list]:
-    """Alternate one plugin request with one plain request; both timings lists."""
+def side_by_side(plugin, plain, plugin_urls, plain_url: str, pids: tuple[int, int]) -> tuple:
+    """Alternate one plugin request with one plain request: both timings lists, and each
+    server's CPU time per request (ms; all its threads, background work included), which the
+    other jobs on the machine disturb much less than wall time."""
     ours, theirs = [], []
+    cpu_before = [cpu_seconds(pid) for pid in pids]
     for url in plugin_urls:
         ours.append(timed(plugin, url))
         theirs.append(timed(plain, plain_url))
-    return ours, theirs
+    cpu = [
+        (cpu_seconds(pid) - b) * 1000 / len(plugin_urls)
+        for pid, b in zip(pids, cpu_before, strict=True)
+    ]
+    return ours, theirs, cpu
 
 
 def event_ids(ledger: Path, count: int) -> list[str]:
@@ -169,52 +185,57 @@ def one_run(home: Path, cache: Path, sessions: list[dict], requests: int, seed: 
     plain_table = f"/{Path(plain_session['ledger']).stem}/model_calls"
     with (
         server("--home", str(home), "--cache", str(cache)) as (base, pid, _start),
-        server("--plain", str(home / plain_session["ledger"])) as (plain_base, _pid, _s),
+        server("--plain", str(home / plain_session["ledger"])) as (plain_base, plain_pid, _s),
         httpx.Client(base_url=base, timeout=120) as plugin,
         httpx.Client(base_url=plain_base, timeout=120) as plain,
     ):
         wait_for_index(plugin)
         for client, url in ((plugin, "/"), (plain, plain_table), (plain, plain_table)):
             client.get(url)
+        pids = (pid, plain_pid)
+        rss_start = (rss_mb(pid), rss_mb(plain_pid))
         cold = iter(pool[1:])
-        rows: dict[str, tuple[list, list]] = {}
+        rows: dict[str, tuple] = {}
         rows["first visit of a session table page"] = side_by_side(
             plugin,
             plain,
             [f"/{next(cold)['id']}/model_calls" for _ in range(requests)],
             plain_table,
+            pids,
         )
         rows["first visit of a session overview"] = side_by_side(
             plugin, plain, [f"/-/capsem/sessions/{next(cold)['id']}" for _ in range(requests)],
             plain_table,
+            pids,
         )  # fmt: skip
-        rows["home `/`"] = side_by_side(plugin, plain, ["/"] * requests, plain_table)
+        rows["home `/`"] = side_by_side(plugin, plain, ["/"] * requests, plain_table, pids)
         ids = []
         while len(ids) < requests:
             session = next(cold)
             ids += [(session["id"], e) for e in event_ids(home / session["ledger"], 1)]
         rows["search an event id (HTML)"] = side_by_side(
-            plugin, plain, [f"/-/capsem/search?q={e}" for _, e in ids], plain_table
+            plugin, plain, [f"/-/capsem/search?q={e}" for _, e in ids], plain_table, pids
         )
         rows["search an event id (JSON)"] = side_by_side(
-            plugin, plain, [f"/-/capsem/search.json?q={e}" for _, e in ids], plain_table
+            plugin, plain, [f"/-/capsem/search.json?q={e}" for _, e in ids], plain_table, pids
         )
         rows["`/main/sessions.json`"] = side_by_side(
-            plugin, plain, ["/main/sessions.json"] * requests, plain_table
+            plugin, plain, ["/main/sessions.json"] * requests, plain_table, pids
         )
         visited = pool[1 : VISITS + 1]
         for session in visited:
             plugin.get(f"/{session['id']}/model_calls.json?_size=5")
-        rss = rss_mb(pid)
+        rss = (rss_mb(pid), rss_mb(plain_pid))
         recent = visited[-20:]
         rows[f"warm table page after visiting {VISITS:,} sessions"] = side_by_side(
             plugin,
             plain,
             [f"/{recent[i % len(recent)]['id']}/model_calls" for i in range(requests)],
             plain_table,
+            pids,
         )
         fresh = freshness(plugin, home, pool[VISITS + 1 :], rng)
-    return {"rows": rows, "rss": rss, "fresh": fresh}
+    return {"rows": rows, "rss_start": rss_start, "rss": rss, "fresh": fresh}
 
 
 def main() -> None:
@@ -233,18 +254,21 @@ def main() -> None:
     for run in range(1, args.runs + 1):
         result = one_run(home, cache, sessions, args.requests, seed=run)
         table = []
-        for name, (ours, theirs) in result["rows"].items():
+        for name, (ours, theirs, cpu) in result["rows"].items():
             table.append(
                 [
                     name,
                     f"{statistics.median(ours):.1f} / {p90(ours):.1f}",
                     f"{statistics.median(theirs):.1f} / {p90(theirs):.1f}",
                     f"{statistics.median(ours) / statistics.median(theirs):.2f}x",
+                    f"{cpu[0]:.1f} / {cpu[1]:.1f} = {cpu[0] / cpu[1]:.2f}x",
                 ]
             )
-        table.append(
-            [f"RSS after visiting {VISITS:,} sessions (MB)", f"{result['rss']:.0f}", "", ""]
-        )
+        for label, (ours, theirs) in (
+            ("RSS at start, index built (MB)", result["rss_start"]),
+            (f"RSS after visiting {VISITS:,} sessions (MB)", result["rss"]),
+        ):
+            table.append([label, f"{ours:.0f}", f"{theirs:.0f} (plain's RSS)", "", ""])
         for name, key in (("a changed ledger", "changed"), ("a new session", "new")):
             values = result["fresh"][key]
             table.append(
@@ -253,12 +277,19 @@ def main() -> None:
                     ", ".join(f"{v:.0f}" for v in values),
                     "",
                     "",
+                    "",
                 ]
             )
         print_table(
             f"Run {run}: {args.sessions:,}-session home vs plain datasette serve of one ledger, "
             f"{args.requests} requests each, interleaved",
-            ["page", "capsem median / p90 ms", "plain table page median / p90 ms", "ratio"],
+            [
+                "page",
+                "capsem median / p90 ms",
+                "plain table page median / p90 ms",
+                "ratio",
+                "server CPU ms/request, capsem / plain",
+            ],
             table,
         )
 
