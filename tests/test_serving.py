@@ -330,3 +330,36 @@ async def test_main_json_skips_facet_suggestions_but_answers_facets(datasette):
     assert page.status_code == 200 and "Suggested facets" in page.text
     asked = (await datasette.client.get("/main/sessions.json?_nosuggest=")).json()
     assert asked["suggested_facets"]
+
+
+async def test_an_evicted_session_is_remounted_with_the_same_answers(
+    capsem_home, manifest, cache_dir
+):
+    """Beyond the bound, the first session visited is unmounted; asking for it again mounts it
+    again transparently: same rows, same canned queries. Ledgers of one schema shape share one
+    introspected schema; a file of another shape gets its own."""
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=2)
+    state = get_state(datasette)
+    sessions = [s for s in readable_sessions(manifest) if s.get("counts", {}).get("model_calls")]
+    first = sessions[0]
+
+    async def answers(session_id: str) -> tuple:
+        rows = await datasette.client.get(f"/{session_id}/model_calls.json?_shape=array&_size=max")
+        page = await datasette.client.get(f"/{session_id}.json")
+        assert rows.status_code == page.status_code == 200
+        return rows.json(), sorted(query["name"] for query in page.json()["queries"])
+
+    before = await answers(first["id"])
+    assert before[0] and before[1]  # rows and canned queries to compare
+    schemas = {}
+    for session in sessions[1:]:
+        await answers(session["id"])
+        schemas[session["id"]] = (session["era"], state.mounter.mounted[session["id"]]._schema)
+    assert first["id"] not in state.mounter.mounted and first["id"] not in datasette.databases
+    assert await answers(first["id"]) == before
+    assert first["id"] in state.mounter.mounted
+    pairs = [(a, b) for a in schemas.values() for b in schemas.values() if a is not b]
+    assert any(schema_a is schema_b for (_, schema_a), (_, schema_b) in pairs)
+    for (era_a, schema_a), (era_b, schema_b) in pairs:
+        if schema_a.tables != schema_b.tables:
+            assert schema_a is not schema_b, (era_a, era_b)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from datasette.database import Database
 from datasette_capsem import readonly, redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.readonly import file_fingerprint
+from datasette_capsem.sqlfiles import load_sql
 
 # The request being served (an opaque token, set by the ASGI layer; None outside requests). A
 # file is stat'ed once per request, not before each of the ~90 queries of a table page (two
@@ -30,6 +32,24 @@ from datasette_capsem.readonly import file_fingerprint
 request_scope: contextvars.ContextVar[object | None] = contextvars.ContextVar(
     "capsem_request_scope", default=None
 )
+
+# Introspected schemas by the hash of their schema text, shared by every file of that shape.
+MAX_SHAPES = 64
+_shapes: dict[bytes, LedgerSchema] = {}
+
+
+def read_shared_schema(conn: sqlite3.Connection) -> LedgerSchema:
+    """`read_schema`, once per schema shape: one read of sqlite_master instead of a
+    `pragma_table_info` per table, and one LedgerSchema object for all ledgers of an era."""
+    (text,) = conn.execute(load_sql(__package__, "schema_shape")).fetchone()
+    key = hashlib.blake2b((text or "").encode(), digest_size=16).digest()
+    schema = _shapes.get(key)
+    if schema is None:
+        schema = read_schema(conn)
+        if len(_shapes) >= MAX_SHAPES:
+            _shapes.pop(next(iter(_shapes)), None)
+        _shapes[key] = schema
+    return schema
 
 
 class ReadOnlyDatabaseError(sqlite3.OperationalError):
@@ -167,7 +187,7 @@ class LedgerDatabase(Database):
             and file_fingerprint(self.source_path) != self._fingerprint
         )
         if self._schema is None or changed or self._schema_generation != self._generation:
-            self._schema = await self.execute_fn(read_schema)  # revalidates first
+            self._schema = await self.execute_fn(read_shared_schema)  # revalidates first
             self._schema_generation = self._generation
         return self._schema
 
