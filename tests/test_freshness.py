@@ -161,8 +161,9 @@ async def test_the_notifier_wakes_on_a_write_a_new_file_and_a_removed_dir(tmp_pa
     notifier = DirectoryNotifier()
     try:
         assert notifier.active, "inotify is present on Linux"
-        notifier.watch([watched, tmp_path / "missing"])
+        assert notifier.watch([watched, tmp_path / "missing"]) == 1
         assert notifier.watched == {watched}  # a missing dir is left to the stat rounds
+        assert notifier.watch([watched]) == 0  # already watched: nothing added
         assert notifier.wait(0) is False
         add_file_event(ledger, "/work/a.txt")
         assert notifier.wait(DEADLINE_SECONDS) is True
@@ -178,6 +179,8 @@ async def test_the_notifier_wakes_on_a_write_a_new_file_and_a_removed_dir(tmp_pa
         shutil.rmtree(other)
         assert notifier.wait(DEADLINE_SECONDS) is True
         assert notifier.watched == frozenset()  # the kernel dropped the removed dir's watch
+        notifier.wake()  # another thread ends a wait: no change was seen
+        assert notifier.wait(DEADLINE_SECONDS) is False
     finally:
         notifier.close()
 

@@ -219,12 +219,13 @@ class Catalog(_SnapshotQueries):
             return [main_database_name("")]
         return [main_database_name(label) for label in self.snapshot().homes]
 
-    def refresh(self, force: bool = False) -> bool:
-        """Rescan what changed; returns whether anything was rescanned."""
+    def refresh(self, force: bool = False, check_now: bool = False) -> bool:
+        """Rescan what changed; returns whether anything was rescanned. `check_now` looks at
+        the fingerprints even if they were looked at less than an interval ago."""
         if self._single is not None:
-            return self._single.refresh(force)
+            return self._single.refresh(force, check_now)
         now = time.monotonic()
-        if not force and now - self._checked_at < self._interval:
+        if not (force or check_now) and now - self._checked_at < self._interval:
             return False
         with self._lock:
             self._checked_at = now
@@ -352,10 +353,10 @@ class HomeCatalog(_SnapshotQueries):
             session.ledger_path, session.writer_wal = discover.ledger_in(session.dir_path)
         return session
 
-    def refresh(self, force: bool = False) -> bool:
+    def refresh(self, force: bool = False, check_now: bool = False) -> bool:
         """Rescan if the fingerprint changed; returns whether a rescan happened."""
         now = time.monotonic()
-        if not force and now - self._checked_at < self.min_check_interval:
+        if not (force or check_now) and now - self._checked_at < self.min_check_interval:
             return False
         with self._lock:
             self._checked_at = now

@@ -13,6 +13,7 @@ the watch, and the plugin's own files live in its cache, outside every home.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -64,6 +65,9 @@ class DirectoryNotifier:
         if self._libc is not None:
             fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             self._fd = fd if fd >= 0 else None
+        # `wake` writes here: a waiting thread returns at once (to stop, say).
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_read, False)
 
     @property
     def active(self) -> bool:
@@ -74,10 +78,12 @@ class DirectoryNotifier:
     def watched(self) -> frozenset[Path]:
         return frozenset(self._wds)
 
-    def watch(self, directories: Iterable[Path]) -> None:
-        """Watch exactly these directories (those that exist and can be watched)."""
+    def watch(self, directories: Iterable[Path]) -> int:
+        """Watch exactly these directories (those that exist and can be watched); how many
+        were added (a change in one before now raised no event: look again by stat)."""
         if self._fd is None:
-            return
+            return 0
+        added = 0
         wanted = set(directories)
         for path in [path for path in self._wds if path not in wanted]:
             wd = self._wds.pop(path)
@@ -88,21 +94,29 @@ class DirectoryNotifier:
             if wd >= 0:  # a dir that is gone, or no watches left: the stat rounds see it
                 self._wds[path] = wd
                 self._paths[wd] = path
+                added += 1
+        return added
 
     def wait(self, timeout: float) -> bool:
         """Sleep up to `timeout` seconds; True as soon as a watched directory changed."""
-        if self._fd is None:
-            select.select([], [], [], timeout)
-            return False
         deadline = time.monotonic() + timeout
+        watched = [self._wake_read] + ([self._fd] if self._fd is not None else [])
         while True:
-            readable, _, _ = select.select(
-                [self._fd], [], [], max(0.0, deadline - time.monotonic())
-            )
+            readable, _, _ = select.select(watched, [], [], max(0.0, deadline - time.monotonic()))
             if not readable:
+                return False
+            if self._wake_read in readable:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self._wake_read, 64)
                 return False
             if self._drain():
                 return True
+
+    def wake(self) -> None:
+        """End a `wait` in another thread now."""
+        if self._wake_write >= 0:
+            with contextlib.suppress(OSError):
+                os.write(self._wake_write, b"x")
 
     def _drain(self) -> bool:
         """Read every queued event; forget watches the kernel dropped. Whether any event
@@ -127,5 +141,10 @@ class DirectoryNotifier:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        # -1 after closing: a closed descriptor's number is soon another file's.
+        write, self._wake_write = self._wake_write, -1
+        for fd in (self._wake_read, write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self._wds.clear()
         self._paths.clear()
