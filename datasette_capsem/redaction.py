@@ -319,6 +319,19 @@ def mask_text_memo(text: str) -> str:
     return masked
 
 
+def remember_unchanged(text: str) -> None:
+    """Record that `mask_text` leaves `text` unchanged (known from an earlier run of the same
+    code over the same text, e.g. a stored trace answer read back after a restart)."""
+    if len(text) < MEMO_MIN_CHARS:
+        return
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).digest()
+    with _unchanged_lock:
+        _unchanged[digest] = None
+        _unchanged.move_to_end(digest)
+        while len(_unchanged) > MEMO_ENTRIES:
+            _unchanged.popitem(last=False)
+
+
 def mask_bytes(data: bytes, *, force: bool = False) -> bytes:
     """`mask_text` over raw bytes (latin-1 keeps every byte), for the current request's
     policy: binary bodies shown as hex are masked before they are encoded."""
@@ -386,32 +399,64 @@ def _carrier(name: str, parent: dict) -> bool:
 def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -> Any:
     """A plugin page's data (dicts, lists, values) with `redact_cell` applied by field name;
     OTLP attributes ({"key": name, "value": {...}}) are redacted by their `key`."""
-    if isinstance(data, dict):
+    return _TreePass(hide_free_text.get()).value(data, key, parent)
+
+
+_BODY_VIEW_KINDS = ("json", "sse", "text", "hex")
+_BODY_VIEW_TEXTS = ("text", "events", "hex", "assembled")
+
+
+class _TreePass:
+    """One `redact_tree` walk. A tree of a big trace repeats the same texts (kinds, names,
+    models) tens of thousands of times and `mask_text` is a pure function of its text, so each
+    distinct text is masked once per walk; a field name is lowered and looked up once."""
+
+    def __init__(self, hide: bool):
+        self.hide = hide
+        self.masked: dict[str, str] = {}
+        self.names: dict[str, tuple[bool, bool, bool]] = {}
+
+    def value(self, data: Any, key: str | None, parent: dict | None) -> Any:
+        if isinstance(data, dict):
+            return self.mapping(data)
+        if isinstance(data, (list, tuple)):
+            return [self.value(item, key, parent) for item in data]
+        if data is None:
+            return None
+        if key:
+            flags = self.names.get(key)
+            if flags is None:
+                name = key.lower()
+                flags = self.names[key] = (
+                    name in CARRIER_COLUMNS,
+                    name in ("query", "headers"),  # carriers only inside a ledger row
+                    name in FREE_TEXT_FIELDS,
+                )
+            carrier, row_only, free = flags
+            if carrier and (not row_only or {"domain", "method", "path"} & (parent or {}).keys()):
+                return HIDDEN
+            if free and self.hide and isinstance(data, (str, bytes)):
+                return HIDDEN
+        if type(data) is str:
+            masked = self.masked.get(data)
+            if masked is None:
+                masked = self.masked[data] = mask_cut_text(data) if CUT in data else mask_text(data)
+            return masked
+        return redact_cell(None, data)
+
+    def mapping(self, data: dict) -> dict:
         if "key" in data and "value" in data and isinstance(data["key"], str):
             name = data["key"]
-            if name.lower() in CARRIER_COLUMNS or (
-                name in FREE_TEXT_FIELDS and hide_free_text.get()
-            ):
+            if name.lower() in CARRIER_COLUMNS or (name in FREE_TEXT_FIELDS and self.hide):
                 return {**data, "value": {"stringValue": HIDDEN}}
-        if hide_free_text.get() and data.get("kind") in ("json", "sse", "text", "hex"):
+        if self.hide and data.get("kind") in _BODY_VIEW_KINDS:
             return {
-                **{
-                    k: v for k, v in data.items() if k not in ("text", "events", "hex", "assembled")
-                },
+                **{k: v for k, v in data.items() if k not in _BODY_VIEW_TEXTS},
                 "kind": "text",
                 "text": HIDDEN,
             }
-        return {k: redact_tree(v, k if isinstance(k, str) else None, data) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [redact_tree(item, key, parent) for item in data]
-    name = (key or "").lower()
-    if data is None:
-        return None
-    if _carrier(name, parent or {}):
-        return HIDDEN
-    if hide_free_text.get() and name in FREE_TEXT_FIELDS and isinstance(data, (str, bytes)):
-        return HIDDEN
-    return redact_cell(None, data)
+        value = self.value
+        return {k: value(v, k if isinstance(k, str) else None, data) for k, v in data.items()}
 
 
 def _redacting_row_factory(cursor: sqlite3.Cursor, row: tuple) -> sqlite3.Row:

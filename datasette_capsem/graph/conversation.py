@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import marshal
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
@@ -119,28 +121,39 @@ def _anthropic_blocks(role: str, content: Any) -> list[dict[str, Any]]:
     return parts
 
 
-def _anthropic_request(body: dict[str, Any]) -> list[dict[str, Any]]:
+# A request parser gives (parts before the history, the history's items, the parts of one
+# item): each item's parts depend on that item alone, so items a request repeats from the
+# previous one are not parsed again (`_History`).
+Parsed = tuple[list[dict[str, Any]], list[Any], Callable[[Any], list[dict[str, Any]]]]
+
+
+def _anthropic_message(message: Any) -> list[dict[str, Any]]:
+    if not isinstance(message, dict):
+        return []
+    return _anthropic_blocks(str(message.get("role") or "user"), message.get("content"))
+
+
+def _anthropic_request(body: dict[str, Any]) -> Parsed:
     system = body.get("system")
     parts = [_part("system", "text", _texts(system))] if system else []
-    for message in body.get("messages") or []:
-        if isinstance(message, dict):
-            parts += _anthropic_blocks(str(message.get("role") or "user"), message.get("content"))
-    return parts
+    return parts, list(body.get("messages") or []), _anthropic_message
 
 
-def _chat_request(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _chat_request(body: dict[str, Any]) -> Parsed:
     """OpenAI chat completions and Ollama chat (`messages`, roles, `tool_calls`)."""
-    parts = []
-    for message in body.get("messages") or []:
-        if not isinstance(message, dict):
-            continue
+    return [], list(body.get("messages") or []), _chat_message
+
+
+def _chat_message(message: Any) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if isinstance(message, dict):
         role = str(message.get("role") or "user")
         role = "system" if role == "developer" else role
         if role == "tool":
             parts.append(_part("tool", "tool_result", _texts(message.get("content")),
                                call_id=message.get("tool_call_id"),
                                name=message.get("tool_name") or message.get("name")))  # fmt: skip
-            continue
+            return parts
         if message.get("thinking"):
             parts.append(_part(role, "thinking", message["thinking"]))
         text = _texts(message.get("content"))
@@ -179,14 +192,18 @@ def _responses_items(items: Any, default_role: str = "user") -> list[dict[str, A
     return parts
 
 
-def _responses_request(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _responses_item(item: Any) -> list[dict[str, Any]]:
+    return _responses_items([item])
+
+
+def _responses_request(body: dict[str, Any]) -> Parsed:
     parts = (
         [_part("system", "text", _texts(body["instructions"]))] if body.get("instructions") else []
     )
     given = body.get("input")
     if isinstance(given, str):
-        return [*parts, _part("user", "text", given)]
-    return parts + _responses_items(given)
+        return [*parts, _part("user", "text", given)], [], _responses_item
+    return parts, given if isinstance(given, list) else [], _responses_item
 
 
 def _gemini_parts(role: str, given: Any) -> list[dict[str, Any]]:
@@ -214,20 +231,19 @@ def _gemini_parts(role: str, given: Any) -> list[dict[str, Any]]:
     return parts
 
 
-def _gemini_request(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _gemini_content(content: Any) -> list[dict[str, Any]]:
+    if not isinstance(content, dict):
+        return []
+    role = "assistant" if content.get("role") == "model" else str(content.get("role") or "user")
+    return _gemini_parts(role, content.get("parts"))
+
+
+def _gemini_request(body: dict[str, Any]) -> Parsed:
     system = body.get("systemInstruction") or body.get("system_instruction")
     parts = []
     if isinstance(system, dict):
         parts.append(_part("system", "text", _texts(system.get("parts"))))
-    for content in body.get("contents") or []:
-        if isinstance(content, dict):
-            role = (
-                "assistant"
-                if content.get("role") == "model"
-                else str(content.get("role") or "user")
-            )
-            parts += _gemini_parts(role, content.get("parts"))
-    return parts
+    return parts, list(body.get("contents") or []), _gemini_content
 
 
 def request_format(body: Any, path: Any = None, provider: Any = None) -> str | None:
@@ -242,14 +258,13 @@ def request_format(body: Any, path: Any = None, provider: Any = None) -> str | N
     messages = body.get("messages")
     if not isinstance(messages, list):
         return None
-    blocks = [
-        b.get("type")
+    if "system" in body or any(
+        b.get("type") in ("tool_use", "tool_result")
         for m in messages
         if isinstance(m, dict) and isinstance(m.get("content"), list)
         for b in m["content"]
         if isinstance(b, dict)
-    ]
-    if "system" in body or {"tool_use", "tool_result"} & set(blocks):
+    ):
         return "anthropic"
     if path.startswith("/api/") or provider == "ollama":
         return "ollama"
@@ -267,18 +282,74 @@ REQUEST_PARSERS = {
 }
 
 
-def parse_request(text: str | None, path: Any = None, provider: Any = None) -> dict[str, Any]:
-    """{format, messages, problem}: the history one request sent."""
+def _mark(item: Any) -> bytes | object:
+    """A request item's exact form: equal marks, equal items (types and key order too, which
+    `==` ignores: 1 == 1.0 == True, and an item's text keeps them)."""
+    try:
+        return marshal.dumps(item)
+    except ValueError:  # too deep to marshal: never equal to another item
+        return object()
+
+
+def _common_head(old: list[Any], new: list[Any]) -> int:
+    """How many first elements `old` and `new` share (one comparison in the usual case, where
+    one starts with the whole other)."""
+    limit = min(len(old), len(new))
+    if old[:limit] == new[:limit]:
+        return limit
+    head = 0
+    while head < limit and old[head] == new[head]:
+        head += 1
+    return head
+
+
+class _History:
+    """The items of the last request parsed, with their parts and the parts' keys: a request
+    repeats the history of the one before it, so only the items after their common head are
+    parsed (an item's parts depend on that item alone). The parts handed out are shared with
+    the next request's: never mark them (`build_steps` copies what it shows)."""
+
+    def __init__(self) -> None:
+        self.kind: str | None = None
+        self.marks: list[Any] = []
+        self.parts: list[list[dict[str, Any]]] = []
+        self.keys: list[list[tuple]] = []
+
+    def parts_of(self, kind: str, items: list[Any], parse) -> tuple[list[dict], list[tuple]]:
+        try:
+            marks = [marshal.dumps(item) for item in items]
+        except ValueError:  # an item too deep to marshal
+            marks = [_mark(item) for item in items]
+        head = _common_head(self.marks, marks) if kind == self.kind else 0
+        parts = self.parts[:head] + [parse(item) for item in items[head:]]
+        keys = self.keys[:head] + [[_key(part) for part in item] for item in parts[head:]]
+        self.kind, self.marks, self.parts, self.keys = kind, marks, parts, keys
+        return [p for item in parts for p in item], [k for item in keys for k in item]
+
+
+def _parse_request(
+    text: str | None, path: Any, provider: Any, history: _History
+) -> tuple[dict[str, Any], list[tuple]]:
+    """`parse_request`, and the keys of its messages; the messages are shared with
+    `history` (not to be changed)."""
     if not text:
-        return {"format": None, "messages": [], "problem": "no request body recorded"}
+        return {"format": None, "messages": [], "problem": "no request body recorded"}, []
     try:
         body = json.loads(text)
     except (ValueError, RecursionError):
-        return {"format": None, "messages": [], "problem": "the request body is not JSON"}
+        return {"format": None, "messages": [], "problem": "the request body is not JSON"}, []
     kind = request_format(body, path, provider)
     if kind is None:
-        return {"format": None, "messages": [], "problem": "not a chat request body"}
-    return {"format": kind, "messages": REQUEST_PARSERS[kind](body), "problem": None}
+        return {"format": None, "messages": [], "problem": "not a chat request body"}, []
+    head, items, parse = REQUEST_PARSERS[kind](body)
+    parts, keys = history.parts_of(kind, items, parse)
+    found = {"format": kind, "messages": head + parts, "problem": None}
+    return found, [_key(part) for part in head] + keys
+
+
+def parse_request(text: str | None, path: Any = None, provider: Any = None) -> dict[str, Any]:
+    """{format, messages, problem}: the history one request sent."""
+    return _parse_request(text, path, provider, _History())[0]
 
 
 # -- replies -------------------------------------------------------------------------------
@@ -374,7 +445,7 @@ class _Reply:
                 self.stop = choice.get("finish_reason") or self.stop
                 message = choice.get("message")
                 if isinstance(message, dict):
-                    self.final = _chat_request({"messages": [{**message, "role": "assistant"}]})
+                    self.final = _chat_message({**message, "role": "assistant"})
                     continue
                 delta = choice.get("delta") or {}
                 self.text("thinking", delta.get("reasoning_content") or "", ("c", "t"))
@@ -479,41 +550,67 @@ def _key(part: dict[str, Any]) -> tuple:
             else None, part.get("call_id"))  # fmt: skip
 
 
-def mark_new(messages: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, int]:
-    """Mark each message of a request `new` unless it repeats `before` (the previous request
-    and its reply); returns the counts of repeated, new and dropped earlier messages."""
-    old, new = [_key(m) for m in before], [_key(m) for m in messages]
+def _align(old: list[tuple], new: list[tuple]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from the keys `old` to the keys `new`."""
     # The history usually comes back whole: take the common head as repeated, and align only
     # what follows it (difflib over a 1,000-message history at every step is slow).
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
+    head = _common_head(old, new)
     matcher = difflib.SequenceMatcher(None, old[head:], new[head:], autojunk=False)
     opcodes = [("equal", 0, head, 0, head)] if head else []
-    opcodes += [
+    return opcodes + [
         (tag, i1 + head, i2 + head, j1 + head, j2 + head)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes()
     ]
+
+
+def _counts(opcodes: list[tuple[str, int, int, int, int]]) -> dict[str, int]:
     counts = {"repeated": 0, "new": 0, "dropped": 0}
     for tag, i1, i2, j1, j2 in opcodes:
-        for index in range(j1, j2):
-            messages[index]["index"] = index
-            messages[index]["new"] = tag != "equal"
-            if tag == "replace":
-                messages[index]["rewrites"] = True
         counts["repeated" if tag == "equal" else "new"] += j2 - j1
         if tag in ("replace", "delete"):
             counts["dropped"] += i2 - i1
     return counts
 
 
-def build_steps(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def mark_new(messages: list[dict[str, Any]], before: list[dict[str, Any]]) -> dict[str, int]:
+    """Mark each message of a request `new` unless it repeats `before` (the previous request
+    and its reply); returns the counts of repeated, new and dropped earlier messages."""
+    opcodes = _align([_key(m) for m in before], [_key(m) for m in messages])
+    for tag, _i1, _i2, j1, j2 in opcodes:
+        for index in range(j1, j2):
+            messages[index]["index"] = index
+            messages[index]["new"] = tag != "equal"
+            if tag == "replace":
+                messages[index]["rewrites"] = True
+    return _counts(opcodes)
+
+
+def _marked(
+    messages: list[dict[str, Any]], opcodes: list[tuple[str, int, int, int, int]], new: bool
+) -> list[dict[str, Any]]:
+    """Copies of the messages `mark_new` marks new (`new`) or repeated, marked as it does."""
+    found = []
+    for tag, _i1, _i2, j1, j2 in opcodes:
+        if (tag != "equal") != new:
+            continue
+        for index in range(j1, j2):
+            part = {**messages[index], "index": index, "new": new}
+            if tag == "replace":
+                part["rewrites"] = True
+            found.append(part)
+    return found
+
+
+def build_steps(calls: list[dict[str, Any]], history: bool = False) -> list[dict[str, Any]]:
     """One step per model call: its request's new messages and its reply. `calls` carry the
-    row (`row`) and the body texts (`request_text`, `response_text`) and their sources."""
-    steps, before = [], []
-    for call in calls:
+    row (`row`) and the body texts (`request_text`, `response_text`) and their sources. With
+    `history`, the last step also lists the messages its request repeated (`history`)."""
+    steps, before, seen = [], [], _History()
+    for number, call in enumerate(calls, 1):
         row = call["row"]
-        request = parse_request(call.get("request_text"), row.get("path"), row.get("provider"))
+        request, keys = _parse_request(
+            call.get("request_text"), row.get("path"), row.get("provider"), seen
+        )
         reply = parse_reply(call.get("response_text"))
         if not reply["messages"] and (row.get("text_content") or row.get("thinking_content")):
             # No response body (eras before blobs): the columns Capsem assembled from it.
@@ -524,41 +621,41 @@ def build_steps(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ]
             reply["problem"], reply["shape"] = None, "columns"
         messages = request["messages"]
-        counts = mark_new(messages, before)
+        opcodes = _align(before, keys)
         for part in reply["messages"]:
             part["new"] = True
-        before = messages + reply["messages"]
-        steps.append(
-            {
-                "model_call": f"model_calls:{row['id']}",
-                "model_call_id": row["id"],
-                "timestamp": row.get("timestamp"),
-                "provider": row.get("provider"),
-                "model": row.get("model"),
-                "path": row.get("path"),
-                "format": request["format"],
-                "stop_reason": row.get("stop_reason"),
-                "reply_stop": reply["stop"],
-                "input_tokens": as_int(row.get("input_tokens")),
-                "output_tokens": as_int(row.get("output_tokens")),
-                "cost_usd": as_float(row.get("estimated_cost_usd")),
-                "duration_ms": as_float(row.get("duration_ms")),
-                "request": {
-                    **call["request_source"],
-                    "problem": request["problem"],
-                    "messages": len(messages),
-                    **counts,
-                },  # fmt: skip
-                "response": {
-                    **call["response_source"],
-                    "problem": reply["problem"],
-                    "shape": reply["shape"],
-                },  # fmt: skip
-                "messages": [m for m in messages if m["new"]],
-                "reply": reply["messages"],
-                "history": [m for m in messages if not m["new"]],  # the repeated ones
-            }
-        )
+        before = keys + [_key(part) for part in reply["messages"]]
+        step = {
+            "model_call": f"model_calls:{row['id']}",
+            "model_call_id": row["id"],
+            "timestamp": row.get("timestamp"),
+            "provider": row.get("provider"),
+            "model": row.get("model"),
+            "path": row.get("path"),
+            "format": request["format"],
+            "stop_reason": row.get("stop_reason"),
+            "reply_stop": reply["stop"],
+            "input_tokens": as_int(row.get("input_tokens")),
+            "output_tokens": as_int(row.get("output_tokens")),
+            "cost_usd": as_float(row.get("estimated_cost_usd")),
+            "duration_ms": as_float(row.get("duration_ms")),
+            "request": {
+                **call["request_source"],
+                "problem": request["problem"],
+                "messages": len(messages),
+                **_counts(opcodes),
+            },  # fmt: skip
+            "response": {
+                **call["response_source"],
+                "problem": reply["problem"],
+                "shape": reply["shape"],
+            },  # fmt: skip
+            "messages": _marked(messages, opcodes, True),
+            "reply": reply["messages"],
+        }
+        if history and number == len(calls):
+            step["history"] = _marked(messages, opcodes, False)  # the repeated ones
+        steps.append(step)
     return steps
 
 

@@ -10,10 +10,12 @@ export). The rows and graph of the traces viewed last are cached per ledger vers
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import logging
 from typing import Any
 
-from datasette_capsem import errors, redaction
+from datasette_capsem import errors
 from datasette_capsem.graph.build import build_graph
 from datasette_capsem.graph.conversation import build_steps, load_conversation
 from datasette_capsem.graph.detail import load_node, parse_node_id
@@ -25,11 +27,13 @@ from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
-from datasette_capsem.views import render
+from datasette_capsem.views import render, trace_cache
 from datasette_capsem.views.event import body_links
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import row_verdicts, validator
 from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
+
+log = logging.getLogger(__name__)
 
 FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
 
@@ -73,23 +77,62 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     return entry.report
 
 
-async def masked_once(datasette, opened: Opened, rows: TraceRows, suffix: str, build):
-    """The JSON of `build()`: for a reader who may see secrets, built each time (from the
-    cached graph, it is cheap); for any other reader, redacted and serialized once per ledger
-    version, policy and trace, since masking every string of a 500-call trace's graph is what
-    its page would otherwise wait for. The whole-response net (`secrets_guard`) still runs
-    over what is sent; `redaction.mask_text_memo` remembers the large texts it left unchanged."""
-    policy = redaction.policy.get()
-    if policy == redaction.OPEN:
-        return render.json_response(build())
-    key = (opened.session.id, rows.trace_id, rows.exchange, suffix, policy,
-           redaction.hide_free_text.get())  # fmt: skip
+JSON_ANSWERS = ("/tree.json", "/graph.json", "/conversation.json")
+# What the page's scripts fetch right after its HTML, in the order they do.
+PAGE_FETCHES = ("/tree.json", "/graph.json")
+_preparing: set[asyncio.Future] = set()  # held until done (the loop keeps weak references)
 
-    async def compute() -> str:
-        return render.json_text(build())
 
-    entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
-    return render.json_text_response(entry.report)
+async def answer(
+    datasette, opened: Opened, rows: TraceRows, suffix: str, history: int | None = None
+) -> str:
+    """The JSON text of tree.json, graph.json or conversation.json (`history`: its `?step=N`)
+    for the current reader, built once per ledger version and policy (views/trace_cache.py)."""
+    session = opened.session
+
+    async def build() -> dict[str, Any]:
+        if suffix == "/conversation.json":
+            return await conversation_answer(datasette, opened, rows, history)
+        graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
+        if suffix == "/graph.json":
+            return graph
+        return {**build_tree(rows, graph), "session_id": session.id}
+
+    name = f"{suffix}|{rows.trace_id}|{rows.exchange}|{history}"
+    return await trace_cache.json_text(datasette, opened, name, build)
+
+
+def prepare(datasette, opened: Opened, rows: TraceRows) -> None:
+    """Build what the page's scripts will fetch (its tree, then its picture) while the
+    browser loads the page, for this reader's policy (the task runs in a copy of the
+    request's context)."""
+
+    async def run() -> None:
+        for suffix in PAGE_FETCHES:
+            try:
+                await answer(datasette, opened, rows, suffix)
+            except Exception:  # the request itself will meet (and report) the same problem
+                log.info("preparing %s of trace %s failed", suffix, rows.trace_id, exc_info=True)
+                return
+
+    task = asyncio.ensure_future(run())
+    _preparing.add(task)
+    task.add_done_callback(_preparing.discard)
+
+
+async def conversation_answer(
+    datasette, opened: Opened, rows: TraceRows, history: int | None
+) -> dict[str, Any]:
+    """conversation.json's answer: every step, or with `history` that step's repeated messages."""
+    found = await conversation(datasette, opened, rows, history)
+    if history is None:
+        return found
+    step = found["steps"][0]
+    return {
+        "session_id": found["session_id"], "trace_id": found["trace_id"],
+        "step": history, "model_call": step["model_call"], "href": step["href"],
+        "repeated": step["request"].get("repeated"), "messages": step["messages"],
+    }  # fmt: skip
 
 
 def _trace_id(request) -> str:
@@ -188,7 +231,7 @@ async def conversation(
     if history is not None:
         ids = ids[:history]  # the steps before it decide what it repeats
     calls = await opened.db.execute_fn(lambda conn: load_conversation(conn, schema, ids))
-    steps = build_steps(calls)
+    steps = build_steps(calls, history=history is not None)
     links = opened.links
     # A call id in a body names a tool_calls row (the call) and a tool_responses row (its
     # result) of this trace: link each message to its row.
@@ -235,26 +278,13 @@ async def trace_page(datasette, request):
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
         return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
-    if suffix == "/conversation.json":
-        history = _history_step(request, len(rows.model_calls))
-        found = await conversation(datasette, opened, rows, history)
-        if history is not None:
-            step = found["steps"][0]
-            return render.json_response({
-                "session_id": found["session_id"], "trace_id": found["trace_id"],
-                "step": history, "model_call": step["model_call"], "href": step["href"],
-                "repeated": step["request"].get("repeated"), "messages": step["messages"],
-            })  # fmt: skip
-        return render.json_response(found)
+    if suffix in JSON_ANSWERS:
+        history = None
+        if suffix == "/conversation.json":
+            history = _history_step(request, len(rows.model_calls))
+        text = await answer(datasette, opened, rows, suffix, history)
+        return render.json_text_response(text)
     graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
-    if suffix == "/graph.json":
-        return await masked_once(datasette, opened, rows, suffix, lambda: graph)
-    if suffix == "/tree.json":
-
-        def tree() -> dict[str, Any]:
-            return {**build_tree(rows, graph), "session_id": session.id}
-
-        return await masked_once(datasette, opened, rows, suffix, tree)
     waterfall = waterfall_rows(rows, links)
     summary = trace_summary(rows, waterfall)
     if suffix == ".json":
@@ -285,7 +315,10 @@ async def trace_page(datasette, request):
         "turn": f"{session.id}:{rows.trace_id}",
     }
     context["follow"] = await follow_context(datasette, opened, str(rows.trace_id))
-    return await render.page(datasette, request, "trace.html", context)
+    response = await render.page(datasette, request, "trace.html", context)
+    if not render.wants_json(request):
+        prepare(datasette, opened, rows)
+    return response
 
 
 ROUTES = [

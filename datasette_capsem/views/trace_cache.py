@@ -1,0 +1,156 @@
+"""The JSON texts of a trace page (tree.json, graph.json, conversation.json), built once per
+ledger version and reader policy, in memory and, for a stopped session, on disk.
+
+A 500-call trace's answers take hundreds of milliseconds to build, mask and serialize, and its
+page asks for them right after its HTML. So each text is kept in the trace cache
+(`CapsemState.traces`) under a key that names the reader's policy (a masked reader never gets
+an unmasked text: the policy is part of every key, in memory and on disk), and a stopped
+session's texts are also written to the plugin's cache (`<cache>/<home>/traces/`, the report
+store's format and rules: one 0600 file per ledger file and answer, valid while the ledger,
+its -wal and main.db row, the rule book, the links and this package's code are unchanged;
+files of deleted ledgers pruned; never in the Capsem home), so a restarted server reads them
+back instead of building them again.
+
+`mask_text` is a pure function of its text, and the whole-response net
+(`views/secrets_guard.py`) remembers the large texts it left unchanged
+(`redaction.mask_text_memo`). A text is stored with whether the net left it unchanged, and a
+text read back with that mark is remembered again, so the net does not scan it again after a
+restart: the same answer, decided by the same code (the code digest is part of the key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from datasette_capsem import redaction
+from datasette_capsem.checks.cache import (
+    PRUNE_INTERVAL_SECONDS,
+    CachedReport,
+    Codec,
+    ReportStore,
+    rule_book_version,
+    store_key,
+)
+from datasette_capsem.state import get_state
+from datasette_capsem.views import render
+from datasette_capsem.views.integrity import validator
+from datasette_capsem.views.opening import Opened
+
+log = logging.getLogger(__name__)
+
+STORE_DIRECTORY = "traces"  # under the plugin's cache dir, beside the report store
+# What a stored text is built by: the graph, tree and conversation code, the masker and how a
+# page's data becomes JSON. Changing any of them makes every stored text stale.
+CODE_PARTS = ("graph", "redaction.py", "views/trace.py", "views/trace_cache.py",
+              "views/render.py", "urls.py")  # fmt: skip
+
+
+def _decode_text(data: Any) -> dict[str, Any]:
+    if not (isinstance(data, dict) and isinstance(data.get("text"), str)):
+        raise ValueError("a stored trace text is not an object with its text")
+    return {"text": data["text"], "net_clean": data.get("net_clean") is True}
+
+
+TEXT_JSON = Codec(encode=lambda entry: entry, decode=_decode_text)
+
+
+@functools.cache
+def code_version() -> str:
+    """A digest of the code that builds a trace's texts (CODE_PARTS of this package)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.blake2b(digest_size=16)
+    for part in CODE_PARTS:
+        base = root / part
+        for path in [base] if base.is_file() else sorted(base.rglob("*")):
+            if path.suffix in (".py", ".sql") and path.is_file():
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class TraceStore:
+    """The on-disk tier of a Datasette instance's trace texts (a `ReportStore` of its own
+    directory), pruned in the background after its first save and hourly at most."""
+
+    def __init__(self, cache_dir: Path):
+        self.store = ReportStore(Path(cache_dir) / STORE_DIRECTORY)
+        self._pruned_at: float | None = None
+
+    def prune_now_and_then(self) -> None:
+        now = time.monotonic()
+        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
+            self._pruned_at = now
+            asyncio.get_running_loop().run_in_executor(None, self.store.prune)
+
+
+_STORE_ATTRIBUTE = "_capsem_trace_store"
+
+
+def trace_store(datasette) -> TraceStore:
+    """The trace store of this Datasette instance (made on first use)."""
+    held = getattr(datasette, _STORE_ATTRIBUTE, None)
+    if held is None:
+        held = TraceStore(get_state(datasette).settings.cache_dir)
+        setattr(datasette, _STORE_ATTRIBUTE, held)
+    return held
+
+
+def _net_clean(text: str) -> bool:
+    """Whether the whole-response net leaves `text` unchanged (remembered by the net's memo,
+    so the answer it is sent as is not scanned again)."""
+    return redaction.mask_text_memo(text) == text
+
+
+async def json_text(
+    datasette,
+    opened: Opened,
+    answer: str,
+    build: Callable[[], Awaitable[Any]],
+) -> str:
+    """The JSON text of `await build()` for the current reader (redacted as its policy
+    requires), built once per ledger version, answer and policy. `answer` names what is built
+    (the suffix and its parameters, with the trace and exchange)."""
+    policy, hide = redaction.policy.get(), redaction.hide_free_text.get()
+    version = f"{code_version()}:{rule_book_version()}"
+    # The links the texts carry (base_url, database name) and what the text is, policy first.
+    profile = f"{policy}|{hide}|{answer}|{opened.links.session()}"
+    stored = store_key(opened.session, _ledger_path(opened), profile, TEXT_JSON)
+    key = (opened.session.id, profile, version)
+    check = validator(opened)
+    store = trace_store(datasette)
+
+    async def compute() -> str:
+        if stored is not None:
+            found = await asyncio.to_thread(store.store.load, stored, check, version)
+            if found is not None:
+                if found.report["net_clean"]:
+                    redaction.remember_unchanged(found.report["text"])
+                return found.report["text"]
+        started = time.time()
+        data = await build()
+        # Redacting and encoding a big trace takes a while: off the event loop, with the
+        # request's policy (a copied context).
+        context = contextvars.copy_context()
+        text = await asyncio.to_thread(context.run, render.json_text, data)
+        if stored is not None:
+            clean = policy != redaction.OPEN and await asyncio.to_thread(_net_clean, text)
+            entry = {"text": text, "net_clean": clean}
+            saved = CachedReport(check, started, entry, timeless=True)
+            loop = asyncio.get_running_loop()
+            loop.run_in_executor(None, store.store.save, stored, saved, version)
+            store.prune_now_and_then()
+        return text
+
+    entry, _ = await get_state(datasette).traces.get(key, check, compute)
+    return entry.report
+
+
+def _ledger_path(opened: Opened) -> Path | None:
+    return opened.db.source_path if opened.db is not None else opened.session.ledger_path
