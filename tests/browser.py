@@ -133,13 +133,14 @@ async def open_page(browser, url: str):
     return page, problems
 
 
-# Elements the plugin's scripts mark when their fetch-and-draw is over (data-ready "1" or
-# "error"; a conversation leaves data-state "loading"). The graph fetches only once the tree is
-# drawn, so between the two fetches the network is quiet while the page is not done.
+# Elements the plugin's scripts mark when their fetch-and-draw is over: data-ready "1" or
+# "error", and data-state "loading" until a fetch it started is answered (a conversation keeps
+# "loading" beside its data-ready). The graph fetches only once the tree is drawn, so between
+# the two fetches the network is quiet while the page is not done.
 PENDING = ", ".join((
     ".capsem-explorer[data-tree-url]:not([data-ready])",
     ".capsem-graph[data-graph-url]:not([data-ready])",
-    "[data-state='loading']",
+    "[data-state='loading']:not([data-ready])",
 ))  # fmt: skip
 QUIET = 0.1  # seconds with no request in flight that count as "the network is done"
 HANG_GUARD = 30.0
@@ -188,12 +189,13 @@ class _Network:
                 await asyncio.wait_for(self.changed.wait(), min(wait, HANG_GUARD))
 
 
-async def settle(page) -> None:
+async def settle(page, *, loaded: bool = False) -> None:
     """Until the page has loaded, no request has been in flight for QUIET seconds and every
     script-drawn part of it says it is done: all `networkidle` promised (every fetch answered,
     so failures and console errors are in `problems`), without its fixed 500 ms."""
     network = _Network.watch(page)
-    await page.wait_for_load_state("load")
+    if not loaded:
+        await page.wait_for_load_state("load")
     await network.quiet(QUIET)
     await page.wait_for_selector(PENDING, state="detached", timeout=HANG_GUARD * 1000)
     await network.quiet(QUIET)
@@ -203,5 +205,5 @@ async def goto(page, url: str):
     """page.goto, then `settle`: returns the main response."""
     _Network.watch(page)
     response = await page.goto(url, wait_until="load")
-    await settle(page)
+    await settle(page, loaded=True)
     return response
