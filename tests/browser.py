@@ -2,7 +2,11 @@
 
 The `browser` fixture is registered in conftest.py; test modules import the helpers:
 
-    from tests.browser import live_server, open_page
+    from tests.browser import goto, live_server, open_page, settle
+
+Pages are waited for with `settle` (what `open_page` and `goto` do), never Playwright's
+`networkidle`: that one always waits a fixed 500 ms after the last request, about a minute of
+a suite run over its hundred-odd page loads.
 
 Browser tests skip with a stated reason when Chromium is absent, except in CI (env CI set),
 where its absence is a failure: `.ci/run` installs it.
@@ -16,7 +20,7 @@ import socket
 import tempfile
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import httpx
@@ -124,5 +128,82 @@ async def open_page(browser, url: str):
         await dialog.dismiss()
 
     page.on("dialog", refuse_dialog)
-    await page.goto(url, wait_until="networkidle")
+    _Network.watch(page)
+    await goto(page, url)
     return page, problems
+
+
+# Elements the plugin's scripts mark when their fetch-and-draw is over: data-ready "1" or
+# "error", and data-state "loading" until a fetch it started is answered (a conversation keeps
+# "loading" beside its data-ready). The graph fetches only once the tree is drawn, so between
+# the two fetches the network is quiet while the page is not done.
+PENDING = ", ".join((
+    ".capsem-explorer[data-tree-url]:not([data-ready])",
+    ".capsem-graph[data-graph-url]:not([data-ready])",
+    "[data-state='loading']:not([data-ready])",
+))  # fmt: skip
+QUIET = 0.1  # seconds with no request in flight that count as "the network is done"
+HANG_GUARD = 30.0
+
+
+class _Network:
+    """The requests of a page in flight, from Playwright's request events."""
+
+    def __init__(self) -> None:
+        self.pending: set = set()
+        self.changed = asyncio.Event()
+        self.last = time.monotonic()
+
+    @classmethod
+    def watch(cls, page) -> _Network:
+        network = getattr(page, "_capsem_network", None)
+        if network is None:
+            network = page._capsem_network = cls()
+            page.on("request", network.started)
+            page.on("requestfinished", network.ended)
+            page.on("requestfailed", network.ended)
+        return network
+
+    def started(self, request) -> None:
+        self.pending.add(request)
+        self._touch()
+
+    def ended(self, request) -> None:
+        self.pending.discard(request)
+        self._touch()
+
+    def _touch(self) -> None:
+        self.last = time.monotonic()
+        self.changed.set()
+
+    async def quiet(self, seconds: float) -> None:
+        deadline = time.monotonic() + HANG_GUARD
+        while True:
+            idle = time.monotonic() - self.last
+            if not self.pending and idle >= seconds:
+                return
+            assert time.monotonic() < deadline, f"requests still in flight: {self.pending}"
+            self.changed.clear()
+            wait = seconds - idle if not self.pending else HANG_GUARD
+            with suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(wait, HANG_GUARD))
+
+
+async def settle(page, *, loaded: bool = False) -> None:
+    """Until the page has loaded, no request has been in flight for QUIET seconds and every
+    script-drawn part of it says it is done: all `networkidle` promised (every fetch answered,
+    so failures and console errors are in `problems`), without its fixed 500 ms."""
+    network = _Network.watch(page)
+    if not loaded:
+        await page.wait_for_load_state("load")
+    await network.quiet(QUIET)
+    await page.wait_for_selector(PENDING, state="detached", timeout=HANG_GUARD * 1000)
+    await network.quiet(QUIET)
+
+
+async def goto(page, url: str):
+    """page.goto, then `settle`: returns the main response."""
+    _Network.watch(page)
+    response = await page.goto(url, wait_until="load")
+    await settle(page, loaded=True)
+    return response

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import live_server, open_page, screenshot_dir, settle
 from tests.test_compare import compare_home, url  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -32,7 +32,7 @@ async def test_compare_page(browser, compare_home, tmp_path):  # noqa: F811
             response = await page.request.get(base + href)
             assert response.status == 200, href
         await page.locator("a", has_text="Swap a and b").click()
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert "tool call 2" in await page.inner_text("#capsem-diverged")
         assert not problems, problems
         await page.close()

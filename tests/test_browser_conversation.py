@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests import conversation_support as cs
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import live_server, open_page, screenshot_dir, settle
 from tests.test_conversation import provider_home  # noqa: F401 (fixture)
 from tests.trace_support import trace_url
 
@@ -50,7 +50,7 @@ async def test_conversation_of_each_format(browser, provider_home, tmp_path):  #
                 )
             # Following a raw link reaches the body page.
             await first.locator("a[data-raw='request']").click()
-            await page.wait_for_load_state("networkidle")
+            await settle(page)
             assert "/bodies/" in page.url
             assert not problems, problems
             await page.close()

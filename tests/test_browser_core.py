@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import live_server, open_page, screenshot_dir, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -51,7 +51,7 @@ async def test_clicking_a_session_on_the_home_page_opens_it(
     with live_server(capsem_home, tmp_path / "cache") as base:
         page, problems = await open_page(browser, base + "/")
         await page.click(f"a[href='/-/capsem/sessions/{session['id']}']")
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert page.url.endswith(f"/-/capsem/sessions/{session['id']}")
         await page.close()
         assert not problems

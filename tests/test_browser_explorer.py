@@ -19,7 +19,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, blake3_ref, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import goto, live_server, open_page, screenshot_dir
 from tests.test_browser_trace import LONG_CALLS, long_trace  # noqa: F401 (fixture)
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
@@ -200,7 +200,7 @@ async def test_findings_lead_to_their_rows(browser, base, manifest):
     node_id = f"{defect['table']}:{defect['row_id']}"
     page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
     for trace in session["traces"]:
-        await page.goto(base + trace_url(session["id"], trace), wait_until="networkidle")
+        await goto(page, base + trace_url(session["id"], trace))
         await ready(page)
         if await page.locator(f".capsem-findings a[data-node='{node_id}']").count():
             break
@@ -328,7 +328,7 @@ async def test_picture_zooms_pans_and_leads_to_broken_links(browser, base, manif
     page, problems = await open_page(browser, base + f"/-/capsem/sessions/{session['id']}")
     await page.set_viewport_size({"width": 1400, "height": 1000})
     for trace in session["traces"]:
-        await page.goto(base + trace_url(session["id"], trace), wait_until="networkidle")
+        await goto(page, base + trace_url(session["id"], trace))
         await ready(page)
         if await page.locator(f"#capsem-graph g[data-node-id='{node_id}']").count():
             break

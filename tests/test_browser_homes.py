@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import goto, live_server, open_page, screenshot_dir, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -21,19 +21,19 @@ async def test_the_list_by_home_and_the_chooser(browser, homes_dir, tmp_path):
         assert homes == {"alpha", "beta"}
         await page.screenshot(path=str(screenshot_dir() / "homes-list.png"))
         await page.locator(".capsem-facet a", has_text="beta").click()
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert set(await page.locator("td.capsem-home a").all_inner_texts()) == {"beta"}
         assert "✕" in await page.inner_text(".capsem-facet")
-        await page.goto(base + "/-/capsem/sessions/co-work-2", wait_until="networkidle")
+        await goto(page, base + "/-/capsem/sessions/co-work-2")
         links = page.locator(".capsem-suggestions a", has_text="--co-work-2")
         assert set(await links.all_inner_texts()) == {"alpha--co-work-2", "beta--co-work-2"}
         homes = page.locator(".capsem-suggestions a.capsem-home")
         assert set(await homes.all_inner_texts()) == {"alpha", "beta"}
         await page.screenshot(path=str(screenshot_dir() / "homes-chooser.png"), full_page=True)
         await links.nth(1).click()
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert page.url.endswith("/-/capsem/sessions/beta--co-work-2")
-        await page.goto(base + "/-/capsem/resolve?name=co-work-2", wait_until="networkidle")
+        await goto(page, base + "/-/capsem/resolve?name=co-work-2")
         cells = await page.locator("td.capsem-home").all_inner_texts()
         assert set(cells) == {"alpha", "beta"}
         await page.screenshot(path=str(screenshot_dir() / "homes-resolve.png"), full_page=True)

@@ -11,7 +11,7 @@ import pytest
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
 from datasette_capsem.index import IndexService
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import live_server, open_page, screenshot_dir, settle
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 NAME = "tour-unanswered-call"
@@ -39,13 +39,13 @@ async def test_from_the_list_to_the_body_in_four_clicks(browser, capsem_home, ma
 
         await row.get_by_role("link", name=NAME).click()  # 1: the named session
         clicks += 1
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert page.url == f"{base}/-/capsem/sessions/{session['id']}"
         await page.screenshot(path=str(shots / "tour-2-session.png"))
 
         await page.get_by_role("link", name="Tool call that never got a response").click()  # 2
         clicks += 1
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert "/tool_calls_without_response" in page.url  # the proof: a canned query
         assert await page.title() == f"Tool calls without a response · {session['id']}"
         results = await page.locator("table.rows-and-columns").bounding_box()
@@ -56,7 +56,7 @@ async def test_from_the_list_to_the_body_in_four_clicks(browser, capsem_home, ma
 
         await page.locator("td.col-call_id a").first.click()  # 3: the call itself
         clicks += 1
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert "/events/" in page.url
         relations = page.locator("ul.capsem-relations")
         assert "no response in this trace" in await relations.inner_text()
@@ -64,7 +64,7 @@ async def test_from_the_list_to_the_body_in_four_clicks(browser, capsem_home, ma
 
         await relations.get_by_role("link").first.click()  # 4: the model call that emitted it
         clicks += 1
-        await page.wait_for_load_state("networkidle")
+        await settle(page)
         assert "/events/" in page.url
         request = page.locator("section.capsem-body-section", has_text="request body").first
         assert await request.is_visible()

@@ -14,7 +14,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import goto, live_server, open_page, screenshot_dir
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -76,7 +76,7 @@ async def test_clicking_graph_nodes_opens_their_rows(browser, base, manifest):
     # A click selects (the explorer's panel shows the row); the node links to its page.
     href = await link.get_attribute("href")
     assert "/events/" in href
-    await page.goto(base + href, wait_until="networkidle")
+    await goto(page, base + href)
     body = await page.inner_text("body")
     assert f"model_calls row {node_id.split(':')[1]}" in body and "Bodies" in body
 
@@ -84,7 +84,7 @@ async def test_clicking_graph_nodes_opens_their_rows(browser, base, manifest):
     await graph_ready(page)
     link = page.locator("#capsem-graph a.node-link:has(g[data-type='tool_response'])").first
     row_id = (await link.locator("g").get_attribute("data-node-id")).split(":")[1]
-    await page.goto(base + await link.get_attribute("href"), wait_until="networkidle")
+    await goto(page, base + await link.get_attribute("href"))
     assert page.url.endswith(f"/{session['id']}/tool_responses/{row_id}")
     assert "tool_responses" in await page.inner_text("body")
     await page.close()
@@ -100,7 +100,7 @@ async def test_broken_links_are_drawn_as_such(browser, base, manifest):
         f"/-/capsem/sessions/{session['id']}.json",
     )
     for trace in traces:
-        await page.goto(base + trace_url(session["id"], trace), wait_until="networkidle")
+        await goto(page, base + trace_url(session["id"], trace))
         await graph_ready(page)
         if await page.locator(f"g[data-node-id='tool_responses:{defect['row_id']}']").count():
             break
