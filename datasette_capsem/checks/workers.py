@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from typing import TypeVar
 
 R = TypeVar("R")
@@ -48,6 +49,21 @@ def _worker_started() -> None:
     """Ctrl-C goes to the whole process group: the parent alone handles it (and ends the
     workers), so no worker prints a traceback of its own."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold Ctrl-C while workers start: one arriving during a fork is swallowed by an at-fork
+    handler (logging's), and the run would go on. It is delivered when the block ends."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def _run_chunk(function: Callable[..., R], chunk: Sequence[tuple]) -> list[R]:
@@ -81,8 +97,10 @@ def ordered_map(
     )
     finished = False
     try:
-        for results in pool.map(_run_chunk, [function] * len(chunks), chunks):
-            yield from results
+        with _interrupts_held():  # every worker starts while map() hands out the chunks
+            results = pool.map(_run_chunk, [function] * len(chunks), chunks)
+        for done in results:
+            yield from done
         finished = True
     except BrokenProcessPool as error:
         raise WorkerFailed(f"a worker process ended unexpectedly ({error})") from error
