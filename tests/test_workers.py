@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,16 @@ def _die(number: int) -> int:
     if number == 2:
         signal.raise_signal(signal.SIGKILL)
     return number
+
+
+def test_quick_checks_in_processes_equal_one_process(capsem_home, tmp_path, monkeypatch):
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(tmp_path)})
+    sessions = Catalog(settings).sessions()
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)
+    alone = [replace(c, check_ms=0) for c in parallel.check_sessions(sessions, settings)]
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 1)
+    monkeypatch.setattr(parallel, "default_workers", lambda: 2)
+    with another_thread():
+        spawned = [replace(c, check_ms=0) for c in parallel.check_sessions(sessions, settings)]
+    assert spawned == alone
+    assert {c.verdict for c in alone} >= {"ok", "error", "unreadable"}

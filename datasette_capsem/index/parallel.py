@@ -5,6 +5,7 @@ and masking every searchable text are per-ledger work that worker processes shar
 (`checks/workers.py`), while the refresh's one connection writes what they read, in the order
 of the plan, so the index holds the same rows whatever the number of workers. A refresh of a
 few changed ledgers reads them in its own thread: starting processes would cost more.
+`check_sessions` does the same for the quick check of each session (the verdicts).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from datasette_capsem.catalog import Session
 from datasette_capsem.checks.workers import default_workers, ordered_map
+from datasette_capsem.config import Settings
+from datasette_capsem.index import verdicts
 from datasette_capsem.index.plan import Parent
 from datasette_capsem.index.reader import LedgerRead, read_ledger
 
@@ -40,3 +43,12 @@ def read_ledgers(
     if len(items) < PROCESSES_FROM or workers <= 1:
         return (timed_read(*item) for item in items)
     return ordered_map(timed_read, items, workers, chunk=CHUNK)
+
+
+def check_sessions(sessions: list[Session], settings: Settings) -> Iterator[verdicts.Checked]:
+    """`verdicts.check` of each session, in order; in worker processes when there are many
+    (each stores its report as it would here)."""
+    workers = default_workers()
+    if len(sessions) < PROCESSES_FROM or workers <= 1:
+        return (verdicts.check(session, settings) for session in sessions)
+    return ordered_map(verdicts.check, [(s, settings) for s in sessions], workers, chunk=16)
