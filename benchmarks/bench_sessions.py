@@ -39,7 +39,7 @@ from datasette.app import Datasette
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
-from datasette_capsem.index import IndexService
+from datasette_capsem.index import IndexService, parallel
 from datasette_capsem.state import get_state
 
 FILTERS = [
@@ -154,11 +154,14 @@ def build_script(home: Path, cache: Path) -> tuple[str, int]:
         return conn
 
     settings = load_settings({"capsem_home": str(home), "cache_dir": str(cache)})
-    readonly.connect = traced  # every ledger the build opens goes through connect()
+    # Every ledger the build opens goes through connect(); in this process, so the statements
+    # are seen here (a worker process's trace would be lost with it).
+    readonly.connect, processes_from = traced, parallel.PROCESSES_FROM
+    parallel.PROCESSES_FROM = sys.maxsize
     try:
         IndexService(settings, Catalog(settings)).refresh()
     finally:
-        readonly.connect = connect
+        readonly.connect, parallel.PROCESSES_FROM = connect, processes_from
     parts, count = [], 0
     for uri, statements in opened:
         kept = [s for s in statements if "capsem_body_hash_verdict" not in s]
