@@ -5,28 +5,41 @@ Measures, on a generated home (reused from benchmarks/out/):
   one ledger changed (target < 1 s; the ledger's bytes are restored afterwards);
 - median latency of the list page and its JSON for each filter (target < 100 ms), through
   Datasette's in-process ASGI client, after one warm-up request per URL;
-- the one-off cost of rebuilding the in-memory list after the index or catalog changed.
+- the one-off cost of rebuilding the in-memory list after the index or catalog changed;
+- with --build-vs-cli N: the full index build (`datasette capsem index`, a subprocess, from an
+  empty cache) side by side with the sqlite3 command line reading the same rows: one shell
+  `.open`-ing each ledger the build opened (the same URI) and running every statement the
+  build sent to it (extraction, search text, the quick check profile; captured once with
+  SQLite's trace callback, bound values expanded). The build also masks and writes what it
+  read into index.db and stores each quick report; the shell only reads. Runs alternate
+  build / shell, N of each; the ratio is of medians, the same-run ratios are printed too.
 
 Usage: python benchmarks/bench_sessions.py [--sessions 10000] [--repeat 15]
+       python benchmarks/bench_sessions.py --build-vs-cli 3 [--skip-list]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import sqlite3
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench_check import children_cpu, cli_run, cli_script, load, ratio_row, sqlite3_cli
 from common import generated_home, manifest, print_table
 from datasette.app import Datasette
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
-from datasette_capsem.index import IndexService
+from datasette_capsem.index import IndexService, parallel
 from datasette_capsem.state import get_state
 
 FILTERS = [
@@ -126,13 +139,91 @@ async def list_latency(home: Path, cache: Path, repeat: int) -> list[list]:
     return rows
 
 
+def build_script(home: Path, cache: Path) -> tuple[str, int]:
+    """The sqlite3 shell script reading what a full index build (into `cache`) reads: for
+    every ledger connection the build opened, `.open` of the same URI and the statements sent
+    on it. The stand-ins of gz and WAL-without-shm ledgers stay in `cache` for the shell."""
+    opened: list[tuple[str, list[str]]] = []
+    connect = readonly.connect
+
+    def traced(state, cache_dir):
+        conn = connect(state, cache_dir)
+        statements: list[str] = []
+        opened.append((readonly.sqlite_uri(state, cache_dir), statements))
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(cache)})
+    # Every ledger the build opens goes through connect(); in this process, so the statements
+    # are seen here (a worker process's trace would be lost with it).
+    readonly.connect, processes_from = traced, parallel.PROCESSES_FROM
+    parallel.PROCESSES_FROM = sys.maxsize
+    try:
+        IndexService(settings, Catalog(settings)).refresh()
+    finally:
+        readonly.connect, parallel.PROCESSES_FROM = connect, processes_from
+    parts, count = [], 0
+    for uri, statements in opened:
+        kept = [s for s in statements if "capsem_body_hash_verdict" not in s]
+        parts.append(f".open '{uri.replace(chr(39), chr(39) * 2)}'\n" + cli_script(kept))
+        count += len(kept)
+    return "".join(parts), count
+
+
+def build_vs_cli(home: Path, repeat: int) -> None:
+    cli = sqlite3_cli()
+    capture = Path(tempfile.mkdtemp(prefix="bench-index-capture-"))
+    try:
+        script, statements = build_script(home, capture)
+        engine, shell, cpu = [], [], {"build": [], "cli": []}
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="bench-index-") as cache:
+                command = [sys.executable, "-m", "datasette", "capsem", "index",
+                           "--home", str(home), "--cache-dir", cache]  # fmt: skip
+                before, started = children_cpu(), time.perf_counter()
+                subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               check=True)  # fmt: skip
+                engine.append(time.perf_counter() - started)
+                cpu["build"].append(children_cpu() - before)
+            before = children_cpu()
+            shell.append(cli_run(cli, [":memory:"], script))
+            cpu["cli"].append(children_cpu() - before)
+    finally:
+        shutil.rmtree(capture, ignore_errors=True)
+    print_table(
+        f"Full index build vs the sqlite3 CLI reading the same rows ({os.cpu_count()} cores, "
+        f"interleaved, median of {repeat}; load {load()})",
+        ["what", "statements", "wall time", "vs sqlite3 CLI", "each run", "goal"],
+        [
+            ["sqlite3 CLI, same reads", statements, f"{statistics.median(shell):.2f} s",
+             "1.00x", "", ""],
+            ratio_row("datasette capsem index (full build)", "", engine, shell, 1.5),
+        ],
+    )  # fmt: skip
+    print("CPU seconds (user + system), medians: build "
+          f"{statistics.median(cpu['build']):.1f}, sqlite3 CLI {statistics.median(cpu['cli']):.1f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument(
+        "--build-vs-cli",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time the full build against the sqlite3 CLI, N runs each",
+    )
+    parser.add_argument("--skip-list", action="store_true",
+                        help="only the build comparison (with --build-vs-cli)")  # fmt: skip
     args = parser.parse_args()
     home = generated_home(args.sessions)
     sessions = len(manifest(home)["sessions"])
+    if args.build_vs_cli:
+        build_vs_cli(home, args.build_vs_cli)
+        if args.skip_list:
+            return
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"
         _service, index_rows = index_figures(home, cache)

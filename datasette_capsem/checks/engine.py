@@ -18,7 +18,7 @@ from datasette_capsem.checks.profiles import for_profile
 from datasette_capsem.findings import KINDS
 from datasette_capsem.ledger.bodies import hash_verdict
 from datasette_capsem.ledger.schema import LEDGER_TABLES, LedgerSchema, read_schema
-from datasette_capsem.plugins import collect
+from datasette_capsem.plugins import collect, plugin_manager
 from datasette_capsem.sqlfiles import load_sql
 
 SQL_PACKAGE = "datasette_capsem.checks"
@@ -96,6 +96,22 @@ def page_cache(conn: sqlite3.Connection | None) -> Iterator[None]:
         conn.execute(f"PRAGMA cache_size = {before}")
 
 
+# The memo of calls given none (`check_session`): what checks work out from a file's shape is
+# the same for every file of that shape while the rule book and the registered plugins (their
+# canned queries) are. Held with the checks and plugins it was keyed by, so their ids cannot
+# be reused by other objects; replaced when either changes (a plugin registered at run time).
+SHARED_MEMO_MAX = 20_000  # entries (a few per check and file shape); a home of many shapes
+_shared: dict[str, Any] = {"key": None, "held": None, "memo": {}}
+
+
+def _shared_memo(checks: list[Check]) -> dict[Any, Any]:
+    plugins = list(plugin_manager().get_plugins())
+    key = (tuple(id(check) for check in checks), frozenset(id(plugin) for plugin in plugins))
+    if _shared["key"] != key or len(_shared["memo"]) > SHARED_MEMO_MAX:
+        _shared.update(key=key, held=(list(checks), plugins), memo={})
+    return _shared["memo"]
+
+
 def _run_one(check: Check, ctx: CheckContext) -> list[Finding]:
     """A check's findings; a check that raises is reported as failed, never crashes a report."""
     try:
@@ -127,6 +143,8 @@ def check_session(
     already read (the overview counts every table); the report counts them itself otherwise.
     `memo` lets the sessions of one run share what checks work out from a file's shape alone
     (`CheckContext.memo`); give the same dict to every call of the run, with the same `checks`.
+    Without one, calls share a memo while the rule book and the registered plugins are the
+    same (a refresh of the index checks 10,000 sessions one call each).
     """
     started = time.perf_counter()
     if main_row is None and session is not None:
@@ -134,6 +152,7 @@ def check_session(
     schema = read_schema(conn) if conn is not None else LedgerSchema({})
     if conn is not None:
         prepare_connection(conn)
+    every = all_checks() if checks is None else checks
     ctx = CheckContext(
         conn=conn,
         schema=schema,
@@ -142,9 +161,9 @@ def check_session(
         live=live,
         database=database or database_name_for(session),
         sample_limit=sample_limit,
-        memo={} if memo is None else memo,
+        memo=_shared_memo(every) if memo is None else memo,
     )
-    chosen = for_profile(all_checks() if checks is None else checks, profile)
+    chosen = for_profile(every, profile)
     with page_cache(conn):
         findings = [f for check in chosen for f in _run_one(check, ctx)]
     return Report(

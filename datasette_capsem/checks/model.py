@@ -7,6 +7,7 @@ into its manifest, so a report and a manifest can be compared directly.
 from __future__ import annotations
 
 import abc
+import functools
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from datasette_capsem.urls import Urls
 DEFAULT_SAMPLE_LIMIT = 50
 
 
+# Cached: a `check --all` builds ~50 findings per session, and Enum's `.value` is slow.
+@functools.cache
 def kind_severity(kind: str, fallback: Severity | str | None = None) -> str:
     """The default severity of a finding kind; plugins' own kinds bring their own."""
     if kind in KINDS:
@@ -28,6 +31,7 @@ def kind_severity(kind: str, fallback: Severity | str | None = None) -> str:
     return Severity(fallback).value
 
 
+@functools.cache
 def kind_title(kind: str, fallback: str | None = None) -> str:
     if kind in KINDS:
         return KINDS[kind].title
@@ -98,8 +102,9 @@ class CheckContext:
     urls: Urls = field(default_factory=Urls)  # root-relative: pages prefix their base_url
     # What checks worked out from the schema alone (which SQL variant applies, its rendered
     # text), shared by the sessions of one run (`check --all`): keyed by the schema's tables
-    # and columns, so files of the same shape reuse it. A fresh dict per call otherwise, so a
-    # plugin registered between calls takes effect at once.
+    # and columns, so files of the same shape reuse it. Otherwise shared by every call while
+    # the rule book and the registered plugins are unchanged (`engine._shared_memo`), so a
+    # plugin registered between calls still takes effect at once.
     memo: dict[Any, Any] = field(default_factory=dict)
     _schema_key: frozenset | None = field(default=None, init=False, repr=False)
 

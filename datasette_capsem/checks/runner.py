@@ -6,17 +6,24 @@ a ledger SQLite cannot read raises `LedgerUnavailable` for the caller to report.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.checks.engine import all_checks, check_session
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, Report
 from datasette_capsem.checks.profiles import FULL
+from datasette_capsem.checks.workers import ordered_map
 from datasette_capsem.config import Settings
+
+T = TypeVar("T")
+# Sessions per task of a worker process: results stream back in order and Ctrl-C stops
+# promptly, and handing out tasks costs next to nothing. A run of fewer than two tasks stays
+# in this process.
+PROCESS_CHUNK = 16
 
 
 def check_catalog_session(
@@ -77,6 +84,24 @@ def _outcome(session: Session, settings: Settings, options: dict[str, Any]) -> O
         return Outcome(session, unreadable=problem)
 
 
+def _check_one(
+    settings: Settings, sample_limit: int, render: Callable[[Outcome], T], session: Session
+) -> T:
+    """`render` of one session's outcome, in whichever process checks it (`check_all`)."""
+    return render(_outcome(session, settings, _run_options(sample_limit)))
+
+
+@functools.cache
+def _run_options(sample_limit: int) -> dict[str, Any]:
+    """The options of a run, once per process: the rule book taken once, and what checks work
+    out from a file's shape shared between files of the same shape."""
+    return {"sample_limit": sample_limit, "checks": all_checks(), "memo": {}}
+
+
+def _itself(outcome: Outcome) -> Outcome:
+    return outcome
+
+
 def check_all(
     catalog: Catalog,
     settings: Settings,
@@ -84,18 +109,19 @@ def check_all(
     workers: int = 2,
     sample_limit: int = DEFAULT_SAMPLE_LIMIT,
     sessions: list[Session] | None = None,
-) -> Iterator[Outcome]:
-    """Outcomes of every session (newest first), checked on `workers` threads.
+    render: Callable[[Outcome], T] = _itself,  # type: ignore[assignment]
+) -> Iterator[T]:
+    """`render(outcome)` of every session (newest first), in that order whatever `workers`.
 
-    SQLite releases the GIL while it runs a statement, so threads overlap the SQL of
-    different files; results come back in catalog order. The run takes the rule book once and
-    shares what checks work out from a file's shape between files of the same shape.
+    With `workers` > 1 the sessions are checked in as many worker processes (`workers.py`:
+    threads do not help) and `render` runs there too, so what comes back is only what the
+    caller keeps (a line of JSON, a row of a table); it and its result must pickle (`render`
+    a module-level function). Raises WorkerFailed if a worker process dies.
     """
     chosen = catalog.sessions() if sessions is None else sessions
-    options = {"sample_limit": sample_limit, "checks": all_checks(), "memo": {}}
-    run: Callable[[Session], Outcome] = lambda s: _outcome(s, settings, options)  # noqa: E731
-    if workers <= 1:
-        yield from map(run, chosen)
+    run = functools.partial(_check_one, settings, sample_limit, render)
+    _run_options.cache_clear()  # a new run takes the rule book again (forked workers too)
+    if workers <= 1 or len(chosen) < 2 * PROCESS_CHUNK:
+        yield from (run(session) for session in chosen)
         return
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(run, chosen)
+    yield from ordered_map(run, [(s,) for s in chosen], workers, chunk=PROCESS_CHUNK)

@@ -12,13 +12,16 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.runner import Outcome, check_all, check_catalog_session
+from datasette_capsem.checks.workers import WorkerFailed
 from datasette_capsem.cli.common import (
     HomeChoice,
     cache_option,
@@ -144,11 +147,28 @@ def _summary_row(outcome: Outcome) -> list[str]:
 VERDICT_ORDER = {"unreadable": 0, "error": 1, "warning": 2, "ok": 3}
 
 
-def _every_as_json(summary: dict[str, int], outcomes: list[Outcome]) -> str:
+@dataclass(frozen=True)
+class Rendered:
+    """What --all keeps of one session: its verdict and its line (of JSON, or of the table),
+    made where it was checked (a worker process) so reports never travel between processes."""
+
+    verdict: str
+    line: Any
+
+
+def _as_json_line(outcome: Outcome) -> Rendered:
+    return Rendered(outcome.verdict, json.dumps(outcome.to_dict(), default=str))
+
+
+def _as_table_row(outcome: Outcome) -> Rendered:
+    return Rendered(outcome.verdict, _summary_row(outcome))
+
+
+def _every_as_json(summary: dict[str, int], lines: list[str]) -> str:
     """{"summary": ..., "sessions": [...]} with one session per line. `indent` would send the
     whole document through json's pure-Python encoder: on 1,000 sessions that took longer
     than running every check; each line here goes through the C encoder."""
-    sessions = ",\n".join("    " + json.dumps(o.to_dict(), default=str) for o in outcomes)
+    sessions = ",\n".join("    " + line for line in lines)
     head = f'{{\n  "summary": {json.dumps(summary)},\n  "sessions": ['
     return f"{head}\n{sessions}\n  ]\n}}" if sessions else f"{head}]\n}}"
 
@@ -158,22 +178,28 @@ def _check_every(
 ) -> int:
     catalog = Catalog(settings)
     sessions = catalog.sessions()
-    outcomes: list[Outcome] = []
+    done: list[Rendered] = []
     stderr = sys.stderr
+    render = _as_json_line if as_json else _as_table_row
     with click.progressbar(length=len(sessions), label="Checking sessions", file=stderr,
                            show_pos=True) as bar:  # fmt: skip
-        for outcome in check_all(catalog, settings, workers=workers, sample_limit=samples,
-                                 sessions=sessions):  # fmt: skip
-            outcomes.append(outcome)
-            bar.update(1)
-    verdicts = Counter(o.verdict for o in outcomes)
-    shown = sorted(outcomes, key=lambda o: VERDICT_ORDER.get(o.verdict, 9))
+        try:
+            for rendered in check_all(catalog, settings, workers=workers, sample_limit=samples,
+                                      sessions=sessions, render=render):  # fmt: skip
+                done.append(rendered)
+                bar.update(1)
+        except WorkerFailed as error:
+            raise click.ClickException(str(error)) from error
+    verdicts = Counter(r.verdict for r in done)
+    shown = sorted(done, key=lambda r: VERDICT_ORDER.get(r.verdict, 9))
     if problems_only:
-        shown = [o for o in shown if o.verdict != "ok"]
+        shown = [r for r in shown if r.verdict != "ok"]
     if as_json:
-        click.echo(_every_as_json(dict(verdicts), shown))
+        # color=True: nothing to strip (json.dumps escapes control characters), and click's
+        # ANSI-stripping pass over tens of MB of JSON would cost seconds.
+        click.echo(_every_as_json(dict(verdicts), [r.line for r in shown]), color=True)
     else:
-        rows = [_summary_row(o) for o in shown]
+        rows = [r.line for r in shown]
         header = ["SESSION", "KIND", "ERA", "VERDICT", "ERRORS", "WARNINGS", "TOP FINDINGS"]
         if rows:
             click.echo(_table(rows, header, (4, 5)))
@@ -181,7 +207,7 @@ def _check_every(
             click.echo("No session has a problem.")
         totals = ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
         hidden = f"; {verdicts['ok']} ok not shown" if problems_only and verdicts["ok"] else ""
-        click.echo(f"\n{len(outcomes)} sessions: {totals}{hidden}")
+        click.echo(f"\n{len(done)} sessions: {totals}{hidden}")
     return _exit_for(verdicts)
 
 
@@ -197,7 +223,7 @@ def _check_every(
 @click.option("--samples", default=20, show_default=True, type=click.IntRange(min=1),
               help="Row ids kept per finding.")  # fmt: skip
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1),
-              help="Threads for --all.")  # fmt: skip
+              help="Processes checking sessions for --all (1: check in this process).")  # fmt: skip
 @home_option
 @cache_option
 def check(

@@ -42,10 +42,9 @@ from typing import Any
 
 from datasette_capsem.catalog import Catalog, CatalogSnapshot
 from datasette_capsem.config import Settings
-from datasette_capsem.index import fts, store, verdicts
+from datasette_capsem.index import fts, parallel, store, verdicts
 from datasette_capsem.index.notify import DirectoryNotifier
 from datasette_capsem.index.plan import FilePlan, plan_files, stat_ledger
-from datasette_capsem.index.reader import read_ledger
 from datasette_capsem.memory import CompactRow, ValuePool, compact_rows, release_memory, with_values
 from datasette_capsem.sqlfiles import load_sql
 
@@ -303,9 +302,12 @@ class IndexService:
     def _index_all(self, conn, todo: list, report: RefreshReport, progress) -> None:
         self._progress, self._phase = (0, len(todo)), "changed ledgers read"
         last_commit = time.monotonic()
-        for done, (session, fingerprint, parent) in enumerate(todo, start=1):
-            began = time.perf_counter()
-            read = read_ledger(session, self.settings.cache_dir, parent)
+        # Many ledgers are read in worker processes, each written here in plan order.
+        reads = parallel.read_ledgers(
+            [(s, parent) for s, _, parent in todo], self.settings.cache_dir
+        )
+        for done, (job, (read, index_ms)) in enumerate(zip(todo, reads, strict=True), start=1):
+            session, fingerprint, parent = job
             parent_key = ""
             if parent is not None:
                 parent_key = parent.unreadable_key if read.inherited_problem else parent.key
@@ -317,7 +319,7 @@ class IndexService:
                 "path": session.ledger_path,
                 "era": read.era,
                 "fingerprint": fingerprint,
-                "index_ms": round((time.perf_counter() - began) * 1000, 3),
+                "index_ms": index_ms,
                 "inherited_from": parent.session_id if parent else None,
                 "inherited_problem": read.inherited_problem,
                 "parent_key": parent_key,

@@ -1,0 +1,54 @@
+"""Reading many ledgers at once for a refresh: in worker processes when there are many.
+
+A full build reads every ledger (3,000 at 10,000 sessions): the SQL, turning rows into facts
+and masking every searchable text are per-ledger work that worker processes share
+(`checks/workers.py`), while the refresh's one connection writes what they read, in the order
+of the plan, so the index holds the same rows whatever the number of workers. A refresh of a
+few changed ledgers reads them in its own thread: starting processes would cost more.
+`check_sessions` does the same for the quick check of each session (the verdicts).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from datasette_capsem.catalog import Session
+from datasette_capsem.checks.workers import default_workers, ordered_map
+from datasette_capsem.config import Settings
+from datasette_capsem.index import verdicts
+from datasette_capsem.index.plan import Parent
+from datasette_capsem.index.reader import LedgerRead, read_ledger
+
+PROCESSES_FROM = 64  # ledgers to read before worker processes are worth starting
+CHUNK = 4  # ledgers per task: a few, as one ledger can be much bigger than the others
+
+
+def timed_read(
+    session: Session, cache_dir: Path, parent: Parent | None
+) -> tuple[LedgerRead, float]:
+    """`read_ledger` and the milliseconds it took (stored as the ledger's `index_ms`)."""
+    began = time.perf_counter()
+    read = read_ledger(session, cache_dir, parent)
+    return read, round((time.perf_counter() - began) * 1000, 3)
+
+
+def read_ledgers(
+    jobs: list[tuple[Session, Parent | None]], cache_dir: Path
+) -> Iterator[tuple[LedgerRead, float]]:
+    """`timed_read` of each (session, fork parent), in the order of `jobs`."""
+    items = [(session, cache_dir, parent) for session, parent in jobs]
+    workers = default_workers()
+    if len(items) < PROCESSES_FROM or workers <= 1:
+        return (timed_read(*item) for item in items)
+    return ordered_map(timed_read, items, workers, chunk=CHUNK)
+
+
+def check_sessions(sessions: list[Session], settings: Settings) -> Iterator[verdicts.Checked]:
+    """`verdicts.check` of each session, in order; in worker processes when there are many
+    (each stores its report as it would here)."""
+    workers = default_workers()
+    if len(sessions) < PROCESSES_FROM or workers <= 1:
+        return (verdicts.check(session, settings) for session in sessions)
+    return ordered_map(verdicts.check, [(s, settings) for s in sessions], workers, chunk=16)

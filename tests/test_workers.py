@@ -1,0 +1,161 @@
+"""Worker processes of `check --all` and of the index build, on real generated ledgers.
+
+Both must give exactly what one process gives (same content, same order, bad ledgers reported
+per session), in a forked worker (a process with one thread, as the CLI) and a spawned one
+(a process with other threads, as a server), and Ctrl-C must end a run cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
+
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.checks import workers
+from datasette_capsem.config import load_settings
+from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.index import IndexService, parallel
+
+TIMING = {"index_ms", "indexed_at", "checked_at", "check_ms"}
+
+
+@contextmanager
+def another_thread():
+    """A second live thread, as a server has: the workers are spawned, not forked."""
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    try:
+        assert workers._start_method() == "spawn"
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def check_all_json(home: Path, cache: Path, *options: str) -> dict:
+    result = CliRunner().invoke(
+        cli,
+        ["capsem", "check", "--all", "--json", "--home", str(home), "--cache-dir", str(cache),
+         *options],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output  # the home holds unreadable ledgers
+    document = json.loads(result.stdout)
+    for session in document["sessions"]:
+        session.pop("duration_ms", None)
+    return document
+
+
+def test_check_all_in_processes_equals_one_process(capsem_home, manifest, tmp_path):
+    one = check_all_json(capsem_home, tmp_path / "c1", "--workers", "1")
+    with another_thread():
+        spawned = check_all_json(capsem_home, tmp_path / "c2", "--workers", "2")
+    assert spawned == one
+    assert len(one["sessions"]) == len(manifest["sessions"])
+    unreadable = {d["session"]["id"] for d in one["sessions"] if d["verdict"] == "unreadable"}
+    broken = {b["session"] for b in manifest["broken_files"]
+              if b["kind"] in ("zero_bytes", "not_sqlite", "truncated")}  # fmt: skip
+    assert broken and broken <= unreadable
+
+
+def dump(path: Path) -> dict[str, list]:
+    """Every table of an index but FTS5's own, timing columns left out, rows sorted."""
+    conn = sqlite3.connect(path)
+    try:
+        tables = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'text_search%'"
+        )]  # fmt: skip
+        found = {}
+        for table in tables:
+            columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+            kept = ", ".join(f'"{c}"' for c in columns if c not in TIMING)
+            if table == "index_meta":
+                kept = "key"
+            found[table] = sorted(map(repr, conn.execute(f'SELECT {kept} FROM "{table}"')))
+        found["search"] = conn.execute(
+            "SELECT count(*) FROM text_search WHERE text_search MATCH 'a* OR e* OR t*'"
+        ).fetchall()
+        return found
+    finally:
+        conn.close()
+
+
+def build(home: Path, cache: Path):
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(cache)})
+    service = IndexService(settings, Catalog(settings))
+    return service, service.refresh()
+
+
+def test_index_build_in_processes_equals_one_process(capsem_home, tmp_path, monkeypatch):
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)
+    alone, alone_report = build(capsem_home, tmp_path / "one")
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 1)
+    monkeypatch.setattr(parallel, "default_workers", lambda: 2)
+    with another_thread():
+        spawned, spawned_report = build(capsem_home, tmp_path / "spawned")
+    forked, forked_report = build(capsem_home, tmp_path / "forked")
+    assert alone_report.problems  # the home's broken ledgers, reported per session
+    for report in (spawned_report, forked_report):
+        assert report.indexed == alone_report.indexed
+        assert report.problems == alone_report.problems
+    expected = dump(alone.path)
+    assert expected["ledgers"] and expected["text_rows"]
+    assert dump(spawned.path) == expected
+    assert dump(forked.path) == expected
+
+
+def test_ctrl_c_ends_check_all_and_its_workers(tmp_path: Path):
+    home = tmp_path / "home"
+    generate_home(
+        home, GenerateOptions(seed=3, sessions=150, hostile=False, broken=False, defects=False)
+    )
+    command = [sys.executable, "-m", "datasette", "capsem", "check", "--all", "--json",
+               "--workers", "2", "--home", str(home), "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    assert process.stderr is not None
+    try:
+        assert "Checking sessions" in process.stderr.readline()
+        process.send_signal(signal.SIGINT)
+        stderr = process.stderr.read()
+        process.wait(timeout=120)  # bounds a hang only
+    finally:
+        process.kill()
+    assert process.returncode == 1, stderr  # the run alone would exit 0: no defect
+    assert "Aborted!" in stderr and "Traceback" not in stderr
+
+
+def test_a_dead_worker_is_an_error_not_a_hang():
+    with pytest.raises(workers.WorkerFailed, match="ended unexpectedly"):
+        list(workers.ordered_map(_die, [(1,), (2,), (3,)], 2, chunk=1))
+
+
+def _die(number: int) -> int:
+    if number == 2:
+        signal.raise_signal(signal.SIGKILL)
+    return number
+
+
+def test_quick_checks_in_processes_equal_one_process(capsem_home, tmp_path, monkeypatch):
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(tmp_path)})
+    sessions = Catalog(settings).sessions()
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)
+    alone = [replace(c, check_ms=0) for c in parallel.check_sessions(sessions, settings)]
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 1)
+    monkeypatch.setattr(parallel, "default_workers", lambda: 2)
+    with another_thread():
+        spawned = [replace(c, check_ms=0) for c in parallel.check_sessions(sessions, settings)]
+    assert spawned == alone
+    assert {c.verdict for c in alone} >= {"ok", "error", "unreadable"}
