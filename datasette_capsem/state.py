@@ -44,10 +44,10 @@ def build_state(datasette) -> CapsemState:
         index=IndexService(settings, catalog),
         session_table=SessionTable(catalog.database_name),
         reports=ReportCache(store=ReportStore.in_cache(settings.cache_dir)),
-        # A trace page asks for its tree and graph right after its HTML: a few entries (rows,
-        # graph, and for masked readers the masked tree.json and graph.json of a trace), kept
-        # while the ledger is unchanged, let each be built once.
-        traces=ReportCache(size=12, max_age=120.0),
+        # A trace page asks for its tree and graph right after its HTML: a few entries per
+        # trace (rows, graph, and tree/graph/conversation answers per reader policy: up to 8),
+        # kept while the ledger is unchanged, let each be built once (views/trace_cache.py).
+        traces=ReportCache(size=24, max_age=120.0),
         follow=FollowCache(),
     )
 

@@ -249,8 +249,11 @@ class IndexService:
                 todo.append((session, fingerprint, signature))
         self._progress, self._phase = (0, len(todo)), "sessions checked"
         last_commit = time.monotonic()
-        for done, (session, fingerprint, signature) in enumerate(todo, start=1):
-            checked = verdicts.check(session, self.settings)
+        # Many (a first build): checked in worker processes, in order (index/parallel.py).
+        checks = parallel.check_sessions([session for session, _, _ in todo], self.settings)
+        for done, ((session, fingerprint, signature), checked) in enumerate(
+            zip(todo, checks, strict=True), start=1
+        ):
             described = {
                 "session_id": session.id,
                 "home": session.home,
