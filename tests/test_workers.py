@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.index import IndexService, parallel
 
+DEADLINE_SECONDS = 60  # bounds a hang only
 TIMING = {"index_ms", "indexed_at", "checked_at", "check_ms"}
 
 
@@ -159,3 +161,57 @@ def test_quick_checks_in_processes_equal_one_process(capsem_home, tmp_path, monk
         spawned = [replace(c, check_ms=0) for c in parallel.check_sessions(sessions, settings)]
     assert spawned == alone
     assert {c.verdict for c in alone} >= {"ok", "error", "unreadable"}
+
+
+KILLED_PARENT = """
+import sys, time
+from datasette_capsem.checks import workers
+print("started", flush=True)
+for _ in workers.ordered_map(time.sleep, [(60,), (60,)], 2, chunk=1):
+    pass
+"""
+
+
+def _children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(child) for child in (task / "children").read_text().split()}
+    return found
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn"])
+def test_workers_die_with_a_killed_parent(start):
+    """A server stopped by SIGKILL leaves no worker behind holding its pipes (a stopped
+    server's output never ending hung the README serving test)."""
+    code = KILLED_PARENT
+    if start == "spawn":  # a second thread makes ordered_map spawn, as in a server
+        code = (
+            "import threading; threading.Thread(target=lambda: __import__('time').sleep(99), daemon=True).start()\n"
+            + code
+        )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        workers_seen: set[int] = set()
+        while len(workers_seen) < 2 and time.monotonic() < deadline:
+            workers_seen = {
+                child for child in _children(parent.pid)
+                if "resource_tracker" not in Path(f"/proc/{child}/cmdline").read_text()
+            }  # fmt: skip
+            time.sleep(0.1)
+        assert len(workers_seen) >= 2, workers_seen
+        # Whether or not a worker's initializer ran yet: before, it sees its parent gone and
+        # exits; after, the kernel kills it with its parent.
+        parent.kill()
+        parent.wait()
+        while time.monotonic() < deadline and any(
+            Path(f"/proc/{w}").exists() for w in workers_seen
+        ):
+            time.sleep(0.1)
+        alive = [w for w in workers_seen if Path(f"/proc/{w}").exists()
+                 and "zombie" not in Path(f"/proc/{w}/status").read_text()]  # fmt: skip
+        assert not alive, f"workers outlived their parent: {alive}"
+    finally:
+        parent.kill()
+        parent.wait()

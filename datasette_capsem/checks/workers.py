@@ -15,6 +15,9 @@ dies raises `WorkerFailed`; an exception raised by `function` is raised again in
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import multiprocessing
 import os
 import signal
@@ -27,6 +30,7 @@ from typing import TypeVar
 
 R = TypeVar("R")
 MAX_WORKERS = 4
+PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 
 
 class WorkerFailed(ChildProcessError):
@@ -45,10 +49,18 @@ def _start_method() -> str:
     return "spawn"
 
 
-def _worker_started() -> None:
+def _worker_started(parent: int) -> None:
     """Ctrl-C goes to the whole process group: the parent alone handles it (and ends the
-    workers), so no worker prints a traceback of its own."""
+    workers), so no worker prints a traceback of its own. A parent that dies without ending
+    them (a server stopped by SIGTERM or SIGKILL) takes them along: a worker waiting on its
+    task queue holds that queue's other end itself and would never see it close, living on
+    and keeping the server's stdout and stderr open."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(1)
 
 
 @contextmanager
@@ -94,6 +106,7 @@ def ordered_map(
         max_workers=max(1, min(workers, len(chunks))),
         mp_context=multiprocessing.get_context(_start_method()),
         initializer=_worker_started,
+        initargs=(os.getpid(),),
     )
     finished = False
     try:
