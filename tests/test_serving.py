@@ -36,7 +36,11 @@ async def test_catalog_lists_every_session_of_the_manifest(capsem_home, manifest
 async def test_every_kind_and_era_is_served_as_a_datasette_database(
     capsem_home, manifest, cache_dir
 ):
-    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=4)
+    # As an operator who may see secrets: masking opens no file, and viewers are crawled by
+    # test_security_hardening; this crawl is about what reading does to the home.
+    datasette = await make_datasette(
+        capsem_home, cache_dir, max_mounted_sessions=4, view_secrets=True
+    )
     seen_kinds, seen_eras = set(), set()
     for session in readable_sessions(manifest):
         for table, count in sorted(session.get("counts", {}).items())[:3]:
@@ -211,7 +215,11 @@ def crawl_paths(manifest: dict, part: int) -> list[str]:
 async def test_crawl_changes_no_byte_of_the_capsem_home(capsem_home, manifest, cache_dir, part):
     """Every file is byte-identical afterwards; only an existing -shm may change (spec §4.7)."""
     before = snapshot_tree(capsem_home)
-    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=4)
+    # As an operator who may see secrets: masking opens no file, and viewers are crawled by
+    # test_security_hardening; this crawl is about what reading does to the home.
+    datasette = await make_datasette(
+        capsem_home, cache_dir, max_mounted_sessions=4, view_secrets=True
+    )
     databases = tuple(f"/{s['id']}" for s in manifest["sessions"])
     for path in crawl_paths(manifest, part):
         response = await datasette.client.get(path)
