@@ -93,15 +93,16 @@ def report_validator(session: Any, path: Path | str | None, database: str | None
 
 
 @functools.cache
-def _files_digest() -> bytes:
-    """A digest of the rule book's own files (RULE_BOOK_PARTS of this package)."""
+def source_digest(parts: tuple[str, ...], suffixes: tuple[str, ...]) -> bytes:
+    """A digest of this package's files under `parts` (files or directories) whose suffix is
+    in `suffixes`: what a cached answer built by that code is valid for."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.blake2b(digest_size=16)
-    for part in RULE_BOOK_PARTS:
+    for part in parts:
         base = root / part
         paths = [base] if base.is_file() else sorted(base.rglob("*"))
         for path in paths:
-            if path.suffix in RULE_BOOK_SUFFIXES and path.is_file():
+            if path.suffix in suffixes and path.is_file():
                 digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.digest()
 
@@ -127,7 +128,7 @@ def rule_book_version(checks: list[Check] | None = None) -> str:
     held = _versions.get(key)
     if held is not None:
         return held[1]
-    digest = hashlib.blake2b(_files_digest(), digest_size=16)
+    digest = hashlib.blake2b(source_digest(RULE_BOOK_PARTS, RULE_BOOK_SUFFIXES), digest_size=16)
     for check in checks:
         kind = type(check)
         digest.update(f"{kind.__module__}.{kind.__qualname__}\0".encode())

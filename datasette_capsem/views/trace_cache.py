@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
-import hashlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -37,6 +35,7 @@ from datasette_capsem.checks.cache import (
     Codec,
     ReportStore,
     rule_book_version,
+    source_digest,
     store_key,
 )
 from datasette_capsem.state import get_state
@@ -62,17 +61,9 @@ def _decode_text(data: Any) -> dict[str, Any]:
 TEXT_JSON = Codec(encode=lambda entry: entry, decode=_decode_text)
 
 
-@functools.cache
 def code_version() -> str:
     """A digest of the code that builds a trace's texts (CODE_PARTS of this package)."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.blake2b(digest_size=16)
-    for part in CODE_PARTS:
-        base = root / part
-        for path in [base] if base.is_file() else sorted(base.rglob("*")):
-            if path.suffix in (".py", ".sql") and path.is_file():
-                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return source_digest(CODE_PARTS, (".py", ".sql")).hex()
 
 
 class TraceStore:
