@@ -60,6 +60,7 @@ REPORT_CACHE_ENTRIES = 128
 REPORT_MAX_AGE_SECONDS = 300.0
 
 STORE_DIRECTORY = "reports"  # under the plugin's cache dir
+TRACE_STORE_DIRECTORY = "traces"  # beside it: trace answers (TraceStore)
 STORE_FORMAT = 1  # bump when the file layout or a codec changes
 HEADER_MAX_BYTES = 65536
 TEMPORARY_MAX_AGE_SECONDS = 3600.0  # a temporary file this old was left by a killed writer
@@ -451,3 +452,19 @@ class ReportCache:
         self._entries.move_to_end(key)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
+
+
+class TraceStore:
+    """The on-disk tier of a Datasette instance's trace answers (views/trace_cache.py): a
+    `ReportStore` of its own directory, pruned in the background after its first save and
+    hourly at most."""
+
+    def __init__(self, cache_dir: Path):
+        self.store = ReportStore(Path(cache_dir) / TRACE_STORE_DIRECTORY)
+        self._pruned_at: float | None = None
+
+    def prune_now_and_then(self) -> None:
+        now = time.monotonic()
+        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
+            self._pruned_at = now
+            asyncio.get_running_loop().run_in_executor(None, self.store.prune)

@@ -30,10 +30,9 @@ from typing import Any
 
 from datasette_capsem import redaction
 from datasette_capsem.checks.cache import (
-    PRUNE_INTERVAL_SECONDS,
     CachedReport,
     Codec,
-    ReportStore,
+    TraceStore,
     rule_book_version,
     source_digest,
     store_key,
@@ -45,7 +44,6 @@ from datasette_capsem.views.opening import Opened
 
 log = logging.getLogger(__name__)
 
-STORE_DIRECTORY = "traces"  # under the plugin's cache dir, beside the report store
 # What a stored text is built by: the graph, tree and conversation code, the masker and how a
 # page's data becomes JSON. Changing any of them makes every stored text stale.
 CODE_PARTS = ("graph", "redaction.py", "views/trace.py", "views/trace_cache.py",
@@ -66,31 +64,9 @@ def code_version() -> str:
     return source_digest(CODE_PARTS, (".py", ".sql")).hex()
 
 
-class TraceStore:
-    """The on-disk tier of a Datasette instance's trace texts (a `ReportStore` of its own
-    directory), pruned in the background after its first save and hourly at most."""
-
-    def __init__(self, cache_dir: Path):
-        self.store = ReportStore(Path(cache_dir) / STORE_DIRECTORY)
-        self._pruned_at: float | None = None
-
-    def prune_now_and_then(self) -> None:
-        now = time.monotonic()
-        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
-            self._pruned_at = now
-            asyncio.get_running_loop().run_in_executor(None, self.store.prune)
-
-
-_STORE_ATTRIBUTE = "_capsem_trace_store"
-
-
 def trace_store(datasette) -> TraceStore:
-    """The trace store of this Datasette instance (made on first use)."""
-    held = getattr(datasette, _STORE_ATTRIBUTE, None)
-    if held is None:
-        held = TraceStore(get_state(datasette).settings.cache_dir)
-        setattr(datasette, _STORE_ATTRIBUTE, held)
-    return held
+    """The trace store of this Datasette instance (state.py builds it)."""
+    return get_state(datasette).trace_store
 
 
 def _net_clean(text: str) -> bool:
