@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,12 @@ from tests.helpers import make_datasette
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Tests send Ctrl-C (SIGINT) to the commands they start. A suite started in the background
+    # by a shell without job control (`pytest ... &` in a script) inherits SIGINT ignored, and
+    # so would every command it starts: Python then installs no KeyboardInterrupt handler and
+    # the commands go on as if never interrupted. Restore the default a terminal gives.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line(
         "markers", "heavy: a test of tens of seconds; its module is scheduled first"
     )
