@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import tempfile
@@ -250,6 +251,10 @@ async def browser_rows(repeat: int) -> list[list]:
                     "ok" if tree < INTERACTIVE_TARGET_MS else "OVER",
                     f"{first_tree:.0f} ms",
                     f"{graph:.0f} ms",
+                    f"{graph_ms[0]:.0f} ms",
+                    " ".join(f"{ms:.0f}" for ms in tree_ms),
+                    " ".join(f"{ms:.0f}" for ms in graph_ms),
+                    " ".join(f"{v:.1f}" for v in os.getloadavg()),
                 ]
             )
         await browser.close()
@@ -262,6 +267,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--no-search", action="store_true")
+    parser.add_argument(
+        "--no-answers", action="store_true", help="skip the in-process answers' table"
+    )
     args = parser.parse_args()
     if not args.no_browser:
         print_table(
@@ -276,12 +284,24 @@ def main() -> None:
                 "target",
                 "interactive, first tab",
                 "picture drawn",
+                "picture, first tab",
+                "every tab: interactive",
+                "every tab: picture",
+                "load average",
             ],  # fmt: skip
             asyncio.run(browser_rows(args.repeat)),
         )
-    page = asyncio.run(trace_rows(args.repeat))
+    if not args.no_answers:
+        answers_table(args.repeat)
+    if args.no_search:
+        return
+    search_table(args.sessions, args.repeat)
+
+
+def answers_table(repeat: int) -> None:
+    page = asyncio.run(trace_rows(repeat))
     print_table(
-        f"Trace of {CALLS} model calls (median of {args.repeat}, target < {PAGE_TARGET_MS} ms)",
+        f"Trace of {CALLS} model calls (median of {repeat}, target < {PAGE_TARGET_MS} ms)",
         [
             "request",
             "reader",
@@ -295,11 +315,12 @@ def main() -> None:
         ],  # fmt: skip
         page,
     )
-    if args.no_search:
-        return
-    search = asyncio.run(search_rows(args.sessions, args.repeat))
+
+
+def search_table(sessions: int, repeat: int) -> None:
+    search = asyncio.run(search_rows(sessions, repeat))
     print_table(
-        f"Search one trace id over {args.sessions} sessions (target < {SEARCH_TARGET_MS} ms "
+        f"Search one trace id over {sessions} sessions (target < {SEARCH_TARGET_MS} ms "
         "with the index)",
         ["search", "status", "covered", "median", "result"],
         search,

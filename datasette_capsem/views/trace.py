@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 from typing import Any
 
@@ -100,6 +101,30 @@ async def answer(
 
     name = f"{suffix}|{rows.trace_id}|{rows.exchange}|{history}"
     return await trace_cache.json_text(datasette, opened, name, build)
+
+
+async def page_facts(datasette, opened: Opened, rows: TraceRows) -> dict[str, Any]:
+    """What the page's HTML shows of the trace: its totals, findings, notes and counts.
+
+    Kept as a small answer of its own (views/trace_cache.py: once per ledger version and
+    policy, on disk for a stopped session), so the HTML neither walks the trace's 3,000
+    waterfall rows on every request nor, after a restart, builds the whole graph again: its
+    scripts' tree.json and graph.json are read back from the store, and so is this."""
+
+    async def build() -> dict[str, Any]:
+        graph = await cached_graph(datasette, opened, rows)
+        waterfall = waterfall_rows(rows, opened.links)
+        return {
+            "trace": trace_summary(rows, waterfall),
+            "findings": graph["findings"],
+            "notes": graph["notes"],
+            "waterfall_unplaced": waterfall["unplaced"],
+            "node_count": len(graph["nodes"]),
+            "edge_count": len(graph["edges"]),
+        }
+
+    name = f"/page|{rows.trace_id}|{rows.exchange}|None"
+    return json.loads(await trace_cache.json_text(datasette, opened, name, build))
 
 
 def prepare(datasette, opened: Opened, rows: TraceRows) -> None:
@@ -284,23 +309,24 @@ async def trace_page(datasette, request):
             history = _history_step(request, len(rows.model_calls))
         text = await answer(datasette, opened, rows, suffix, history)
         return render.json_text_response(text)
-    graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
-    waterfall = waterfall_rows(rows, links)
-    summary = trace_summary(rows, waterfall)
     if suffix == ".json":
+        graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
+        waterfall = waterfall_rows(rows, links)
+        summary = trace_summary(rows, waterfall)
         return render.json_response(
             {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
         )
+    facts = await page_facts(datasette, opened, rows)
     context = {
         "session": session.summary(),
         "display_name": session.display_name,
-        "trace": summary,
-        "findings": graph["findings"],
-        "notes": graph["notes"],
-        "waterfall_unplaced": waterfall["unplaced"],
+        "trace": facts["trace"],
+        "findings": facts["findings"],
+        "notes": facts["notes"],
+        "waterfall_unplaced": facts["waterfall_unplaced"],
         "finding_nodes": FINDING_NODES,
-        "node_count": len(graph["nodes"]),
-        "edge_count": len(graph["edges"]),
+        "node_count": facts["node_count"],
+        "edge_count": facts["edge_count"],
         "links": {
             "session": links.session(),
             "trace_page": links.trace(rows.trace_id),
