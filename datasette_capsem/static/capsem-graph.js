@@ -57,6 +57,12 @@
 
   var html = window.capsemDom.el;
 
+  /* A table keyed by node ids from the ledger: no prototype, so an id such as
+     "constructor" is an ordinary key. */
+  function table() {
+    return Object.create(null);
+  }
+
   function shortNumber(value) {
     if (value >= 1e6) {
       return (value / 1e6).toFixed(1) + "M";
@@ -112,9 +118,9 @@
     this.expanded = {};
     this.expandAll = false;
     this.scale = 1;
-    this.matches = {};
+    this.matches = table();
     this.matchGroups = {};
-    this.nodesById = {};
+    this.nodesById = table();
     var self = this;
     data.nodes.forEach(function (node) {
       self.nodesById[node.id] = node;
@@ -176,7 +182,7 @@
       }
     });
     var visible = [];
-    var representative = {};
+    var representative = table();
     this.data.nodes.forEach(function (node) {
       var place = columnOfGroup[node.group] || {position: 0};
       if (place.cluster) {
@@ -221,7 +227,7 @@
       usedLanes.push({lane: lane, top: y, height: depth[lane] * (NODE_H + GAP_Y) + LANE_PAD});
       y += depth[lane] * (NODE_H + GAP_Y) + LANE_PAD;
     });
-    var position = {};
+    var position = table();
     visible.forEach(function (item) {
       item.x = left[item.position];
       item.w = item.cluster ? CLUSTER_W : NODE_W;
@@ -520,7 +526,7 @@
   };
 
   CapsemGraph.prototype.drawEdges = function (root, layout, representative) {
-    var seen = {};
+    var seen = table();
     var labels = [];
     var self = this;
     var group = svg("g", {"class": "edges"}, root);
@@ -695,7 +701,7 @@
   /* Search matches: the nodes, and the folded blocks that hold one. */
   CapsemGraph.prototype.mark = function (ids) {
     var self = this;
-    this.matches = {};
+    this.matches = table();
     this.matchGroups = {};
     ids.forEach(function (id) {
       self.matches[id] = true;
@@ -814,8 +820,8 @@
   /* The rows that carry a broken link (the end that is not a placeholder), in graph order. */
   CapsemGraph.prototype.brokenList = function () {
     var self = this;
-    var seen = {};
-    this.brokenNodes = {};
+    var seen = table();
+    this.brokenNodes = table();
     this.data.edges.forEach(function (edge) {
       if (!edge.broken) {
         return;
@@ -852,12 +858,13 @@
     if (!safeHref(url)) {
       return;
     }
-    /* The span tree is what makes the page usable: the picture is fetched and drawn once
-       it is, so the two do not compete for the server and the main thread. */
+    /* The span tree is what makes the page usable: the picture is read and drawn once it
+       is, so the two do not compete for the main thread. Its answer is asked for at once
+       (the page preloads it; the server prepared it with the page), so it is here by then. */
+    var answer = fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}});
+    answer.catch(function () {});  /* reported below, once the tree is settled */
     explorerSettled()
-      .then(function () {
-        return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}});
-      })
+      .then(function () { return answer; })
       .then(function (response) {
         if (!response.ok) {
           throw new Error("HTTP " + response.status);
