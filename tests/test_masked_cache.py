@@ -1,4 +1,4 @@
-"""Masked tree.json and graph.json are built once per ledger version: the cached answer is the
+"""Masked tree.json, graph.json and picture.json are built once per ledger version: the cached answer is the
 masked one (never the operator's), each policy has its own, and a changed ledger is read
 again."""
 
@@ -46,7 +46,7 @@ async def datasette(planted, tmp_path_factory):
 async def test_cached_answers_stay_masked_and_follow_the_ledger(datasette, planted):
     home, session, trace, row_id = planted
     operator = actor_cookies(datasette, "operator")
-    for suffix in ("/tree.json", "/graph.json"):
+    for suffix in ("/tree.json", "/graph.json", "/picture.json"):
         url = trace_url(session["id"], trace, suffix)
         first = await datasette.client.get(url)
         again = await datasette.client.get(url)
@@ -62,7 +62,7 @@ async def test_cached_answers_stay_masked_and_follow_the_ledger(datasette, plant
         conn.commit()
     finally:
         conn.close()
-    for suffix in ("/tree.json", "/graph.json"):
+    for suffix in ("/tree.json", "/graph.json", "/picture.json"):
         url = trace_url(session["id"], trace, suffix)
         changed = await datasette.client.get(url)
         assert b"PLANTED" not in changed.content

@@ -3,6 +3,7 @@ every injected defect, every era, hostile values and bad input."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -330,6 +331,42 @@ async def test_hostile_values_stay_bounded_and_escaped(datasette, manifest):
         html = (await datasette.client.get(trace_url(session["id"], trace))).text
         assert "<script>window.__pwned" not in html
         assert "<img src=x" not in html
+
+
+# What the page's script draws of a node and of an edge (picture.json keeps only these).
+PICTURE_NODE = {"id", "type", "lane", "group", "label", "detail", "title", "findings", "missing",
+                "external", "href"}  # fmt: skip
+PICTURE_EDGE = {"source", "target", "type", "broken", "severity", "title", "cross_trace"}
+
+
+def drawn(item: dict, keys: set[str], always: set[str]) -> dict:
+    """`item` with only `keys`, empty values (None, False, "", []) left out but `always`."""
+    return {
+        k: v
+        for k, v in item.items()
+        if k in keys and (k in always or not (v is None or v is False or v == "" or v == []))
+    }
+
+
+async def test_the_picture_is_the_graph_as_drawn(datasette, manifest):
+    sessions = [clean_current(manifest)[0], hostile_session(manifest)]
+    sessions += [s for s, _ in defect_sessions(manifest, "orphan_tool_response")[:1]]
+    for session in sessions:
+        for trace in session["traces"][:2]:
+            graph = (
+                await datasette.client.get(trace_url(session["id"], trace, "/graph.json"))
+            ).json()
+            answer = await datasette.client.get(trace_url(session["id"], trace, "/picture.json"))
+            assert answer.status_code == 200
+            picture = answer.json()
+            assert {k: v for k, v in picture.items() if k not in ("nodes", "edges")} == {
+                k: v for k, v in graph.items() if k not in ("nodes", "edges")
+            }
+            always = {"id", "type", "lane", "group", "label"}
+            assert picture["nodes"] == [drawn(n, PICTURE_NODE, always) for n in graph["nodes"]]
+            edges = [drawn(e, PICTURE_EDGE, {"source", "target", "type"}) for e in graph["edges"]]
+            assert picture["edges"] == edges
+            assert len(answer.content) < len(json.dumps(graph))
 
 
 @pytest.mark.parametrize(

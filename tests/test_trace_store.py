@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 import shutil
 import sqlite3
 import time
@@ -22,7 +23,7 @@ from tests.trace_support import clean_current, trace_url
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 FIRST = "sk-ant-api03-STOREDFIRST0123456789abcdef"
 SECOND = "ghp_STOREDSECOND0123456789abcdefghijklmn"
-ANSWERS = ("/tree.json", "/graph.json", "/conversation.json")
+ANSWERS = ("/tree.json", "/graph.json", "/picture.json", "/conversation.json")
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +137,43 @@ async def test_the_page_prepares_its_tree_and_picture(planted, tmp_path):
     assert page.status_code == 200
     await asyncio.gather(*trace_view._preparing)
     traces = get_state(datasette).traces
-    hits = traces.hits
-    for suffix in ("/tree.json", "/graph.json"):
+    hits, held = traces.hits, len(traces)
+    for suffix in ("/tree.json", "/picture.json"):
         response = await datasette.client.get(trace_url(session["id"], trace, suffix))
         assert b"STOREDFIRST" not in response.content
-    assert traces.hits >= hits + 2  # both answered from what the page prepared
+    assert traces.hits >= hits + 2 and len(traces) == held  # what the page prepared, none built
+
+
+def page_text(response) -> str:
+    """A page's HTML without its per-request CSRF token."""
+    assert response.status_code == 200
+    return re.sub(r'name="csrftoken" value="[^"]*"', "", response.text)
+
+
+async def test_a_restarted_server_draws_the_page_without_building_the_graph(planted, tmp_path):
+    home, session, trace = planted
+    url = trace_url(session["id"], trace)
+    first = await server(home, tmp_path / "cache")
+    pages = {}
+    for shown in (False, True):
+        operator = actor_cookies(first, "operator") if shown else None
+        pages[shown] = page_text(await first.client.get(url, cookies=operator))
+        await asyncio.gather(*trace_view._preparing)
+    await saved(first, 6)  # the page's facts, tree and picture, for each policy
+    assert "STOREDFIRST" not in pages[False]
+    again = await server(home, tmp_path / "cache")
+    for shown in (False, True):
+        operator = actor_cookies(again, "operator") if shown else None
+        assert page_text(await again.client.get(url, cookies=operator)) == pages[shown]
+        await asyncio.gather(*trace_view._preparing)
+        for suffix in ("/tree.json", "/picture.json"):
+            answer = await again.client.get(
+                trace_url(session["id"], trace, suffix), cookies=operator
+            )
+            assert answer.status_code == 200
+    assert trace_store(again).store.loaded == 6
+    built = get_state(again).traces._entries  # noqa: SLF001 - what the restarted server built
+    assert not [key for key in built if key[-1] == "graph"]  # read back, the graph not built
 
 
 async def test_a_changed_ledger_is_read_again(planted, tmp_path):

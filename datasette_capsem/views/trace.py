@@ -2,9 +2,9 @@
 
 The page is a skeleton: its scripts fetch the span tree (`/tree.json`, drawn with its timeline
 by `static/capsem-trace.js`), a selected row in full (`/node.json?id=TABLE:ROW_ID`, for the
-detail panel) and the identity graph (`/graph.json`, drawn by `static/capsem-graph.js`). The
-same data is served as `.json` (summary, graph and waterfall) and `.otlp.json` (OpenTelemetry
-export). The rows and graph of the traces viewed last are cached per ledger version
+detail panel) and the identity graph as drawn (`/picture.json`, graph/picture.py, drawn by
+`static/capsem-graph.js`). The graph whole is `/graph.json`; the same data is served as
+`.json` (summary, graph and waterfall) and `.otlp.json` (OpenTelemetry export). The rows and graph of the traces viewed last are cached per ledger version
 (`CapsemState.traces`), so the page and its JSON build them once.
 """
 
@@ -22,6 +22,7 @@ from datasette_capsem.graph.conversation import build_steps, load_conversation
 from datasette_capsem.graph.detail import load_node, parse_node_id
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
+from datasette_capsem.graph.picture import picture
 from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
 from datasette_capsem.graph.tree import build_tree
 from datasette_capsem.graph.values import as_float, as_int
@@ -78,17 +79,18 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     return entry.report
 
 
-JSON_ANSWERS = ("/tree.json", "/graph.json", "/conversation.json")
+JSON_ANSWERS = ("/tree.json", "/graph.json", "/picture.json", "/conversation.json")
 # What the page's scripts fetch right after its HTML, in the order they do.
-PAGE_FETCHES = ("/tree.json", "/graph.json")
+PAGE_FETCHES = ("/tree.json", "/picture.json")
 _preparing: set[asyncio.Future] = set()  # held until done (the loop keeps weak references)
 
 
 async def answer(
     datasette, opened: Opened, rows: TraceRows, suffix: str, history: int | None = None
 ) -> str:
-    """The JSON text of tree.json, graph.json or conversation.json (`history`: its `?step=N`)
-    for the current reader, built once per ledger version and policy (views/trace_cache.py)."""
+    """The JSON text of tree.json, graph.json, picture.json or conversation.json (`history`:
+    its `?step=N`) for the current reader, built once per ledger version and policy
+    (views/trace_cache.py)."""
     session = opened.session
 
     async def build() -> dict[str, Any]:
@@ -97,6 +99,8 @@ async def answer(
         graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
         if suffix == "/graph.json":
             return graph
+        if suffix == "/picture.json":
+            return picture(graph)
         return {**build_tree(rows, graph), "session_id": session.id}
 
     name = f"{suffix}|{rows.trace_id}|{rows.exchange}|{history}"
@@ -331,6 +335,7 @@ async def trace_page(datasette, request):
             "session": links.session(),
             "trace_page": links.trace(rows.trace_id),
             "graph": _scoped(links, rows, "/graph.json"),
+            "picture": _scoped(links, rows, "/picture.json"),
             "tree": _scoped(links, rows, "/tree.json"),
             "conversation": _scoped(links, rows, "/conversation.json"),
             "node": links.trace(rows.trace_id, "/node.json"),
@@ -350,7 +355,7 @@ async def trace_page(datasette, request):
 ROUTES = [
     (
         r"^/-/capsem/sessions/(?P<session_id>[^/]+)/traces/(?P<trace_id>[^/]+?)"
-        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json|/tree\.json|/node\.json"
+        r"(?P<suffix>\.otlp\.json|\.json|/graph\.json|/picture\.json|/tree\.json|/node\.json"
         r"|/conversation\.json)?$",
         trace_page,
     ),

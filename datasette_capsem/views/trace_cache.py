@@ -1,5 +1,6 @@
-"""The JSON texts of a trace page (tree.json, graph.json, conversation.json), built once per
-ledger version and reader policy, in memory and, for a stopped session, on disk.
+"""The JSON texts of a trace page (tree.json, graph.json, picture.json, conversation.json and
+the page's own facts), built once per ledger version and reader policy, in memory and, for a
+stopped session, on disk.
 
 A 500-call trace's answers take hundreds of milliseconds to build, mask and serialize, and its
 page asks for them right after its HTML. So each text is kept in the trace cache
