@@ -84,7 +84,7 @@ async def test_a_credential_cut_by_a_preview_is_masked(planted, tmp_path):
         conn.close()
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
     found = False
-    for suffix in (".json", "/graph.json", "/tree.json", ".otlp.json"):
+    for suffix in (".json", "/graph.json", "/picture.json", "/tree.json", ".otlp.json"):
         body = (await datasette.client.get(trace_url(session["id"], trace, suffix))).text
         assert "PLANTEDP" not in body, suffix
         found = found or "ghp_[redacted" in body or "[redacted:api-key]" in body

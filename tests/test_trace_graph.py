@@ -269,7 +269,8 @@ async def test_waterfall_rows_and_times_match_the_ledger(
     html = (await datasette.client.get(trace_url(session["id"], trace))).text
     # The page is a skeleton: the timeline is drawn from tree.json, nested like the tree.
     assert 'data-tree-url="' + trace_url(session["id"], trace, "/tree.json") + '"' in html
-    assert 'data-graph-url="' + trace_url(session["id"], trace, "/graph.json") + '"' in html
+    # The picture is drawn from picture.json (what it draws of graph.json).
+    assert 'data-graph-url="' + trace_url(session["id"], trace, "/picture.json") + '"' in html
 
 
 async def test_summary_totals(datasette, manifest, capsem_home, cache_dir):
