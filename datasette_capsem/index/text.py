@@ -25,7 +25,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from datasette_capsem.index.extract import Columns, Inherited
+from datasette_capsem.index.extract import RENDERED_MAX, Columns, Inherited, render
 from datasette_capsem.ledger.dialect import quote_identifier
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.redaction import mask_text
@@ -173,7 +173,7 @@ class _Partial(dict):
 def _calls(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[int, tuple]:
     if not schema.has("model_calls", "id"):
         return {}
-    sql = load_sql(__package__, "text_model_calls").format_map(Columns(schema, "model_calls"))
+    sql = render("text_model_calls", Columns(schema, "model_calls"), __package__)
     return {row[0]: tuple(row[1:]) for row in conn.execute(sql)}
 
 
@@ -212,6 +212,27 @@ def _rows(
     conn: sqlite3.Connection, schema: LedgerSchema, source: Source, inherited: Inherited | None
 ) -> list[sqlite3.Row]:
     columns = Columns(schema, source.table, inherited=inherited)
+    key = None if columns.key is None else (source, columns.key)
+    sql = _rendered.get(key) if key is not None else None
+    if sql is None:
+        sql = _source_sql(source, columns)
+        if key is not None:
+            if len(_rendered) >= RENDERED_MAX:
+                _rendered.clear()
+            _rendered[key] = sql
+    previous = conn.row_factory
+    conn.row_factory = sqlite3.Row
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.row_factory = previous
+
+
+# The text query of each (source, table shape), as extract.render keeps the others.
+_rendered: dict[tuple, str] = {}
+
+
+def _source_sql(source: Source, columns: Columns) -> str:
     selects = [f"{{{name}}} AS text{i}" for i, name in enumerate(source.texts)]
     if source.table == "model_calls":
         selects.append("{request_body_preview} AS request_body")
@@ -223,9 +244,4 @@ def _rows(
             own=columns["own"],
         )
     )
-    previous = conn.row_factory
-    conn.row_factory = sqlite3.Row
-    try:
-        return conn.execute(shape.format_map(columns)).fetchall()
-    finally:
-        conn.row_factory = previous
+    return shape.format_map(columns)
