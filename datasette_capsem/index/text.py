@@ -187,30 +187,32 @@ def read_texts(
         if not schema.has(source.table, "id"):
             continue
         prompts_seen: set[tuple] = set()
+        texts = slice(7, 7 + len(source.texts))  # the columns of text_rows.sql, in order
         for row in _rows(conn, schema, source, inherited):
-            parts = [_text(row[f"text{i}"]) for i in range(len(source.texts))]
-            provider, model, at = row["provider"], row["model"], row["at"]
-            call_id = row["row_id"] if source.table == "model_calls" else row["model_call_id"]
+            row_id, event_id, trace_id, model_call_id, provider, model, at = row[:7]
+            parts = [_text(value) for value in row[texts]]
+            call_id = row_id if source.table == "model_calls" else model_call_id
             call = calls.get(call_id) if call_id is not None else None
             if call is not None:
                 provider, model = provider or call[0], model or call[1]
                 at = at or call[2]
-            common = (row["event_id"], row["trace_id"], call_id, provider, model, at)
+            common = (event_id, trace_id, call_id, provider, model, at)
             body = "\n".join(p for p in parts if p)
             if body:
-                found.append((source.kind, source.table, row["row_id"], *common, clean(body)))
+                found.append((source.kind, source.table, row_id, *common, clean(body)))
             if source.table == "model_calls":
-                prompt = prompt_of(row["request_body"])
-                key = (row["trace_id"], prompt)
+                prompt = prompt_of(row[texts.stop])  # request_body, after the texts
+                key = (trace_id, prompt)
                 if prompt and key not in prompts_seen:
                     prompts_seen.add(key)
-                    found.append(("prompt", source.table, row["row_id"], *common, clean(prompt)))
+                    found.append(("prompt", source.table, row_id, *common, clean(prompt)))
     return found
 
 
 def _rows(
     conn: sqlite3.Connection, schema: LedgerSchema, source: Source, inherited: Inherited | None
-) -> list[sqlite3.Row]:
+) -> list[tuple]:
+    """The rows of text_rows.sql for one source, as tuples (by position: no name look-ups)."""
     columns = Columns(schema, source.table, inherited=inherited)
     key = None if columns.key is None else (source, columns.key)
     sql = _rendered.get(key) if key is not None else None
@@ -221,7 +223,7 @@ def _rows(
                 _rendered.clear()
             _rendered[key] = sql
     previous = conn.row_factory
-    conn.row_factory = sqlite3.Row
+    conn.row_factory = None
     try:
         return conn.execute(sql).fetchall()
     finally:
