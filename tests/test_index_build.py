@@ -14,10 +14,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from test_workers import build, dump
 
 from datasette_capsem import readonly
 from datasette_capsem.index import extract, parallel, text
+from tests.test_workers import build, dump
 
 
 def _reports(cache: Path) -> dict[str, list]:
