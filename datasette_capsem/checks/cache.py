@@ -62,6 +62,9 @@ REPORT_MAX_AGE_SECONDS = 300.0
 STORE_DIRECTORY = "reports"  # under the plugin's cache dir
 TRACE_STORE_DIRECTORY = "traces"  # beside it: trace answers (TraceStore)
 STORE_FORMAT = 1  # bump when the file layout or a codec changes
+# zlib's fastest level: a quick report compresses to 6.8 instead of 5.8 KB, in a third of
+# the time (the index build stores 10,000 of them). Any level reads back the same way.
+STORE_ZLIB_LEVEL = 1
 HEADER_MAX_BYTES = 65536
 TEMPORARY_MAX_AGE_SECONDS = 3600.0  # a temporary file this old was left by a killed writer
 PRUNE_INTERVAL_SECONDS = 3600.0  # how often a server prunes the store (after its first save)
@@ -290,7 +293,11 @@ class ReportStore:
         }
         try:
             report = json.dumps(key.codec.encode(entry.report), separators=(",", ":"))
-            data = json.dumps(header).encode() + b"\n" + zlib.compress(report.encode(), 6)
+            data = (
+                json.dumps(header).encode()
+                + b"\n"
+                + zlib.compress(report.encode(), STORE_ZLIB_LEVEL)
+            )
         except (TypeError, ValueError) as error:  # e.g. a BLOB row id: not JSON, not stored
             log.info("report of %s not stored: %s", key.ledger, error)
             return False

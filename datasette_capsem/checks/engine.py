@@ -112,6 +112,16 @@ def _shared_memo(checks: list[Check]) -> dict[Any, Any]:
     return _shared["memo"]
 
 
+def _profile_checks(memo: dict[Any, Any], checks: list[Check], profile: str) -> list[Check]:
+    """`for_profile`, once per run and profile: a memo serves one list of checks (see
+    `check_session`), and the profile's stand-in checks hold no state between reports."""
+    key = ("profile", profile)
+    chosen = memo.get(key)
+    if chosen is None:
+        chosen = memo[key] = for_profile(checks, profile)
+    return chosen
+
+
 def _run_one(check: Check, ctx: CheckContext) -> list[Finding]:
     """A check's findings; a check that raises is reported as failed, never crashes a report."""
     try:
@@ -163,7 +173,7 @@ def check_session(
         sample_limit=sample_limit,
         memo=_shared_memo(every) if memo is None else memo,
     )
-    chosen = for_profile(every, profile)
+    chosen = _profile_checks(ctx.memo, every, profile)
     with page_cache(conn):
         findings = [f for check in chosen for f in _run_one(check, ctx)]
     return Report(

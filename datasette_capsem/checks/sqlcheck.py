@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from datasette_capsem import readonly
 from datasette_capsem.checks.model import Check, CheckContext, Finding
 from datasette_capsem.ledger.dialect import render_optional_columns
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -121,7 +122,9 @@ class SqlCheck(Check):
         params = {**self.params, **self.table_params.get(table or "", {})}
         severity = self.live_severity if (ctx.live and self.live_severity) else None
         try:
-            ids, details = _collect(ctx.conn.execute(sql, params), ctx.sample_limit)
+            ids, details = readonly.tolerant(
+                ctx.conn, lambda: _collect(ctx.conn.execute(sql, params), ctx.sample_limit)
+            )
         except sqlite3.DatabaseError as error:
             return self.finding(ctx, table=table, failed=str(error), note=variant.note)
         sample = list(ids)[: ctx.sample_limit]

@@ -119,9 +119,12 @@ class Columns(dict):
         **extra: str,
     ):
         super().__init__(extra)
-        self.present = set(schema.tables.get(of, ()))
+        columns = schema.tables.get(of, ())
+        self.present = set(columns)
         self.prefix = f"{alias}." if alias else ""
         self["own"] = inherited.own(schema, of, alias) if inherited else "1"
+        # What a rendered template depends on (see `render`); a fork's filter is not memoized.
+        self.key = None if inherited else (of, alias, columns, tuple(sorted(extra.items())))
 
     def __missing__(self, column: str) -> str:
         if column in self.present:
@@ -145,9 +148,28 @@ class LedgerFacts:
     policy_events: list[tuple] = field(default_factory=list)  # what policy stopped or flagged
 
 
+# Rendered extraction SQL by (template, Columns.key): the ledgers of a home share a few
+# shapes, and rendering (~45 queries per ledger, each column quoted) was a tenth of reading a
+# small ledger. Cleared when full (a home of very many shapes).
+RENDERED_MAX = 4096
+_rendered: dict[tuple, str] = {}
+
+
+def render(template: str, columns: Columns, package: str = __package__) -> str:
+    """`load_sql(package, template).format_map(columns)`, once per table shape."""
+    if columns.key is None:
+        return load_sql(package, template).format_map(columns)
+    key = (package, template, columns.key)
+    sql = _rendered.get(key)
+    if sql is None:
+        if len(_rendered) >= RENDERED_MAX:
+            _rendered.clear()
+        sql = _rendered[key] = load_sql(package, template).format_map(columns)
+    return sql
+
+
 def _query(conn: sqlite3.Connection, name: str, columns: Columns) -> list[sqlite3.Row]:
-    sql = load_sql(__package__, name).format_map(columns)
-    return conn.execute(sql).fetchall()
+    return conn.execute(render(name, columns)).fetchall()
 
 
 def _one(conn: sqlite3.Connection, name: str, columns: Columns) -> dict[str, Any]:

@@ -52,10 +52,15 @@ def _attach_parent(conn: sqlite3.Connection, parent: Parent, cache_dir: Path):
 
 
 def read_facts(conn, schema, inherited: Inherited | None = None) -> LedgerFacts:
-    """The figures and ids of one ledger, and its searchable text (masked)."""
-    facts = read_figures(conn, schema, inherited)
-    facts.texts = read_texts(conn, schema, inherited)
-    return facts
+    """The figures and ids of one ledger, and its searchable text (masked); TEXT decoded in C
+    unless the file holds invalid UTF-8 (`readonly.tolerant`)."""
+
+    def read() -> LedgerFacts:
+        facts = read_figures(conn, schema, inherited)
+        facts.texts = read_texts(conn, schema, inherited)
+        return facts
+
+    return readonly.tolerant(conn, read)
 
 
 def _detach(conn: sqlite3.Connection) -> None:

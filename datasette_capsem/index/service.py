@@ -248,6 +248,7 @@ class IndexService:
             if known is None or known != wanted:
                 todo.append((session, fingerprint, signature))
         self._progress, self._phase = (0, len(todo)), "sessions checked"
+        verdicts.new_run()
         last_commit = time.monotonic()
         # Many (a first build): checked in worker processes, in order (index/parallel.py).
         checks = parallel.check_sessions([session for session, _, _ in todo], self.settings)

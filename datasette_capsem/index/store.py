@@ -20,6 +20,7 @@ INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
 SCHEMA_VERSION = 6  # 2: forks' inherited rows left out, aliases indexed once; 3: text search;
 # 4: verdicts; 5: policy events; 6: sessions keyed by address (home label and id), `home` column
+WRITER_CACHE_KIB = 64 * 1024
 Fingerprint = tuple[int, int, int | None, int | None]
 StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
@@ -38,6 +39,12 @@ def connect_writer(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    # A full build inserts into indexes keyed by random ids (id_lookup) and full-text
+    # segments all over a file of hundreds of MB: with SQLite's default 2 MB cache the writes
+    # at 10,000 sessions cost 7.3 s of CPU, 5.6 s with this one. Pages are only cached as
+    # they are touched (a small refresh touches few), and freed when the refresh closes the
+    # connection (the refresh then hands freed memory back, memory.release_memory).
+    conn.execute(f"PRAGMA cache_size = -{int(WRITER_CACHE_KIB)}")
     if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
         conn.executescript(load_sql(__package__, "drop"))
         conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")

@@ -25,7 +25,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from datasette_capsem.index.extract import Columns, Inherited
+from datasette_capsem.index.extract import RENDERED_MAX, Columns, Inherited, render
 from datasette_capsem.ledger.dialect import quote_identifier
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.redaction import mask_text
@@ -173,7 +173,7 @@ class _Partial(dict):
 def _calls(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[int, tuple]:
     if not schema.has("model_calls", "id"):
         return {}
-    sql = load_sql(__package__, "text_model_calls").format_map(Columns(schema, "model_calls"))
+    sql = render("text_model_calls", Columns(schema, "model_calls"), __package__)
     return {row[0]: tuple(row[1:]) for row in conn.execute(sql)}
 
 
@@ -187,31 +187,54 @@ def read_texts(
         if not schema.has(source.table, "id"):
             continue
         prompts_seen: set[tuple] = set()
+        texts = slice(7, 7 + len(source.texts))  # the columns of text_rows.sql, in order
         for row in _rows(conn, schema, source, inherited):
-            parts = [_text(row[f"text{i}"]) for i in range(len(source.texts))]
-            provider, model, at = row["provider"], row["model"], row["at"]
-            call_id = row["row_id"] if source.table == "model_calls" else row["model_call_id"]
+            row_id, event_id, trace_id, model_call_id, provider, model, at = row[:7]
+            parts = [_text(value) for value in row[texts]]
+            call_id = row_id if source.table == "model_calls" else model_call_id
             call = calls.get(call_id) if call_id is not None else None
             if call is not None:
                 provider, model = provider or call[0], model or call[1]
                 at = at or call[2]
-            common = (row["event_id"], row["trace_id"], call_id, provider, model, at)
+            common = (event_id, trace_id, call_id, provider, model, at)
             body = "\n".join(p for p in parts if p)
             if body:
-                found.append((source.kind, source.table, row["row_id"], *common, clean(body)))
+                found.append((source.kind, source.table, row_id, *common, clean(body)))
             if source.table == "model_calls":
-                prompt = prompt_of(row["request_body"])
-                key = (row["trace_id"], prompt)
+                prompt = prompt_of(row[texts.stop])  # request_body, after the texts
+                key = (trace_id, prompt)
                 if prompt and key not in prompts_seen:
                     prompts_seen.add(key)
-                    found.append(("prompt", source.table, row["row_id"], *common, clean(prompt)))
+                    found.append(("prompt", source.table, row_id, *common, clean(prompt)))
     return found
 
 
 def _rows(
     conn: sqlite3.Connection, schema: LedgerSchema, source: Source, inherited: Inherited | None
-) -> list[sqlite3.Row]:
+) -> list[tuple]:
+    """The rows of text_rows.sql for one source, as tuples (by position: no name look-ups)."""
     columns = Columns(schema, source.table, inherited=inherited)
+    key = None if columns.key is None else (source, columns.key)
+    sql = _rendered.get(key) if key is not None else None
+    if sql is None:
+        sql = _source_sql(source, columns)
+        if key is not None:
+            if len(_rendered) >= RENDERED_MAX:
+                _rendered.clear()
+            _rendered[key] = sql
+    previous = conn.row_factory
+    conn.row_factory = None
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.row_factory = previous
+
+
+# The text query of each (source, table shape), as extract.render keeps the others.
+_rendered: dict[tuple, str] = {}
+
+
+def _source_sql(source: Source, columns: Columns) -> str:
     selects = [f"{{{name}}} AS text{i}" for i, name in enumerate(source.texts)]
     if source.table == "model_calls":
         selects.append("{request_body_preview} AS request_body")
@@ -223,9 +246,4 @@ def _rows(
             own=columns["own"],
         )
     )
-    previous = conn.row_factory
-    conn.row_factory = sqlite3.Row
-    try:
-        return conn.execute(shape.format_map(columns)).fetchall()
-    finally:
-        conn.row_factory = previous
+    return shape.format_map(columns)
