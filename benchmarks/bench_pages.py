@@ -39,6 +39,7 @@ from common import (
     rss_mb,
     server,
     wait_for_index,
+    wait_until_idle,
 )
 
 VISITS = 1000
@@ -196,6 +197,7 @@ def one_run(
         wait_for_index(plugin)
         for client, url in ((plugin, "/"), (plain, plain_table), (plain, plain_table)):
             client.get(url)
+        wait_until_idle(pid)
         pids = (pid, plain_pid)
         rss_start = (rss_mb(pid), rss_mb(plain_pid))
         cold = iter(pool[1:])
@@ -237,6 +239,7 @@ def one_run(
             for session in visited:
                 plugin.get(f"/{session['id']}/model_calls.json?_size=5")
             rss = (rss_mb(pid), rss_mb(plain_pid))
+            wait_until_idle(pid)
             if "warm" in wanted:
                 recent = visited[-20:]
                 rows[f"warm table page after visiting {VISITS:,} sessions"] = side_by_side(
