@@ -13,6 +13,7 @@ an event-id search (HTML and JSON), `/main/sessions.json`, the warm table page a
 search and in the list (the index refreshes on its own; nothing is requested to help it).
 
 Usage: python benchmarks/bench_pages.py [--sessions 10000] [--runs 2] [--requests 27]
+       [--rows table,warm]   (a subset: table overview home search main warm rss fresh)
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ from common import (
     rss_mb,
     server,
     wait_for_index,
+    wait_until_idle,
 )
 
 VISITS = 1000
+ROWS = ("table", "overview", "home", "search", "main", "warm", "rss", "fresh")
 
 
 def working_copy(home: Path) -> Path:
@@ -177,7 +180,9 @@ def freshness(client: httpx.Client, home: Path, sessions: list[dict], rng) -> di
     return {"changed": changed_ms, "new": new_ms}
 
 
-def one_run(home: Path, cache: Path, sessions: list[dict], requests: int, seed: int) -> dict:
+def one_run(
+    home: Path, cache: Path, sessions: list[dict], requests: int, seed: int, wanted: set[str]
+) -> dict:
     rng = random.Random(seed)
     pool = [s for s in sessions if not s.get("alias_of")]
     rng.shuffle(pool)
@@ -192,49 +197,63 @@ def one_run(home: Path, cache: Path, sessions: list[dict], requests: int, seed: 
         wait_for_index(plugin)
         for client, url in ((plugin, "/"), (plain, plain_table), (plain, plain_table)):
             client.get(url)
+        wait_until_idle(pid)
         pids = (pid, plain_pid)
         rss_start = (rss_mb(pid), rss_mb(plain_pid))
         cold = iter(pool[1:])
         rows: dict[str, tuple] = {}
-        rows["first visit of a session table page"] = side_by_side(
-            plugin,
-            plain,
-            [f"/{next(cold)['id']}/model_calls" for _ in range(requests)],
-            plain_table,
-            pids,
+        if "table" in wanted:
+            rows["first visit of a session table page"] = side_by_side(
+                plugin,
+                plain,
+                [f"/{next(cold)['id']}/model_calls" for _ in range(requests)],
+                plain_table,
+                pids,
+            )
+        if "overview" in wanted:
+            rows["first visit of a session overview"] = side_by_side(
+                plugin, plain, [f"/-/capsem/sessions/{next(cold)['id']}" for _ in range(requests)],
+                plain_table,
+                pids,
+            )  # fmt: skip
+        if "home" in wanted:
+            rows["home `/`"] = side_by_side(plugin, plain, ["/"] * requests, plain_table, pids)
+        if "search" in wanted:
+            ids = []
+            while len(ids) < requests:
+                session = next(cold)
+                ids += [(session["id"], e) for e in event_ids(home / session["ledger"], 1)]
+            rows["search an event id (HTML)"] = side_by_side(
+                plugin, plain, [f"/-/capsem/search?q={e}" for _, e in ids], plain_table, pids
+            )
+            rows["search an event id (JSON)"] = side_by_side(
+                plugin, plain, [f"/-/capsem/search.json?q={e}" for _, e in ids], plain_table, pids
+            )
+        if "main" in wanted:
+            rows["`/main/sessions.json`"] = side_by_side(
+                plugin, plain, ["/main/sessions.json"] * requests, plain_table, pids
+            )
+        rss = (float("nan"), float("nan"))
+        if wanted & {"warm", "rss"}:
+            visited = pool[1 : VISITS + 1]
+            for session in visited:
+                plugin.get(f"/{session['id']}/model_calls.json?_size=5")
+            rss = (rss_mb(pid), rss_mb(plain_pid))
+            wait_until_idle(pid)
+            if "warm" in wanted:
+                recent = visited[-20:]
+                rows[f"warm table page after visiting {VISITS:,} sessions"] = side_by_side(
+                    plugin,
+                    plain,
+                    [f"/{recent[i % len(recent)]['id']}/model_calls" for i in range(requests)],
+                    plain_table,
+                    pids,
+                )
+        fresh = (
+            freshness(plugin, home, pool[VISITS + 1 :], rng)
+            if "fresh" in wanted
+            else {"changed": [], "new": []}
         )
-        rows["first visit of a session overview"] = side_by_side(
-            plugin, plain, [f"/-/capsem/sessions/{next(cold)['id']}" for _ in range(requests)],
-            plain_table,
-            pids,
-        )  # fmt: skip
-        rows["home `/`"] = side_by_side(plugin, plain, ["/"] * requests, plain_table, pids)
-        ids = []
-        while len(ids) < requests:
-            session = next(cold)
-            ids += [(session["id"], e) for e in event_ids(home / session["ledger"], 1)]
-        rows["search an event id (HTML)"] = side_by_side(
-            plugin, plain, [f"/-/capsem/search?q={e}" for _, e in ids], plain_table, pids
-        )
-        rows["search an event id (JSON)"] = side_by_side(
-            plugin, plain, [f"/-/capsem/search.json?q={e}" for _, e in ids], plain_table, pids
-        )
-        rows["`/main/sessions.json`"] = side_by_side(
-            plugin, plain, ["/main/sessions.json"] * requests, plain_table, pids
-        )
-        visited = pool[1 : VISITS + 1]
-        for session in visited:
-            plugin.get(f"/{session['id']}/model_calls.json?_size=5")
-        rss = (rss_mb(pid), rss_mb(plain_pid))
-        recent = visited[-20:]
-        rows[f"warm table page after visiting {VISITS:,} sessions"] = side_by_side(
-            plugin,
-            plain,
-            [f"/{recent[i % len(recent)]['id']}/model_calls" for i in range(requests)],
-            plain_table,
-            pids,
-        )
-        fresh = freshness(plugin, home, pool[VISITS + 1 :], rng)
     return {"rows": rows, "rss_start": rss_start, "rss": rss, "fresh": fresh}
 
 
@@ -243,7 +262,13 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--requests", type=int, default=27)
+    parser.add_argument(
+        "--rows", default=",".join(ROWS), help=f"comma-separated subset of {', '.join(ROWS)}"
+    )
     args = parser.parse_args()
+    wanted = set(args.rows.split(","))
+    if unknown := wanted - set(ROWS):
+        parser.error(f"unknown rows: {', '.join(sorted(unknown))}")
     home = working_copy(generated_home(args.sessions))
     sessions = [
         s
@@ -252,7 +277,7 @@ def main() -> None:
     ]
     cache = OUT / f"cache-pages-{args.sessions}"
     for run in range(1, args.runs + 1):
-        result = one_run(home, cache, sessions, args.requests, seed=run)
+        result = one_run(home, cache, sessions, args.requests, seed=run, wanted=wanted)
         table = []
         for name, (ours, theirs, cpu) in result["rows"].items():
             table.append(
@@ -268,9 +293,11 @@ def main() -> None:
             ("RSS at start, index built (MB)", result["rss_start"]),
             (f"RSS after visiting {VISITS:,} sessions (MB)", result["rss"]),
         ):
-            table.append([label, f"{ours:.0f}", f"{theirs:.0f} (plain's RSS)", "", ""])
+            if ours == ours:  # not NaN: measured
+                table.append([label, f"{ours:.0f}", f"{theirs:.0f} (plain's RSS)", "", ""])
         for name, key in (("a changed ledger", "changed"), ("a new session", "new")):
-            values = result["fresh"][key]
+            if not (values := result["fresh"][key]):
+                continue
             table.append(
                 [
                     f"{name} in search and the list (ms, each)",

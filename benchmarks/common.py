@@ -81,6 +81,22 @@ def wait_for_index(client: httpx.Client, seconds: float = 600) -> float:
     return time.perf_counter() - started
 
 
+def wait_until_idle(
+    pid: int, seconds: float = 60, window: float = 0.5, busy: float = 0.05
+) -> float:
+    """Wait until the server's threads use under `busy` of a core over `window` seconds: the
+    index's "ready" comes before the work done after a refresh (the session list rebuilt,
+    memory released: ~0.7 s of CPU at 10,000 sessions), which would otherwise be charged to
+    the first row measured. Returns how long that took."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        before = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - before < busy * window:
+            break
+    return time.perf_counter() - started
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -15,7 +15,7 @@ from datasette_capsem.cli import register as register_cli
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.index import INDEX_DATABASE, index_queries
 from datasette_capsem.index.database import IndexDatabase
-from datasette_capsem.memory import limit_malloc_arenas
+from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_then
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_state
@@ -49,6 +49,7 @@ def start_index(datasette, state: CapsemState) -> None:
         )
     table = state.session_table
     service.after_refresh.append(lambda: table.rows(state.catalog.snapshot(), service.snapshot()))
+    service.after_refresh.append(settle_heap_now_and_then)  # after the list is rebuilt
     service.start_background()
 
 

@@ -26,6 +26,7 @@ import struct
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
@@ -85,8 +86,8 @@ class FileState:
         wal = None if self.wal_size is None else (self.wal_size, self.wal_mtime_ns)
         return ((self.size, self.mtime_ns), wal)
 
-    @property
-    def mode(self) -> str:
+    @cached_property
+    def mode(self) -> str:  # cached: asked before and after each query of a mounted file
         if self.path.suffix == ".gz":
             return "gz"
         if self.wal_size:  # a WAL holding frames: committed rows may be only there

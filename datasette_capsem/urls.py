@@ -94,7 +94,14 @@ class Urls:
         return f"{url}?{urlencode(params)}" if params else url
 
     def for_session(self, session_id: str, database: str) -> SessionUrls:
-        return SessionUrls(session_id, database, self.base)
+        return _session_urls(session_id, database, self.base)
+
+
+@lru_cache(maxsize=256)
+def _session_urls(session_id: str, database: str, base: str) -> SessionUrls:
+    """One builder per session database (its URLs depend on nothing else, and it caches its
+    session URL): `render_cell` asks for one for every linked cell of a page."""
+    return SessionUrls(session_id, database, base)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from blake3 import blake3
 
+from datasette_capsem.mount.ledger_db import INLINE_MAX_BYTES
 from datasette_capsem.state import get_state
 from tests.helpers import actor_cookies, make_datasette
 
@@ -221,6 +222,21 @@ async def test_a_statement_prepared_for_one_actor_never_serves_another(instance)
     assert anonymous.json()["rows"] == [[None]]
     auditor = await datasette.client.get(url, cookies=actor_cookies(datasette, "auditor"))
     assert SECRETS["bearer"] in auditor.json()["rows"][0][0]
+
+
+@async_test
+async def test_a_table_page_read_inline_for_the_auditor_then_a_viewer_hides_the_secret(instance):
+    """Datasette's queries of a small ledger run in the loop's thread on one connection
+    (mount/ledger_db.py); each query installs the policy of the request it serves."""
+    datasette, session_id, _ids = instance
+    url = f"/{session_id}/net_events.json?_shape=array&_size=max"
+    for _ in range(2):
+        auditor = await datasette.client.get(url, cookies=actor_cookies(datasette, "auditor"))
+        assert SECRETS["bearer"] in auditor.text
+        viewer = await datasette.client.get(url)
+        assert viewer.status_code == 200 and not leaked(viewer.text)
+    database = get_state(datasette).mounter.mounted[session_id]
+    assert database._inline and database._state.size <= INLINE_MAX_BYTES  # so, inline
 
 
 @async_test

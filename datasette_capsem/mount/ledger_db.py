@@ -15,6 +15,7 @@ import contextvars
 import hashlib
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,19 @@ from datasette_capsem.sqlfiles import load_sql
 request_scope: contextvars.ContextVar[object | None] = contextvars.ContextVar(
     "capsem_request_scope", default=None
 )
+
+# Whether the request being served may run Datasette's own queries in the event loop's thread
+# (see `LedgerDatabase.execute_fn`): set by the ASGI layer, False for a request that brings SQL
+# of its own (`?sql=`, `_where=`) and outside requests.
+inline_queries: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "capsem_inline_queries", default=False
+)
+# A file this small bounds each of Datasette's queries on it to a few milliseconds; after
+# INLINE_SLOW_STRIKES that took longer than INLINE_SLOW_SECONDS anyway (not one: a garbage
+# collection may land in any query), that database's queries go back to the SQL threads.
+INLINE_MAX_BYTES = 2 << 20
+INLINE_SLOW_SECONDS = 0.05
+INLINE_SLOW_STRIKES = 3
 
 # Introspected schemas by the hash of their schema text, shared by every file of that shape.
 MAX_SHAPES = 64
@@ -74,6 +88,8 @@ class LedgerDatabase(Database):
         self._schema: LedgerSchema | None = None
         self._schema_generation = -1
         self._checked_in = request_scope.get()  # the request that last stat'ed the file
+        self._inline = self._state.mode != "gz"  # a gz file's size is not what SQLite reads
+        self._slow_queries = 0
 
     # -- what Datasette asks of every database ------------------------------------------------
 
@@ -151,23 +167,67 @@ class LedgerDatabase(Database):
 
     def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         with self._use:
-            if self._closed:
-                raise readonly.LedgerUnavailable(
-                    "evicted", self.source_path, "database was unmounted"
-                )
+            return self._run_held(fn)
+
+    def _run_held(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`fn` on the connection (call with `_use` held)."""
+        if self._closed:
+            raise readonly.LedgerUnavailable("evicted", self.source_path, "database was unmounted")
+        try:
+            conn = self._current_connection()
+            # The connection serves requests of any actor.
+            self._policy = redaction.apply_policy(conn, self._policy)
+            return fn(conn)
+        finally:
+            self._release()
+
+    def _inline_eligible(self, fn: Callable) -> bool:
+        """Datasette's own queries (one statement under its time limit, or a PRAGMA) of a
+        request without SQL of its own, on a small file: handing each to a SQL thread and
+        back costs more CPU than the query (a table page's ~100 queries on a 0.5 MB ledger:
+        ~10 ms of handoffs against ~1 ms of SQL; plain Datasette pays it too)."""
+        state = self._state
+        return (
+            self._inline
+            and inline_queries.get()
+            and getattr(fn, "__module__", "").startswith("datasette.")
+            and state.size + (state.wal_size or 0) <= INLINE_MAX_BYTES
+        )
+
+    def _run_inline(self, fn: Callable[[sqlite3.Connection], Any]) -> tuple[bool, Any]:
+        """(True, result) if `fn` ran here and now; (False, None) if a SQL thread is on the
+        connection (a cancelled request's query may still be running): never wait for it."""
+        if not self._use.acquire(blocking=False):
+            return False, None
+        spent = 0.0
+
+        def timed(conn: sqlite3.Connection) -> Any:  # the query, not the connecting
+            nonlocal spent
+            # Wall time: thread_time() is a system call (a point where a busy machine
+            # preempts the thread); the threshold is far above a preemption's few ms.
+            started = time.perf_counter()
             try:
-                conn = self._current_connection()
-                # The connection serves requests of any actor.
-                self._policy = redaction.apply_policy(conn, self._policy)
                 return fn(conn)
             finally:
-                self._release()
+                spent = time.perf_counter() - started
+
+        try:
+            return True, self._run_held(timed)
+        finally:
+            self._use.release()
+            if spent > INLINE_SLOW_SECONDS:
+                self._slow_queries += 1
+                self._inline = self._slow_queries < INLINE_SLOW_STRIKES
 
     async def execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
         if self.ds.executor is None:
             return self._run(fn)
         if self._queue is None:
             self._queue = asyncio.Lock()
+        if not self._queue.locked() and self._inline_eligible(fn):
+            ran, result = self._run_inline(fn)
+            if ran:
+                return result
         async with self._queue:
             # The request's secret policy lives in a contextvar; carry it into the thread.
             context = contextvars.copy_context()

@@ -35,7 +35,9 @@ def _get(row: Any, name: str) -> Any:
 
 
 def _link(href: str, value: Any) -> Markup:
-    return Markup('<a href="{}">{}</a>').format(href, value)
+    # An f-string of escaped parts: Markup.format's escaping formatter cost more than the rest
+    # of render_cell (~30 linked cells a table page).
+    return Markup(f'<a href="{escape(href)}">{escape(value)}</a>')
 
 
 def render_cell(row, value, column, table, database, datasette) -> Markup | None:

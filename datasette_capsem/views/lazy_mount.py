@@ -12,13 +12,14 @@ import base64
 import hashlib
 import json
 from importlib import resources
+from urllib.parse import parse_qsl
 
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.errors import CapsemError
-from datasette_capsem.mount.ledger_db import request_scope
+from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render, secrets_guard
@@ -308,6 +309,16 @@ def without_suggestions(datasette, scope, path: str):
     return {**scope, "query_string": query + b"&_nosuggest=1" if query else b"_nosuggest=1"}
 
 
+def brings_sql(scope) -> bool:
+    """Whether a request carries SQL of its own (`?sql=`, `_where=`), which may run up to
+    Datasette's time limit: its queries stay in the SQL threads (ledger_db.inline_queries)."""
+    query = scope.get("query_string") or b""
+    if not any(part in query for part in (b"sql", b"where", b"%")):  # the common case, fast
+        return False
+    keys = {key for key, _ in parse_qsl(query.decode("latin-1"), keep_blank_values=True)}
+    return bool(keys & {"sql", "_where"})
+
+
 def pinned_database(datasette, path: str) -> str | None:
     """The session database a request will read: pinned so no other request evicts it."""
     catalog = get_state(datasette).catalog
@@ -340,6 +351,7 @@ def wrap(app, datasette):
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         request_token = request_scope.set(object())  # each file is stat'ed once per request
+        inline_token = inline_queries.set(not brings_sql(scope))
         hide = redaction.hide_free_text.set(
             policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
         )
@@ -352,6 +364,7 @@ def wrap(app, datasette):
         finally:
             if pinned:
                 mounter.unpin(pinned)
+            inline_queries.reset(inline_token)
             request_scope.reset(request_token)
             redaction.hide_free_text.reset(hide)
             redaction.policy.reset(token)

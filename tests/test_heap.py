@@ -1,0 +1,43 @@
+"""The server's long-lived heap is frozen out of Python's cyclic collector after an index
+refresh (memory.settle_heap), so full collections stop walking 10,000 sessions' objects; what
+a freeze keeps from the collector is collected again by the next settle."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from datasette_capsem import memory
+from datasette_capsem.state import get_state
+from tests.helpers import make_datasette
+
+
+class Node:
+    pass
+
+
+def test_a_cycle_frozen_by_one_settle_is_collected_by_the_next():
+    node = Node()
+    node.me = node  # a reference cycle: only the cyclic collector frees it
+    alive = weakref.ref(node)
+    memory.settle_heap()
+    assert gc.get_freeze_count() > 0
+    del node
+    gc.collect()
+    assert alive() is not None  # frozen: an ordinary collection does not look at it
+    memory.settle_heap()
+    assert alive() is None
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_an_index_refresh_settles_the_heap(capsem_home, tmp_path, monkeypatch):
+    """The plugin's after-refresh hook settles the heap (the first refresh of a process,
+    then at most every SETTLE_SECONDS)."""
+    monkeypatch.setattr(memory, "_last_settled", [float("-inf")])
+    gc.unfreeze()
+    datasette = await make_datasette(capsem_home, tmp_path / "cache")
+    assert gc.get_freeze_count() == 0
+    get_state(datasette).index.refresh()
+    assert gc.get_freeze_count() > 0
