@@ -13,6 +13,7 @@ an event-id search (HTML and JSON), `/main/sessions.json`, the warm table page a
 search and in the list (the index refreshes on its own; nothing is requested to help it).
 
 Usage: python benchmarks/bench_pages.py [--sessions 10000] [--runs 2] [--requests 27]
+       [--only rss]   (only the RSS rows: start, 1,000 visits, RSS again; for iterating)
 """
 
 from __future__ import annotations
@@ -100,6 +101,12 @@ def event_ids(ledger: Path, count: int) -> list[str]:
         conn.close()
 
 
+def visit(client: httpx.Client, sessions: list[dict]) -> None:
+    """One small table request per session: each mounts its ledger (evicting older ones)."""
+    for session in sessions:
+        client.get(f"/{session['id']}/model_calls.json?_size=5")
+
+
 POLL_SECONDS = 0.1  # a reader reloading ten times a second; faster polls slow the server
 
 
@@ -177,7 +184,9 @@ def freshness(client: httpx.Client, home: Path, sessions: list[dict], rng) -> di
     return {"changed": changed_ms, "new": new_ms}
 
 
-def one_run(home: Path, cache: Path, sessions: list[dict], requests: int, seed: int) -> dict:
+def one_run(
+    home: Path, cache: Path, sessions: list[dict], requests: int, seed: int, only: str | None
+) -> dict:
     rng = random.Random(seed)
     pool = [s for s in sessions if not s.get("alias_of")]
     rng.shuffle(pool)
@@ -194,8 +203,12 @@ def one_run(home: Path, cache: Path, sessions: list[dict], requests: int, seed: 
             client.get(url)
         pids = (pid, plain_pid)
         rss_start = (rss_mb(pid), rss_mb(plain_pid))
-        cold = iter(pool[1:])
         rows: dict[str, tuple] = {}
+        if only == "rss":
+            visit(plugin, pool[1 : VISITS + 1])
+            rss = (rss_mb(pid), rss_mb(plain_pid))
+            return {"rows": rows, "rss_start": rss_start, "rss": rss, "fresh": {}}
+        cold = iter(pool[1:])
         rows["first visit of a session table page"] = side_by_side(
             plugin,
             plain,
@@ -223,8 +236,7 @@ def one_run(home: Path, cache: Path, sessions: list[dict], requests: int, seed: 
             plugin, plain, ["/main/sessions.json"] * requests, plain_table, pids
         )
         visited = pool[1 : VISITS + 1]
-        for session in visited:
-            plugin.get(f"/{session['id']}/model_calls.json?_size=5")
+        visit(plugin, visited)
         rss = (rss_mb(pid), rss_mb(plain_pid))
         recent = visited[-20:]
         rows[f"warm table page after visiting {VISITS:,} sessions"] = side_by_side(
@@ -243,6 +255,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--requests", type=int, default=27)
+    parser.add_argument("--only", choices=["rss"], help="only these rows (fast iteration)")
     args = parser.parse_args()
     home = working_copy(generated_home(args.sessions))
     sessions = [
@@ -252,7 +265,7 @@ def main() -> None:
     ]
     cache = OUT / f"cache-pages-{args.sessions}"
     for run in range(1, args.runs + 1):
-        result = one_run(home, cache, sessions, args.requests, seed=run)
+        result = one_run(home, cache, sessions, args.requests, seed=run, only=args.only)
         table = []
         for name, (ours, theirs, cpu) in result["rows"].items():
             table.append(
@@ -270,7 +283,9 @@ def main() -> None:
         ):
             table.append([label, f"{ours:.0f}", f"{theirs:.0f} (plain's RSS)", "", ""])
         for name, key in (("a changed ledger", "changed"), ("a new session", "new")):
-            values = result["fresh"][key]
+            values = result["fresh"].get(key)
+            if values is None:
+                continue
             table.append(
                 [
                     f"{name} in search and the list (ms, each)",
