@@ -185,7 +185,13 @@ def freshness(client: httpx.Client, home: Path, sessions: list[dict], rng) -> di
 
 
 def one_run(
-    home: Path, cache: Path, sessions: list[dict], requests: int, seed: int, only: str | None
+    home: Path,
+    cache: Path,
+    sessions: list[dict],
+    requests: int,
+    seed: int,
+    only: str | None,
+    max_mounted: int = 32,
 ) -> dict:
     rng = random.Random(seed)
     pool = [s for s in sessions if not s.get("alias_of")]
@@ -193,7 +199,11 @@ def one_run(
     plain_session = pool[0]
     plain_table = f"/{Path(plain_session['ledger']).stem}/model_calls"
     with (
-        server("--home", str(home), "--cache", str(cache)) as (base, pid, _start),
+        server("--home", str(home), "--cache", str(cache), "--max-mounted", str(max_mounted)) as (
+            base,
+            pid,
+            _start,
+        ),
         server("--plain", str(home / plain_session["ledger"])) as (plain_base, plain_pid, _s),
         httpx.Client(base_url=base, timeout=120) as plugin,
         httpx.Client(base_url=plain_base, timeout=120) as plain,
@@ -256,6 +266,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--requests", type=int, default=27)
     parser.add_argument("--only", choices=["rss"], help="only these rows (fast iteration)")
+    parser.add_argument("--max-mounted", type=int, default=32, help="max_mounted_sessions")
     args = parser.parse_args()
     home = working_copy(generated_home(args.sessions))
     sessions = [
@@ -265,7 +276,10 @@ def main() -> None:
     ]
     cache = OUT / f"cache-pages-{args.sessions}"
     for run in range(1, args.runs + 1):
-        result = one_run(home, cache, sessions, args.requests, seed=run, only=args.only)
+        result = one_run(
+            home, cache, sessions, args.requests, seed=run, only=args.only,
+            max_mounted=args.max_mounted,
+        )  # fmt: skip
         table = []
         for name, (ours, theirs, cpu) in result["rows"].items():
             table.append(
