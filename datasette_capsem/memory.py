@@ -15,11 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 M_ARENA_MAX = -8  # mallopt parameter number, from glibc's malloc.h
-# One arena: the SQL threads' SQLite allocations share the main heap instead of keeping a
-# second one's free memory (bench_pages at 10,000 sessions: 104 MB after 1,000 visits in two
-# runs, against 105-108 MB with two arenas). The threads rarely allocate at the same moment:
-# Python holds the GIL around all but SQLite's own work.
-ARENAS = 1
+ARENAS = 2
 
 
 def _libc():
