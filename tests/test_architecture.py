@@ -6,6 +6,8 @@ Read from the package's own source with `ast`, so a regression fails here, not i
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "datasette_capsem"
@@ -127,3 +129,26 @@ def test_one_url_builder_and_one_identifier_quoting():
         source = path.read_text("utf-8")
         assert 'f"/-/capsem/sessions/' not in source and "f'/-/capsem/sessions/" not in source, path
         assert "def quote_identifier" not in source and "def quote(" not in source, path
+
+
+def test_a_server_imports_no_command_only_module():
+    """Datasette imports the plugin for its hooks; the CLI's sub-commands (the generator, the
+    OTLP encoder with protobuf and OpenTelemetry) load only when a command names them."""
+    probe = (
+        "import sys, datasette.app, datasette_capsem\n"
+        "from datasette.app import Datasette\n"
+        "Datasette(memory=True)\n"
+        "print('\\n'.join(sorted(sys.modules)))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=PACKAGE.parent,
+        timeout=120,
+    ).stdout.split()
+    assert "datasette_capsem.state" in found  # the plugin itself was imported
+    command_only = ("datasette_capsem.generate", "datasette_capsem.push", "datasette_capsem.cli.",
+                    "opentelemetry", "google.protobuf")  # fmt: skip
+    assert not [name for name in found if name.startswith(command_only)]

@@ -14,7 +14,7 @@ import pytest
 from datasette_capsem import hookspecs
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks import check_session
-from datasette_capsem.cli import SUBCOMMANDS
+from datasette_capsem.cli import SUBCOMMAND_MODULES, subcommands
 from datasette_capsem.config import load_settings
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.plugins import plugin_manager
@@ -84,8 +84,9 @@ def test_the_example_plugin_registers_and_reports(tmp_path, capsem_home, manifes
 
 
 def test_every_cli_command_has_help_and_is_in_the_readme():
-    assert SUBCOMMANDS
-    for command in SUBCOMMANDS:
+    assert len(subcommands()) == len(SUBCOMMAND_MODULES)
+    for name, command in zip(SUBCOMMAND_MODULES, subcommands(), strict=True):
+        assert command.name == name
         assert command.help and len(command.help) > 20, command.name
         assert f"`{command.name}`" in README, command.name
 

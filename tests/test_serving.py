@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import re
 import shutil
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem.mount.mounter import HOT_CONNECTIONS
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette, snapshot_tree
 
@@ -372,3 +375,39 @@ async def test_an_evicted_session_is_remounted_with_the_same_answers(
     for (era_a, schema_a), (era_b, schema_b) in pairs:
         if schema_a.tables != schema_b.tables:
             assert schema_a is not schema_b, (era_a, era_b)
+
+
+def sqlite_heap() -> int | None:
+    """Bytes SQLite has allocated in this process (the library Python's sqlite3 uses)."""
+    try:
+        library = ctypes.CDLL(ctypes.util.find_library("sqlite3") or "libsqlite3.so.0")
+    except OSError:
+        return None
+    library.sqlite3_memory_used.restype = ctypes.c_int64
+    return library.sqlite3_memory_used()
+
+
+async def test_a_cooled_ledger_frees_its_page_cache_and_answers_the_same(
+    capsem_home, manifest, cache_dir
+):
+    """A mounted ledger that leaves the few used last frees its connection's page cache
+    (mount/mounter.HOT_CONNECTIONS); it stays mounted and answers as before."""
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=32)
+    state = get_state(datasette)
+    sessions = [s for s in readable_sessions(manifest) if s.get("counts", {}).get("model_calls")]
+    assert len(sessions) > HOT_CONNECTIONS + 1
+    first = sessions[0]["id"]
+    url = f"/{first}/model_calls.json?_shape=array&_size=max"
+    before = (await datasette.client.get(url)).json()
+    database = state.mounter.mounted[first]
+    if sqlite_heap() is None:
+        pytest.skip("SQLite's allocator is not reachable here")
+    database._connection[1].execute("SELECT * FROM model_calls").fetchall()  # pages cached
+    heap = sqlite_heap()
+    database.shrink()
+    assert sqlite_heap() < heap
+    for session in sessions[1 : HOT_CONNECTIONS + 2]:
+        assert (await datasette.client.get(f"/{session['id']}.json")).status_code == 200
+    assert first in state.mounter.mounted  # still mounted, no longer among the hot ones
+    assert list(state.mounter.mounted)[-HOT_CONNECTIONS - 1] != first
+    assert (await datasette.client.get(url)).json() == before

@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from datasette.utils import MultiParams, tilde_encode
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.runner import check_catalog_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.index import filters
+from datasette_capsem.index.listing import (
+    SORTABLE,
+    ListEntry,
+    SessionTable,
+    _sort_key,
+    build_row,
+)
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.state import get_state
 from tests.helpers import actor_cookies, make_datasette
@@ -463,3 +473,45 @@ async def test_the_rendered_rows_follow_the_list_and_the_reader(capsem_home, tmp
     get_state(datasette).catalog.refresh(force=True)
     after = (await datasette.client.get(page, cookies=actor_cookies(datasette, "auditor"))).text
     assert "renamed-again" in after and secret not in after
+
+
+async def test_the_compact_list_pages_as_whole_rows_would(capsem_home, cache_dir):
+    """The list keeps compact entries and builds a row only for the rows a page shows: every
+    sort and filter pages exactly as sorting and filtering every session's whole row would,
+    and a session whose inputs change gets a new row, not the one shown before."""
+    datasette = await indexed_datasette(capsem_home, cache_dir)
+    state = get_state(datasette)
+    catalog, index = state.catalog.snapshot(), state.index.snapshot()
+    table = SessionTable(state.catalog.database_name)
+    built = table.rows(catalog, index)
+    whole = [
+        build_row(
+            entry.inputs[0],
+            entry.inputs[1],
+            "/" + tilde_encode(state.catalog.database_name(entry.inputs[0])),
+            entry.inputs[2],
+        )
+        for entry in built.rows
+    ]
+    assert len(whole) == len(catalog.sessions) > 20
+    queries = ["all=1", "", "with_model=1&min_cost=0.01", "has_errors=1&all=1", "q=a&all=1",
+               "kind=persistent,ephemeral&all=1", "has_warnings=1", "since=2026-01-01&all=1"]  # fmt: skip
+    for column in SORTABLE:
+        for descending in (False, True):
+            for params in queries:
+                args = MultiParams([tuple(p.split("=")) for p in params.split("&") if p])
+                query = filters.parse_query(args, default_size=100, max_size=1000)
+                order = (column, descending)
+                entries = table.filtered(
+                    built, order, query.signature(), lambda o, q=query: filters.apply(o, q)
+                )
+                expected = filters.apply(
+                    sorted(whole, key=_sort_key(column, descending), reverse=descending), query
+                )
+                assert table.full_rows(entries) == expected, (column, descending, params)
+    first = built.rows[0]
+    shown = table.full_rows([first])[0]
+    assert table.full_rows([first])[0] is shown  # kept while its inputs are the same
+    session = dataclasses.replace(first.inputs[0], name="a new name")
+    changed = ListEntry(first._values, (session, *first.inputs[1:]))
+    assert table.full_rows([changed])[0]["name"] == "a new name"

@@ -14,6 +14,11 @@ UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 LEGACY_ID_RE = re.compile(r"^(\d{8})-(\d{6})-[0-9a-f]{4}$")
 PROFILE_RUN_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z][A-Za-z0-9_]*)*-\d+$")
 FAILED_MARK = "-failed-"
+# What the catalog keeps of a registry entry (`RegistryEntry.raw`, a session's
+# `registry_entry`): the fields something reads (its creation time; index/plan.py's fork
+# parent). A whole entry (asset pins, profile, hashes) is ~2 KB, and a machine can have a
+# thousand persistent VMs: 2.3 MB kept for nothing.
+REGISTRY_FIELDS = ("created_at", "forked_from", "source_image")
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class RegistryEntry:
     name: str
     id: str
     session_dir: Path | None
-    raw: dict[str, Any]
+    raw: dict[str, Any]  # its REGISTRY_FIELDS
 
 
 def legacy_id_time(value: str) -> str | None:
@@ -157,7 +162,7 @@ def read_registry(run_dir: Path) -> tuple[list[RegistryEntry], str | None]:
                 name=str(entry.get("name") or name),
                 id=_entry_id(name, entry),
                 session_dir=_contained_dir(entry.get("session_dir"), run_dir),
-                raw=entry,
+                raw={key: entry[key] for key in REGISTRY_FIELDS if key in entry},
             )
         )
     return entries, None

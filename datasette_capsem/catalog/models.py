@@ -32,7 +32,7 @@ class Session:
     ledger_path: Path | None = None  # session.db or session.db.gz
     dir_path: Path | None = None
     main_row: MainRow | None = None
-    registry_entry: dict[str, Any] | None = None
+    registry_entry: dict[str, Any] | None = None  # what is read of it (discover.REGISTRY_FIELDS)
     writer_wal: bool = False  # a non-empty -wal beside the ledger (discover.writer_wal)
     same_vm_as: str | None = None  # the other id of a persistent VM known under two ids
     problems: list[str] = field(default_factory=list)

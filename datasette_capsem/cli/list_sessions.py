@@ -80,7 +80,7 @@ def list_sessions(
     rows = filters.apply(table.ordered(built, query.sort, query.descending), query)
     return redaction.redact_tree(
         {
-            "sessions": rows[query.offset : query.offset + query.size],
+            "sessions": table.full_rows(rows[query.offset : query.offset + query.size]),
             "total": len(snapshot.sessions),
             "filtered": len(rows),
             "filters": query.applied(),

@@ -1,8 +1,12 @@
 """The session list: one row per catalog session, with figures from main.db or the ledger.
 
-The rows are built once per (catalog scan, index refresh) and kept in memory, with their sort
-orders; a request only filters and slices that list, so its cost does not depend on opening
-any file, and stays in milliseconds at 10,000 sessions.
+The list is built once per (catalog scan, index refresh) and kept in memory, with its sort
+orders; a request only filters and slices it, so its cost does not depend on opening any file,
+and stays in milliseconds at 10,000 sessions. What is kept for every session is a compact
+entry (`ListEntry`): the fields sorting, filters, charts and facets read, and the inputs its
+row is built from; the whole row (links, sources, reasons, the verdict) is built only for the
+rows a page shows (`SessionTable.full_rows`), and the last FULL_ROWS of them are kept. At
+10,000 sessions the whole rows cost ~17 MB, the entries ~4 MB.
 
 Which source a figure comes from (spec §3.5): main.db's rollup is written only when a session
 stops, so a running session reads 0 there and a resumed persistent VM reads its previous stop.
@@ -25,6 +29,7 @@ counts them; the index's cross-session totals count those rows once, for the par
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -36,7 +41,7 @@ from datasette_capsem.catalog import CatalogSnapshot, Session
 from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
-from datasette_capsem.memory import ValuePool
+from datasette_capsem.memory import CompactRow, ValuePool, trim_malloc
 from datasette_capsem.urls import Urls
 
 MAIN_DB, LEDGER = "main.db", "ledger"
@@ -61,6 +66,9 @@ SORTABLE = (
 SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds", "verdict": "verdict_rank"}
 CACHED_FILTERS = 64  # filter results kept per build, so paging through one costs a slice
 CACHED_RENDERINGS = 16  # rendered pages of rows kept per build (about 100 KB each)
+# Whole rows kept, most recently shown first: a page of 100, `_size=max` (1,000) of one list.
+FULL_ROWS = 1000
+TRIM_AFTER_ROWS = 200  # a build that made this many rows hands their memory back (memory.py)
 
 ROOT_URLS = Urls()
 # The list keeps a row per session (10,000 on a big machine): parts most rows have in common
@@ -222,12 +230,44 @@ def build_row(
     return row
 
 
+# What a list entry holds of its row: what sorting (SORTABLE, SORT_FIELDS), filters
+# (index/filters.py), charts (index/charts.py) and facets read; "home" is None when unlabelled.
+ENTRY_FIELDS = (
+    "id", "home", "name", "kind", "status", "created_at", "duration_seconds", *FIGURES,
+    "has_ledger", "verdict_rank", "verdict",
+)  # fmt: skip
+ENTRY_COLUMNS = {name: i for i, name in enumerate(ENTRY_FIELDS)}
+VERDICT_FIELDS = ("state", "errors", "warnings", "kinds")  # of the row's verdict, for filters
+VERDICT_COLUMNS = {name: i for i, name in enumerate(VERDICT_FIELDS)}
+
+
+class ListEntry(CompactRow):
+    """One session in the list: the fields of its row that sorting and filtering read, as a
+    read-only mapping, and the inputs its whole row is built from (`SessionTable.full_rows`)."""
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, values: tuple[Any, ...], inputs: tuple):
+        super().__init__(ENTRY_COLUMNS, values)
+        self.inputs = inputs  # (session, index row, stored check): kept by the catalog and index
+
+
+def list_entry(row: dict[str, Any], inputs: tuple) -> ListEntry:
+    """The entry of a built row (its verdict's fields shared: most sessions have one of a
+    few verdicts)."""
+    summary = tuple(row["verdict"][name] for name in VERDICT_FIELDS)
+    key = ("entry verdict", *summary[:3], *summary[3])
+    verdict = SHARED.keyed(key, CompactRow(VERDICT_COLUMNS, summary))
+    values = tuple(row.get(name) for name in ENTRY_FIELDS[:-1])
+    return ListEntry((*values, verdict), inputs)
+
+
 @dataclass
 class _Built:
     key: tuple
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    orders: dict[tuple[str, bool], list[dict[str, Any]]] = field(default_factory=dict)
-    filtered: dict[tuple, list[dict[str, Any]]] = field(default_factory=dict)
+    rows: list[ListEntry] = field(default_factory=list)
+    orders: dict[tuple[str, bool], list[ListEntry]] = field(default_factory=dict)
+    filtered: dict[tuple, list[ListEntry]] = field(default_factory=dict)
     # What a view made of these rows (e.g. a page of them as HTML), by the view's own key;
     # dropped with the build, so never older than the catalog scan and index generation.
     rendered: dict[tuple, Any] = field(default_factory=dict)
@@ -268,9 +308,12 @@ class SessionTable:
         self.database_name = database_name
         self._built = _Built(key=())
         self._lock = threading.Lock()
-        # session id -> ((session, index row, stored check), its row): a rebuild after one
+        # session id -> ((session, index row, stored check), its entry): a rebuild after one
         # ledger changed builds one row, not 10,000 (the index keeps unchanged rows' objects).
-        self._memo: dict[str, tuple] = {}
+        self._memo: dict[str, tuple[tuple, ListEntry]] = {}
+        # session id -> (its entry's inputs, its whole row), the rows shown last (FULL_ROWS).
+        self._rows: OrderedDict[str, tuple[tuple, dict[str, Any]]] = OrderedDict()
+        self._rows_lock = threading.Lock()
 
     def rows(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
         key = (id(catalog), catalog.scanned_at, index.generation)
@@ -288,18 +331,45 @@ class SessionTable:
         )
         checks = index.checks
         memo: dict[str, tuple] = {}
+        made = 0
         for session in sessions:
             inputs = (session, index.for_session(session.id), checks.get(session.id))
             known = self._memo.get(session.id)
             if known is None or not _same_inputs(known[0], inputs):
-                href = "/" + tilde_encode(self.database_name(session))
-                known = (inputs, build_row(session, inputs[1], href, inputs[2]))
+                known = (inputs, list_entry(self._whole_row(inputs), inputs))
+                made += 1
             memo[session.id] = known
         self._memo = memo
-        return _Built(key, [row for _inputs, row in memo.values()])
+        if made >= TRIM_AFTER_ROWS:
+            trim_malloc()
+        return _Built(key, [entry for _inputs, entry in memo.values()])
 
-    def ordered(self, built: _Built, column: str, descending: bool) -> list[dict[str, Any]]:
-        """Rows sorted by one column, computed once per build and column."""
+    def _whole_row(self, inputs: tuple) -> dict[str, Any]:
+        session, index_row, check = inputs
+        href = "/" + tilde_encode(self.database_name(session))
+        return build_row(session, index_row, href, check)
+
+    def full_rows(self, entries: list[ListEntry]) -> list[dict[str, Any]]:
+        """The public rows (`build_row`) of some entries, e.g. the page shown; the same
+        objects for the same inputs while they are among the FULL_ROWS shown last."""
+        with self._rows_lock:
+            return [self._full_row(entry) for entry in entries]
+
+    def _full_row(self, entry: ListEntry) -> dict[str, Any]:
+        session_id = entry["id"]
+        known = self._rows.get(session_id)
+        if known is not None and known[0] is entry.inputs:
+            self._rows.move_to_end(session_id)
+            return known[1]
+        row = self._whole_row(entry.inputs)
+        self._rows[session_id] = (entry.inputs, row)
+        self._rows.move_to_end(session_id)
+        while len(self._rows) > FULL_ROWS:
+            self._rows.popitem(last=False)
+        return row
+
+    def ordered(self, built: _Built, column: str, descending: bool) -> list[ListEntry]:
+        """Entries sorted by one column, computed once per build and column."""
         order = built.orders.get((column, descending))
         if order is None:
             order = sorted(built.rows, key=_sort_key(column, descending), reverse=descending)
@@ -311,8 +381,8 @@ class SessionTable:
         built: _Built,
         order: tuple[str, bool],
         signature: tuple,
-        select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
-    ) -> list[dict[str, Any]]:
+        select: Callable[[list[ListEntry]], list[ListEntry]],
+    ) -> list[ListEntry]:
         """`select` applied to one sort order, remembered for the last few filters."""
         key = (order, signature)
         found = built.filtered.get(key)

@@ -141,7 +141,8 @@ def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
 async def home(datasette, request):
     result = await _filtered(datasette, request)
     state, query, rows, _index, built = result
-    shown = _under_base(datasette, rows[query.offset : query.offset + query.size])
+    page_rows = state.session_table.full_rows(rows[query.offset : query.offset + query.size])
+    shown = _under_base(datasette, page_rows)
     next_offset = query.offset + query.size
     next_token = str(next_offset) if next_offset < len(rows) else None
     snapshot = state.catalog.snapshot()
