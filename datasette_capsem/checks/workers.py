@@ -80,11 +80,16 @@ def _interrupts_held() -> Iterator[None]:
 
 
 @contextmanager
-def _objects_frozen() -> Iterator[None]:
+def _objects_frozen(method: str) -> Iterator[None]:
     """Fork the workers with the parent's objects out of the collector's reach (`gc.freeze`):
     a forked child's collections would otherwise write to every container object it
     inherited, copying each memory page they sit on (the catalog and index of 10,000
-    sessions) for nothing. The parent collects them again once the workers have started."""
+    sessions) for nothing. The parent collects them again once the workers have started.
+    Spawned workers inherit no object: nothing to do, and a server's own frozen heap
+    (memory.settle_heap) must not be unfrozen by a refresh."""
+    if method != "fork":
+        yield
+        return
     gc.freeze()
     try:
         yield
@@ -116,15 +121,16 @@ def ordered_map(
     chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
     if not chunks:
         return
+    method = _start_method()
     pool = ProcessPoolExecutor(
         max_workers=max(1, min(workers, len(chunks))),
-        mp_context=multiprocessing.get_context(_start_method()),
+        mp_context=multiprocessing.get_context(method),
         initializer=_worker_started,
         initargs=(os.getpid(),),
     )
     finished = False
     try:
-        with _interrupts_held(), _objects_frozen():  # every worker starts in map()
+        with _interrupts_held(), _objects_frozen(method):  # every worker starts in map()
             results = pool.map(_run_chunk, [function] * len(chunks), chunks)
         for done in results:
             yield from done
