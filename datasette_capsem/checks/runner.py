@@ -88,14 +88,21 @@ def _check_one(
     settings: Settings, sample_limit: int, render: Callable[[Outcome], T], session: Session
 ) -> T:
     """`render` of one session's outcome, in whichever process checks it (`check_all`)."""
-    return render(_outcome(session, settings, _run_options(sample_limit)))
+    return render(_outcome(session, settings, run_options(sample_limit)))
 
 
 @functools.cache
-def _run_options(sample_limit: int) -> dict[str, Any]:
-    """The options of a run, once per process: the rule book taken once, and what checks work
-    out from a file's shape shared between files of the same shape."""
+def run_options(sample_limit: int = DEFAULT_SAMPLE_LIMIT) -> dict[str, Any]:
+    """The options of a run over many sessions (`check_catalog_session`'s keywords), once per
+    run: the rule book taken once, and what checks work out from a file's shape shared
+    between files of the same shape."""
     return {"sample_limit": sample_limit, "checks": all_checks(), "memo": {}}
+
+
+def new_run() -> None:
+    """A run starts: take the rule book again at its first check (a plugin may have been
+    registered since the last run). Forked workers inherit what the run took."""
+    run_options.cache_clear()
 
 
 def _itself(outcome: Outcome) -> Outcome:
@@ -120,7 +127,7 @@ def check_all(
     """
     chosen = catalog.sessions() if sessions is None else sessions
     run = functools.partial(_check_one, settings, sample_limit, render)
-    _run_options.cache_clear()  # a new run takes the rule book again (forked workers too)
+    new_run()
     if workers <= 1 or len(chosen) < 2 * PROCESS_CHUNK:
         yield from (run(session) for session in chosen)
         return

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.catalog import Catalog, CatalogSnapshot
+from datasette_capsem.checks import runner
 from datasette_capsem.config import Settings
 from datasette_capsem.index import fts, parallel, store, verdicts
 from datasette_capsem.index.notify import DirectoryNotifier
@@ -248,7 +249,7 @@ class IndexService:
             if known is None or known != wanted:
                 todo.append((session, fingerprint, signature))
         self._progress, self._phase = (0, len(todo)), "sessions checked"
-        verdicts.new_run()
+        runner.new_run()  # the rule book of this refresh, taken once (index/verdicts.py)
         last_commit = time.monotonic()
         # Many (a first build): checked in worker processes, in order (index/parallel.py).
         checks = parallel.check_sessions([session for session, _, _ in todo], self.settings)

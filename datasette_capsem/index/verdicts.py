@@ -25,10 +25,10 @@ from typing import Any
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Session
 from datasette_capsem.checks.cache import ReportStore, report_validator, store_key
-from datasette_capsem.checks.engine import all_checks, database_name_for
+from datasette_capsem.checks.engine import database_name_for
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.profiles import QUICK
-from datasette_capsem.checks.runner import check_catalog_session
+from datasette_capsem.checks.runner import check_catalog_session, run_options
 from datasette_capsem.config import Settings
 
 PROFILE = QUICK
@@ -82,23 +82,6 @@ def _json_ids(ids: list[Any]) -> str:
     return json.dumps([i if isinstance(i, (int, float, str)) else str(i) for i in ids])
 
 
-# The rule book of the current refresh and what its checks work out from a file's shape
-# (`check_session`'s `checks` and `memo`): taken once per refresh (`new_run`), not per session.
-_run: dict[str, Any] = {}
-
-
-def new_run() -> None:
-    """Take the rule book afresh at the next check (a refresh starts; a plugin may have been
-    registered since the last one). Forked workers inherit what the refresh took."""
-    _run.clear()
-
-
-def _run_options() -> dict[str, Any]:
-    if not _run:
-        _run.update(checks=all_checks(), memo={})
-    return _run
-
-
 def check(session: Session, settings: Settings) -> Checked:
     """The quick profile's verdict of one session (the overview's), or 'unreadable'. The report
     is the overview's very one (same profile, sample and links), and is stored for it."""
@@ -106,7 +89,7 @@ def check(session: Session, settings: Settings) -> Checked:
     key = store_key(session, session.ledger_path, PROFILE)
     validator = report_validator(session, session.ledger_path, database_name_for(session))
     try:
-        report = check_catalog_session(session, settings, profile=PROFILE, **_run_options())
+        report = check_catalog_session(session, settings, profile=PROFILE, **run_options())
     except readonly.LedgerUnavailable as problem:
         return Checked(
             "unreadable",
