@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from datasette_capsem import readonly
-from datasette_capsem.index import extract, parallel, text
+from datasette_capsem.index import extract, parallel
 from tests.test_workers import build, dump
 
 
@@ -84,8 +84,7 @@ def test_fast_paths_build_the_same_index_and_reports(capsem_home, tmp_path, monk
 
     # The plain paths: decode_text for every value, SQL rendered for every query.
     monkeypatch.setattr(readonly, "tolerant", lambda conn, read: read())
-    monkeypatch.setattr(extract, "_rendered", {})
-    monkeypatch.setattr(text, "_rendered", {})
+    monkeypatch.setattr(extract, "_rendered", {})  # the text queries' too
     original_init = extract.Columns.__init__
 
     def unmemoized(self, *args, **kwargs):
@@ -94,7 +93,7 @@ def test_fast_paths_build_the_same_index_and_reports(capsem_home, tmp_path, monk
 
     monkeypatch.setattr(extract.Columns, "__init__", unmemoized)
     plain, _ = build(capsem_home, tmp_path / "plain")
-    assert not extract._rendered and not text._rendered
+    assert not extract._rendered
     expected = dump(plain.path)
     assert expected["text_rows"] and expected["session_checks"]
     assert dump(fast.path) == expected

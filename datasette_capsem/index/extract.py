@@ -15,6 +15,7 @@ that has none), the same id, timestamp, trace_id and call_id (VACUUM INTO keeps 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -157,14 +158,21 @@ _rendered: dict[tuple, str] = {}
 
 def render(template: str, columns: Columns, package: str = __package__) -> str:
     """`load_sql(package, template).format_map(columns)`, once per table shape."""
+    return render_once(
+        (package, template), columns, lambda: load_sql(package, template).format_map(columns)
+    )
+
+
+def render_once(name: Hashable, columns: Columns, build: Callable[[], str]) -> str:
+    """`build()`, the SQL `name` for `columns`, kept by table shape (`Columns.key`)."""
     if columns.key is None:
-        return load_sql(package, template).format_map(columns)
-    key = (package, template, columns.key)
+        return build()
+    key = (name, columns.key)
     sql = _rendered.get(key)
     if sql is None:
         if len(_rendered) >= RENDERED_MAX:
             _rendered.clear()
-        sql = _rendered[key] = load_sql(package, template).format_map(columns)
+        sql = _rendered[key] = build()
     return sql
 
 

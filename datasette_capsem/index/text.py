@@ -25,7 +25,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from datasette_capsem.index.extract import RENDERED_MAX, Columns, Inherited, render
+from datasette_capsem.index.extract import Columns, Inherited, render, render_once
 from datasette_capsem.ledger.dialect import quote_identifier
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.redaction import mask_text
@@ -214,24 +214,13 @@ def _rows(
 ) -> list[tuple]:
     """The rows of text_rows.sql for one source, as tuples (by position: no name look-ups)."""
     columns = Columns(schema, source.table, inherited=inherited)
-    key = None if columns.key is None else (source, columns.key)
-    sql = _rendered.get(key) if key is not None else None
-    if sql is None:
-        sql = _source_sql(source, columns)
-        if key is not None:
-            if len(_rendered) >= RENDERED_MAX:
-                _rendered.clear()
-            _rendered[key] = sql
+    sql = render_once(("text", source), columns, lambda: _source_sql(source, columns))
     previous = conn.row_factory
     conn.row_factory = None
     try:
         return conn.execute(sql).fetchall()
     finally:
         conn.row_factory = previous
-
-
-# The text query of each (source, table shape), as extract.render keeps the others.
-_rendered: dict[tuple, str] = {}
 
 
 def _source_sql(source: Source, columns: Columns) -> str:
