@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.checks.cache import ReportCache, ReportStore, TraceStore
+from datasette_capsem.checks.cache import TRACE_STORE_DIRECTORY, ReportCache, ReportStore
 from datasette_capsem.config import PLUGIN_NAME, Settings, load_settings
 from datasette_capsem.graph.follow import FollowCache
 from datasette_capsem.index.listing import SessionTable
@@ -31,7 +31,7 @@ class CapsemState:
     reports: ReportCache
     traces: ReportCache  # rows and graph of the traces viewed last (views/trace.py)
     follow: FollowCache  # newest rows of live ledgers, one read per file version (views/follow.py)
-    trace_store: TraceStore  # trace answers of stopped sessions on disk (views/trace_cache.py)
+    trace_store: ReportStore  # trace answers of stopped sessions on disk (views/trace_cache.py)
 
 
 def build_state(datasette) -> CapsemState:
@@ -50,7 +50,7 @@ def build_state(datasette) -> CapsemState:
         # kept while the ledger is unchanged, let each be built once (views/trace_cache.py).
         traces=ReportCache(size=24, max_age=120.0),
         follow=FollowCache(),
-        trace_store=TraceStore(settings.cache_dir),
+        trace_store=ReportStore.in_cache(settings.cache_dir, TRACE_STORE_DIRECTORY),
     )
 
 

@@ -83,7 +83,7 @@ async def answers(datasette, session, trace) -> dict[tuple[str, bool], bytes]:
 
 async def saved(datasette, count: int) -> None:
     """Wait for the background saves (the deadline only bounds a hang)."""
-    store = trace_store(datasette).store
+    store = trace_store(datasette)
     deadline = time.monotonic() + 60
     while store.saved < count and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
@@ -101,7 +101,7 @@ async def test_a_restarted_server_reads_each_policy_its_own_answer(planted, tmp_
         assert b"STOREDFIRST" in built[suffix, True] or suffix == "/conversation.json"
     again = await server(home, tmp_path / "cache")
     assert await answers(again, session, trace) == built
-    assert trace_store(again).store.loaded == 2 * len(ANSWERS)  # read back, none built
+    assert trace_store(again).loaded == 2 * len(ANSWERS)  # read back, none built
     assert snapshot(home) == before  # nothing written into the Capsem home
 
 
@@ -113,7 +113,7 @@ async def test_an_answer_stored_for_another_policy_is_never_served(planted, tmp_
     for suffix in ANSWERS:
         await first.client.get(trace_url(session["id"], trace, suffix), cookies=operator)
     await saved(first, len(ANSWERS))
-    directory = trace_store(first).store.directory
+    directory = trace_store(first).directory
     assert cache in directory.parents  # the plugin's cache, not the home
     shown = {path.name: path.read_bytes() for path in directory.iterdir()}
     await answers(first, session, trace)
@@ -127,7 +127,7 @@ async def test_an_answer_stored_for_another_policy_is_never_served(planted, tmp_
     for suffix in ANSWERS:
         masked = await again.client.get(trace_url(session["id"], trace, suffix))
         assert b"STOREDFIRST" not in masked.content
-    assert trace_store(again).store.loaded == 0
+    assert trace_store(again).loaded == 0
 
 
 async def test_the_page_prepares_its_tree_and_picture(planted, tmp_path):
@@ -171,7 +171,7 @@ async def test_a_restarted_server_draws_the_page_without_building_the_graph(plan
                 trace_url(session["id"], trace, suffix), cookies=operator
             )
             assert answer.status_code == 200
-    assert trace_store(again).store.loaded == 6
+    assert trace_store(again).loaded == 6
     built = get_state(again).traces._entries  # noqa: SLF001 - what the restarted server built
     assert not [key for key in built if key[-1] == "graph"]  # read back, the graph not built
 
@@ -189,4 +189,4 @@ async def test_a_changed_ledger_is_read_again(planted, tmp_path):
         assert b"STOREDSECOND" in changed[suffix, True]
         assert b"STORED" not in changed[suffix, False]
         assert b"[redacted:api-key]" in changed[suffix, False]
-    assert trace_store(again).store.loaded == 0
+    assert trace_store(again).loaded == 0

@@ -60,7 +60,7 @@ REPORT_CACHE_ENTRIES = 128
 REPORT_MAX_AGE_SECONDS = 300.0
 
 STORE_DIRECTORY = "reports"  # under the plugin's cache dir
-TRACE_STORE_DIRECTORY = "traces"  # beside it: trace answers (TraceStore)
+TRACE_STORE_DIRECTORY = "traces"  # beside it: trace answers (views/trace_cache.py)
 STORE_FORMAT = 1  # bump when the file layout or a codec changes
 # zlib's fastest level: a quick report compresses to 6.8 instead of 5.8 KB, in a third of
 # the time (the index build stores 10,000 of them). Any level reads back the same way.
@@ -250,10 +250,19 @@ class ReportStore:
         self.directory = Path(directory)
         self.saved = 0  # reports written
         self.loaded = 0  # reports read back and still valid
+        self._pruned_at: float | None = None  # time.monotonic() of the last prune
 
     @classmethod
-    def in_cache(cls, cache_dir: Path) -> ReportStore:
-        return cls(Path(cache_dir) / STORE_DIRECTORY)
+    def in_cache(cls, cache_dir: Path, directory: str = STORE_DIRECTORY) -> ReportStore:
+        return cls(Path(cache_dir) / directory)
+
+    def prune_now_and_then(self) -> None:
+        """Prune in the background (the running event loop's executor) after the first save,
+        then hourly at most."""
+        now = time.monotonic()
+        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
+            self._pruned_at = now
+            asyncio.get_running_loop().run_in_executor(None, self.prune)
 
     def path_of(self, key: StoreKey) -> Path:
         return self.directory / key.filename
@@ -387,7 +396,6 @@ class ReportCache:
         self.loaded = 0  # reports read from the store instead of computed
         self._entries: OrderedDict[Hashable, CachedReport] = OrderedDict()
         self._running: dict[Hashable, tuple[Hashable, asyncio.Future]] = {}
-        self._pruned_at: float | None = None  # time.monotonic() of the last prune
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -437,7 +445,7 @@ class ReportCache:
                 entry = CachedReport(validator, started, report, timeless=stored is not None)
                 if store is not None:
                     await asyncio.to_thread(store.save, stored, entry, version)
-                    self._prune_now_and_then(store)
+                    store.prune_now_and_then()
             else:
                 self.loaded += 1
             self._remember(key, entry)
@@ -447,31 +455,8 @@ class ReportCache:
             if held is not None and held[0] == validator:
                 del self._running[key]
 
-    def _prune_now_and_then(self, store: ReportStore) -> None:
-        """Prune the store in the background after the first save, then hourly at most."""
-        now = time.monotonic()
-        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
-            self._pruned_at = now
-            asyncio.get_running_loop().run_in_executor(None, store.prune)
-
     def _remember(self, key: Hashable, entry: CachedReport) -> None:
         self._entries[key] = entry
         self._entries.move_to_end(key)
         while len(self._entries) > self.size:
             self._entries.popitem(last=False)
-
-
-class TraceStore:
-    """The on-disk tier of a Datasette instance's trace answers (views/trace_cache.py): a
-    `ReportStore` of its own directory, pruned in the background after its first save and
-    hourly at most."""
-
-    def __init__(self, cache_dir: Path):
-        self.store = ReportStore(Path(cache_dir) / TRACE_STORE_DIRECTORY)
-        self._pruned_at: float | None = None
-
-    def prune_now_and_then(self) -> None:
-        now = time.monotonic()
-        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
-            self._pruned_at = now
-            asyncio.get_running_loop().run_in_executor(None, self.store.prune)

@@ -33,7 +33,7 @@ from datasette_capsem import redaction
 from datasette_capsem.checks.cache import (
     CachedReport,
     Codec,
-    TraceStore,
+    ReportStore,
     rule_book_version,
     source_digest,
     store_key,
@@ -65,7 +65,7 @@ def code_version() -> str:
     return source_digest(CODE_PARTS, (".py", ".sql")).hex()
 
 
-def trace_store(datasette) -> TraceStore:
+def trace_store(datasette) -> ReportStore:
     """The trace store of this Datasette instance (state.py builds it)."""
     return get_state(datasette).trace_store
 
@@ -96,7 +96,7 @@ async def json_text(
 
     async def compute() -> str:
         if stored is not None:
-            found = await asyncio.to_thread(store.store.load, stored, check, version)
+            found = await asyncio.to_thread(store.load, stored, check, version)
             if found is not None:
                 if found.report["net_clean"]:
                     redaction.remember_unchanged(found.report["text"])
@@ -112,7 +112,7 @@ async def json_text(
             entry = {"text": text, "net_clean": clean}
             saved = CachedReport(check, started, entry, timeless=True)
             loop = asyncio.get_running_loop()
-            loop.run_in_executor(None, store.store.save, stored, saved, version)
+            loop.run_in_executor(None, store.save, stored, saved, version)
             store.prune_now_and_then()
         return text
 
