@@ -36,6 +36,9 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 HEADER_SIZE = 100
 CACHE_KIB = 512
 MAX_DECOMPRESSED_BYTES = 8 << 30  # a legacy ledger is a few MB; refuse a gzip bomb
+# Reads of a file that changed under them (a writer checkpointing and removing its WAL
+# between two stats, or while it was copied) are tried this many times in all.
+SETTLE_TRIES = 3
 
 
 class LedgerUnavailable(Exception):
@@ -317,6 +320,28 @@ def connect(state: FileState, cache_dir: Path) -> sqlite3.Connection:
     return conn
 
 
+def settled(path: Path, read: Callable[[], T], failed: Callable[[T], bool] = lambda _: False) -> T:
+    """`read()`, tried again at once when it failed (raised LedgerUnavailable or a SQLite
+    error, or returned what `failed` calls a failure) while the file or its WAL changed.
+
+    A writer that finishes checkpoints its WAL into the file and removes it: a reader caught
+    between those steps sees a file that "grew while read" or a WAL that vanished while it was
+    copied. That is a moment, not the file's state; what a file that holds still gives
+    (a copy still growing, a truncated file) is reported after the last try."""
+    for attempt in range(1, SETTLE_TRIES + 1):
+        before = file_fingerprint(path)
+        try:
+            result = read()
+        except (LedgerUnavailable, sqlite3.DatabaseError):
+            if attempt == SETTLE_TRIES or file_fingerprint(path) == before:
+                raise
+            continue
+        if attempt == SETTLE_TRIES or not failed(result) or file_fingerprint(path) == before:
+            return result
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
 def open_readonly(path: Path, cache_dir: Path) -> sqlite3.Connection:
-    """Inspect and open in one step, for code that reads a file once (CLI, indexer)."""
-    return connect(inspect_file(path), cache_dir)
+    """Inspect and open in one step, for code that reads a file once (CLI, indexer); tried
+    again when a writer changed the file meanwhile (`settled`)."""
+    return settled(path, lambda: connect(inspect_file(path), cache_dir))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.index import IndexService
 from datasette_capsem.index import service as service_module
@@ -232,3 +233,49 @@ async def test_a_change_is_seen_through_the_os_without_any_stat_round(
         assert state_index.freshness()["last_error"] is None
     finally:
         state_index.stop_background()
+
+
+def a_wal_without_shm(folder: Path) -> Path:
+    """A WAL-mode ledger whose committed rows are only in its `-wal`, with no `-shm` beside
+    it (what a writer killed mid-session leaves): readonly reads it from a snapshot copy."""
+    live = folder / "live" / "session.db"
+    live.parent.mkdir(parents=True)
+    writer = sqlite3.connect(live)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE fs_events (id INTEGER PRIMARY KEY, path TEXT)")
+    writer.executemany("INSERT INTO fs_events (path) VALUES (?)", [(f"f{i}",) for i in range(50)])
+    writer.commit()
+    ledger = folder / "left" / "session.db"
+    ledger.parent.mkdir()
+    for suffix in ("", "-wal"):
+        shutil.copy(f"{live}{suffix}", f"{ledger}{suffix}")
+    writer.close()
+    return ledger
+
+
+async def test_a_read_caught_while_the_writer_finishes_is_tried_again(tmp_path, monkeypatch):
+    """Between readonly's stat of the file and its copy of the WAL, a writer checkpoints the
+    WAL into the file and removes it (SQLite's own close). The first try cannot copy a WAL that
+    is gone; the read must be tried again on the file as it is now, not fail as unreadable
+    (the index would have recorded a ledger with no figures until its next change)."""
+    ledger = a_wal_without_shm(tmp_path)
+    copy_of_the_moment = readonly._snapshot_copy
+    interrupted = []
+
+    def writer_finishes_first(state, cache_dir):
+        if not interrupted:
+            interrupted.append(state.path)
+            finishing = sqlite3.connect(state.path)  # a real writer: recovers, checkpoints
+            finishing.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finishing.close()  # SQLite removes the -wal and -shm of its last connection
+            assert not Path(f"{state.path}-wal").exists()
+        return copy_of_the_moment(state, cache_dir)
+
+    monkeypatch.setattr(readonly, "_snapshot_copy", writer_finishes_first)
+    conn = readonly.open_readonly(ledger, tmp_path / "cache")
+    try:
+        assert conn.execute("SELECT count(*) FROM fs_events").fetchone()[0] == 50
+    finally:
+        conn.close()
+    assert interrupted == [ledger]

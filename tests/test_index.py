@@ -435,7 +435,9 @@ async def test_incremental_refresh_reads_only_changed_ledgers(capsem_home, manif
     writer.commit()
     writer.close()
     changed = service.refresh()
-    assert changed.indexed == [session["id"]]  # only the changed ledger is read (its time: benchmarks/)
+    assert changed.indexed == [
+        session["id"]
+    ]  # only the changed ledger is read (its time: benchmarks/)
     after = service.snapshot().ledgers[session["id"]]
     assert after["input_tokens"] == before["input_tokens"] + 1000
     assert same(after["cost_usd"], before["cost_usd"] + 0.5)
@@ -503,9 +505,13 @@ async def test_server_refreshes_the_index_in_the_background(capsem_home, manifes
     )
     writer.commit()
     writer.close()
+    # Wait for the new figure itself: a refresh that read the file while the writer was
+    # finishing must read it again (readonly.settled), never publish a passing failure.
     while (
-        service.snapshot().ledgers[session["id"]]["file_events"] == count and time.time() < deadline
+        service.snapshot().ledgers[session["id"]]["file_events"] != count + 1
+        and time.time() < deadline
     ):
+        assert service.snapshot().ledgers[session["id"]]["file_events"] is not None
         await asyncio.sleep(0.05)
     assert service.snapshot().ledgers[session["id"]]["file_events"] == count + 1
     freshness = (await datasette.client.get("/-/capsem/index.json")).json()

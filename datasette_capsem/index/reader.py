@@ -70,7 +70,16 @@ def _detach(conn: sqlite3.Connection) -> None:
 
 def read_ledger(session: Session, cache_dir: Path, parent: Parent | None = None) -> LedgerRead:
     """The facts of one ledger, opened only through the read-only opener (as is a fork's
-    parent, attached to leave the copied rows out)."""
+    parent, attached to leave the copied rows out); read again when it could not be read
+    while its writer changed it (`readonly.settled`), so a passing moment is not recorded."""
+    return readonly.settled(
+        session.ledger_path,
+        lambda: _read_once(session, cache_dir, parent),
+        failed=lambda read: read.problem is not None,
+    )
+
+
+def _read_once(session: Session, cache_dir: Path, parent: Parent | None) -> LedgerRead:
     try:
         conn = readonly.open_readonly(session.ledger_path, cache_dir)
     except readonly.LedgerUnavailable as error:
