@@ -320,16 +320,23 @@ def connect(state: FileState, cache_dir: Path) -> sqlite3.Connection:
     return conn
 
 
-def settled(path: Path, read: Callable[[], T], failed: Callable[[T], bool] = lambda _: False) -> T:
+def settled(
+    path: Path,
+    read: Callable[[], T],
+    failed: Callable[[T], bool] = lambda _: False,
+    known: Callable[[], tuple] | None = None,
+) -> T:
     """`read()`, tried again at once when it failed (raised LedgerUnavailable or a SQLite
-    error, or returned what `failed` calls a failure) while the file or its WAL changed.
+    error, or returned what `failed` calls a failure) while the file or its WAL changed:
+    its `file_fingerprint` now differs from the one before the try (`known()` when the caller
+    already holds it, as a mounted file does: no stat on the way that succeeds).
 
     A writer that finishes checkpoints its WAL into the file and removes it: a reader caught
     between those steps sees a file that "grew while read" or a WAL that vanished while it was
     copied. That is a moment, not the file's state; what a file that holds still gives
     (a copy still growing, a truncated file) is reported after the last try."""
     for attempt in range(1, SETTLE_TRIES + 1):
-        before = file_fingerprint(path)
+        before = known() if known else file_fingerprint(path)
         try:
             result = read()
         except (LedgerUnavailable, sqlite3.DatabaseError):

@@ -17,12 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from datasette.app import Datasette
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.index import IndexService
 from datasette_capsem.index import service as service_module
 from datasette_capsem.index.notify import DirectoryNotifier
+from datasette_capsem.mount.ledger_db import LedgerDatabase
 from tests.helpers import make_datasette
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -254,28 +256,49 @@ def a_wal_without_shm(folder: Path) -> Path:
     return ledger
 
 
+def the_writer_finishes_before_the_copy(monkeypatch) -> list[Path]:
+    """Make the first snapshot copy of a run start only after a real writer checkpointed the
+    WAL into the file and closed (SQLite then removes the -wal and -shm of its last
+    connection): the moment between readonly's stat and its copy. Returns the interrupted
+    paths."""
+    copy_of_the_moment = readonly._snapshot_copy
+    interrupted: list[Path] = []
+
+    def writer_finishes_first(state, cache_dir):
+        if not interrupted:
+            interrupted.append(state.path)
+            finishing = sqlite3.connect(state.path)  # recovers the WAL, then checkpoints it
+            finishing.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finishing.close()
+            assert not Path(f"{state.path}-wal").exists()
+        return copy_of_the_moment(state, cache_dir)
+
+    monkeypatch.setattr(readonly, "_snapshot_copy", writer_finishes_first)
+    return interrupted
+
+
 async def test_a_read_caught_while_the_writer_finishes_is_tried_again(tmp_path, monkeypatch):
     """Between readonly's stat of the file and its copy of the WAL, a writer checkpoints the
     WAL into the file and removes it (SQLite's own close). The first try cannot copy a WAL that
     is gone; the read must be tried again on the file as it is now, not fail as unreadable
     (the index would have recorded a ledger with no figures until its next change)."""
     ledger = a_wal_without_shm(tmp_path)
-    copy_of_the_moment = readonly._snapshot_copy
-    interrupted = []
-
-    def writer_finishes_first(state, cache_dir):
-        if not interrupted:
-            interrupted.append(state.path)
-            finishing = sqlite3.connect(state.path)  # a real writer: recovers, checkpoints
-            finishing.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finishing.close()  # SQLite removes the -wal and -shm of its last connection
-            assert not Path(f"{state.path}-wal").exists()
-        return copy_of_the_moment(state, cache_dir)
-
-    monkeypatch.setattr(readonly, "_snapshot_copy", writer_finishes_first)
+    interrupted = the_writer_finishes_before_the_copy(monkeypatch)
     conn = readonly.open_readonly(ledger, tmp_path / "cache")
     try:
         assert conn.execute("SELECT count(*) FROM fs_events").fetchone()[0] == 50
     finally:
         conn.close()
     assert interrupted == [ledger]
+
+
+async def test_a_mounted_ledger_caught_while_the_writer_finishes_reads_again(tmp_path, monkeypatch):
+    """The same moment on a mounted ledger: a page's query must read the file as it is now,
+    not answer "unreadable" because the WAL it planned to copy was removed meanwhile."""
+    ledger = a_wal_without_shm(tmp_path)
+    database = LedgerDatabase(Datasette(), ledger, tmp_path / "cache")
+    interrupted = the_writer_finishes_before_the_copy(monkeypatch)
+    result = await database.execute("SELECT count(*) FROM fs_events")
+    assert result.single_value() == 50
+    assert interrupted == [ledger] and database.open_mode == "immutable"
+    database.close()

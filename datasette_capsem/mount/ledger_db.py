@@ -146,14 +146,24 @@ class LedgerDatabase(Database):
         self._checked_in = request_scope.get()
 
     def _current_connection(self) -> sqlite3.Connection:
-        """The connection for the file as it is now (call with `_use` held)."""
+        """The connection for the file as it is now (call with `_use` held), tried again when
+        a writer finishing changed the file meanwhile (`readonly.settled`)."""
+        return readonly.settled(
+            self.source_path, self._connection_now, known=lambda: self._fingerprint
+        )
+
+    def _connection_now(self) -> sqlite3.Connection:
         self._revalidate()
         held = self._connection
         if held and held[0] == self._generation:
             return held[1]
         if held:
             held[1].close()
-        conn = self.connect()
+        try:
+            conn = self.connect()
+        except readonly.LedgerUnavailable:
+            self._checked_in = None  # a next try stats the file again
+            raise
         self._connection, self._policy = (self._generation, conn), None
         return conn
 
