@@ -628,3 +628,34 @@ async def test_a_malformed_core_parameter_is_a_400_not_a_500(datasette, manifest
     for path in (f"/{session['id']}/trace_chain", f"/{session['id']}/trace_chain.json"):
         response = await datasette.client.get(path, params={"_timelimit": "abc"})
         assert response.status_code == 400 and "_timelimit" in response.text
+
+
+def _selects_several_columns(sql: str, start: int) -> bool:
+    """Whether the SELECT list starting at `start` has a comma outside parentheses."""
+    depth = 0
+    for match in re.finditer(r"[(),]|\bFROM\b", sql[start:], re.IGNORECASE):
+        token = match.group(0)
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            if depth == 0:
+                return False
+            depth -= 1
+        elif depth == 0:
+            return token == ","
+    return False
+
+
+def test_no_sql_of_the_product_compares_row_values_with_not_in():
+    """`(a, b) NOT IN (SELECT x, y ...)` makes SQLite 3.40 scan the whole list for every row it
+    does not find (it looks for a NULL that would make the answer NULL): the orphan-response
+    check took 13 s on a 500-call Ollama session logging 189,000 responses, and 0.16 s with
+    NOT EXISTS. Every query and check SQL file is read, comments left out."""
+    package = Path(__file__).resolve().parent.parent / "datasette_capsem"
+    offenders = []
+    for path in sorted(package.rglob("*.sql")):
+        sql = re.sub(r"--[^\n]*", "", path.read_text("utf-8"))
+        for match in re.finditer(r"\bNOT\s+IN\s*\(\s*SELECT\b", sql, re.IGNORECASE):
+            if _selects_several_columns(sql, match.end()):
+                offenders.append(path.relative_to(package).as_posix())
+    assert offenders == []

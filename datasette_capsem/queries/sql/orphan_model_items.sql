@@ -7,8 +7,9 @@ WITH problems AS (
     SELECT id, 'no tool_calls row for this call_id and model call'
     FROM model_items
     WHERE kind = 'tool_call'
-      AND (call_id, model_call_id) NOT IN (
-          SELECT call_id, model_call_id FROM tool_calls WHERE model_call_id IS NOT NULL
+      AND NOT EXISTS (  -- not a row-value NOT IN: see orphan_tool_responses.sql
+          SELECT 1 FROM tool_calls AS tc
+          WHERE tc.call_id = model_items.call_id AND tc.model_call_id = model_items.model_call_id
       )
     UNION ALL
     SELECT id, 'no tool_responses row for this call_id'

@@ -9,9 +9,10 @@ FROM tool_calls AS uc
 JOIN model_calls AS uc_call ON uc_call.id = uc.model_call_id
 WHERE uc_call.provider = 'google'
   AND uc.call_id = uc.tool_name
-  AND (uc.call_id, COALESCE({opt:uc.trace_id}, '')) NOT IN (
-        SELECT call_id, COALESCE({opt:ur.trace_id}, '') FROM tool_responses AS ur
-        WHERE call_id IS NOT NULL
+  AND NOT EXISTS (  -- not a row-value NOT IN: see orphan_tool_responses.sql
+        SELECT 1 FROM tool_responses AS ur
+        WHERE ur.call_id = uc.call_id
+          AND COALESCE({opt:ur.trace_id}, '') = COALESCE({opt:uc.trace_id}, '')
     )
   AND uc.tool_name IN (
         SELECT substr(rtrim(ur.call_id, '0123456789'), 8, length(rtrim(ur.call_id, '0123456789')) - 8)

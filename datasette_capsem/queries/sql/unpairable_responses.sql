@@ -15,9 +15,10 @@ SELECT
     END AS habit
 FROM tool_responses AS ur
 JOIN model_calls AS ur_call ON ur_call.id = ur.model_call_id
-WHERE (ur.call_id, COALESCE({opt:ur.trace_id}, '')) NOT IN (
-        SELECT call_id, COALESCE({opt:uc.trace_id}, '') FROM tool_calls AS uc
-        WHERE call_id IS NOT NULL
+WHERE NOT EXISTS (  -- not a row-value NOT IN: see orphan_tool_responses.sql
+        SELECT 1 FROM tool_calls AS uc
+        WHERE uc.call_id = ur.call_id
+          AND COALESCE({opt:uc.trace_id}, '') = COALESCE({opt:ur.trace_id}, '')
     )
   AND (
         (ur_call.provider = 'ollama' AND ur.call_id LIKE 'ollama\_tool\_result\_%' ESCAPE '\')
