@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem.mount import mounter
 from datasette_capsem.mount.mounter import HOT_CONNECTIONS
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette, snapshot_tree
@@ -410,4 +411,40 @@ async def test_a_cooled_ledger_frees_its_page_cache_and_answers_the_same(
         assert (await datasette.client.get(f"/{session['id']}.json")).status_code == 200
     assert first in state.mounter.mounted  # still mounted, no longer among the hot ones
     assert list(state.mounter.mounted)[-HOT_CONNECTIONS - 1] != first
+    assert (await datasette.client.get(url)).json() == before
+
+
+async def test_only_the_ledgers_used_last_keep_a_connection(
+    capsem_home, manifest, cache_dir, monkeypatch
+):
+    """A mounted ledger that leaves the CONNECTED_LEDGERS used last closes its connection (its
+    prepared statements were most of SQLite's heap per ledger) but stays mounted; asked again,
+    it opens a new one and answers as before. At most CONNECTED_LEDGERS stay connected."""
+    if sqlite_heap() is None:
+        pytest.skip("SQLite's allocator is not reachable here")
+    datasette = await make_datasette(capsem_home, cache_dir, max_mounted_sessions=64)
+    state = get_state(datasette)
+    sessions = [s for s in readable_sessions(manifest) if s.get("counts", {}).get("model_calls")]
+    # The real bound if the generated home has enough sessions, else a smaller one.
+    connected = min(mounter.CONNECTED_LEDGERS, len(sessions) - 2)
+    monkeypatch.setattr(mounter, "CONNECTED_LEDGERS", connected)
+    assert connected > HOT_CONNECTIONS
+    first = sessions[0]["id"]
+    url = f"/{first}/model_calls.json?_shape=array&_size=max"
+    before = (await datasette.client.get(url)).json()
+    assert (await datasette.client.get(f"/{first}/model_calls")).status_code == 200
+    database = state.mounter.mounted[first]
+    assert database.open_connection_count == 1
+    for session in sessions[1 : connected + 2]:
+        page = await datasette.client.get(f"/{session['id']}/model_calls.json?_size=5")
+        assert page.status_code == 200
+    assert first in state.mounter.mounted and first in datasette.databases
+    assert database.open_connection_count == 0
+    open_now = sum(db.open_connection_count for db in state.mounter.mounted.values())
+    assert open_now <= connected
+    assert (await datasette.client.get(url)).json() == before
+    assert state.mounter.mounted[first] is database and database.open_connection_count == 1
+    with_statements = sqlite_heap()
+    database.disconnect()
+    assert sqlite_heap() < with_statements
     assert (await datasette.client.get(url)).json() == before
