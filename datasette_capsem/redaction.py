@@ -276,19 +276,86 @@ PREFILTERS: dict[str, re.Pattern[str]] = {
 }
 
 
+def _slot(things: list[Any], thing: Any) -> int:
+    """The index of the first of `things` that is `thing` (kinds share trigger sets and
+    prefilters: a shared one has one slot)."""
+    return next(i for i, other in enumerate(things) if other is thing)
+
+
+_KIND_TRIGGERS = [TRIGGERS[kind] for kind, _pattern in SECRET_PATTERNS]
+_KIND_PREFILTERS = [PREFILTERS.get(kind) for kind, _pattern in SECRET_PATTERNS]
+# Each pattern with its triggers, prefilter and replacement, and the slots where `mask_text`
+# keeps what a scan of the current text found for its trigger set and its prefilter.
+_RUNS = tuple(
+    (
+        pattern,
+        TRIGGERS[kind],
+        _slot(_KIND_TRIGGERS, TRIGGERS[kind]),
+        PREFILTERS.get(kind),
+        _slot(_KIND_PREFILTERS, PREFILTERS.get(kind)),
+        REPLACEMENTS[kind],
+    )
+    for kind, pattern in SECRET_PATTERNS
+)
+_SLOTS = len(SECRET_PATTERNS)
+
+
+# Triggers of the patterns without a prefilter: a short text holding none of them, in which
+# (lowered exactly) no prefilter matches, has no pattern to run (a link of a page holds
+# "session" and costs four short scans, not one per pattern).
+_UNFILTERED_TRIGGER = re.compile(
+    "|".join(
+        re.escape(t)
+        for t in sorted({t for kind, ts in TRIGGERS.items() if kind not in PREFILTERS for t in ts})
+    )
+)
+_PREFILTER_SET = tuple({id(p): p for p in PREFILTERS.values()}.values())
+# Up to this length, one regex scan for every unfiltered trigger beats one `in` per trigger.
+SHORT_TEXT = 2048
+
+
+def _unchanged_short(text: str, lowered: str) -> bool:
+    """Whether no pattern can run on `text` (so `mask_text` returns it as it is): no trigger
+    of an unfiltered pattern occurs and, lowering being exact, no prefilter matches."""
+    return (
+        _UNFILTERED_TRIGGER.search(lowered) is None
+        and _FOLDS_TO_ASCII.search(text) is None
+        and not any(prefilter.search(lowered) for prefilter in _PREFILTER_SET)
+    )
+
+
 def mask_text(text: str) -> str:
     """Replace every credential-shaped substring of `text` with a `[redacted:kind]` marker."""
     lowered = text.lower()
     if _ANY_TRIGGER.search(lowered) is None:
         return text
-    exact = _FOLDS_TO_ASCII.search(text) is None  # lowering is what IGNORECASE compares
-    for kind, pattern in SECRET_PATTERNS:
-        if any(trigger in lowered for trigger in TRIGGERS[kind]):
-            prefilter = PREFILTERS.get(kind)
-            if exact and prefilter is not None and prefilter.search(lowered) is None:
-                continue
-            text = pattern.sub(REPLACEMENTS[kind], text)
+    if len(text) <= SHORT_TEXT and _unchanged_short(text, lowered):
+        return text
+    original, exact = text, None
+    # What the scans of the current `lowered` found, by slot: a megabyte answer is scanned
+    # once per trigger set and prefilter, not once per kind, and lowered again only when a
+    # pattern changed it.
+    triggered: list[bool | None] = [None] * _SLOTS
+    passed: list[bool | None] = [None] * _SLOTS
+    for pattern, triggers, trigger_slot, prefilter, prefilter_slot, replace in _RUNS:
+        hit = triggered[trigger_slot]
+        if hit is None:
+            hit = triggered[trigger_slot] = any(trigger in lowered for trigger in triggers)
+        if not hit:
+            continue
+        if prefilter is not None:
+            if exact is None:  # lowering is what IGNORECASE compares
+                exact = _FOLDS_TO_ASCII.search(original) is None
+            if exact:
+                hit = passed[prefilter_slot]
+                if hit is None:
+                    hit = passed[prefilter_slot] = prefilter.search(lowered) is not None
+                if not hit:
+                    continue
+        text, count = pattern.subn(replace, text)
+        if count:
             lowered = text.lower()
+            triggered, passed = [None] * _SLOTS, [None] * _SLOTS
     return text
 
 
@@ -396,25 +463,66 @@ def _carrier(name: str, parent: dict) -> bool:
     return name not in ("query", "headers") or bool({"domain", "method", "path"} & parent.keys())
 
 
-def redact_tree(data: Any, key: str | None = None, parent: dict | None = None) -> Any:
+def redact_tree(
+    data: Any,
+    key: str | None = None,
+    parent: dict | None = None,
+    *,
+    masked: dict[str, str] | None = None,
+) -> Any:
     """A plugin page's data (dicts, lists, values) with `redact_cell` applied by field name;
-    OTLP attributes ({"key": name, "value": {...}}) are redacted by their `key`."""
-    return _TreePass(hide_free_text.get()).value(data, key, parent)
+    OTLP attributes ({"key": name, "value": {...}}) are redacted by their `key`. `masked`:
+    texts already masked (text -> `mask_text` of it, or `mask_cut_text` for a cut one), shared
+    by walks of data that repeat the same texts (a trace's tree and picture); it is filled."""
+    return _TreePass(hide_free_text.get(), masked).value(data, key, parent)
 
 
 _BODY_VIEW_KINDS = ("json", "sse", "text", "hex")
 _BODY_VIEW_TEXTS = ("text", "events", "hex", "assembled")
+# Values `redact_cell` returns as they are when their field is neither a carrier nor hidden
+# free text (exact types: a subclass goes through `redact_cell`).
+_PLAIN = frozenset({int, float, bool})
+
+
+def mask_once(masked: dict[str, str], text: str) -> str:
+    """`mask_text` of `text` (`mask_cut_text` for a cut one), remembered in `masked`: both are
+    pure functions of the text."""
+    found = masked.get(text)
+    if found is None:
+        found = masked[text] = mask_cut_text(text) if CUT in text else mask_text(text)
+    return found
 
 
 class _TreePass:
     """One `redact_tree` walk. A tree of a big trace repeats the same texts (kinds, names,
     models) tens of thousands of times and `mask_text` is a pure function of its text, so each
-    distinct text is masked once per walk; a field name is lowered and looked up once."""
+    distinct text is masked once per walk (or once per shared `masked`); a field name is
+    lowered and looked up once. A mapping's strings and numbers are handled in its own loop
+    (most of a tree's values: no call per value)."""
 
-    def __init__(self, hide: bool):
+    def __init__(self, hide: bool, masked: dict[str, str] | None = None):
         self.hide = hide
-        self.masked: dict[str, str] = {}
+        self.masked: dict[str, str] = {} if masked is None else masked
         self.names: dict[str, tuple[bool, bool, bool]] = {}
+
+    def flags(self, key: str) -> tuple[bool, bool, bool]:
+        """(carrier, carrier only inside a ledger row, free text) of a field name."""
+        flags = self.names.get(key)
+        if flags is None:
+            name = key.lower()
+            flags = self.names[key] = (
+                name in CARRIER_COLUMNS,
+                name in ("query", "headers"),  # carriers only inside a ledger row
+                name in FREE_TEXT_FIELDS,
+            )
+        return flags
+
+    def hidden(self, data: Any, key: str, parent: dict | None) -> bool:
+        """Whether a (non-None) value under field `key` of `parent` is hidden whole."""
+        carrier, row_only, free = self.flags(key)
+        if carrier and (not row_only or {"domain", "method", "path"} & (parent or {}).keys()):
+            return True
+        return free and self.hide and isinstance(data, (str, bytes))
 
     def value(self, data: Any, key: str | None, parent: dict | None) -> Any:
         if isinstance(data, dict):
@@ -423,25 +531,10 @@ class _TreePass:
             return [self.value(item, key, parent) for item in data]
         if data is None:
             return None
-        if key:
-            flags = self.names.get(key)
-            if flags is None:
-                name = key.lower()
-                flags = self.names[key] = (
-                    name in CARRIER_COLUMNS,
-                    name in ("query", "headers"),  # carriers only inside a ledger row
-                    name in FREE_TEXT_FIELDS,
-                )
-            carrier, row_only, free = flags
-            if carrier and (not row_only or {"domain", "method", "path"} & (parent or {}).keys()):
-                return HIDDEN
-            if free and self.hide and isinstance(data, (str, bytes)):
-                return HIDDEN
+        if key and self.hidden(data, key, parent):
+            return HIDDEN
         if type(data) is str:
-            masked = self.masked.get(data)
-            if masked is None:
-                masked = self.masked[data] = mask_cut_text(data) if CUT in data else mask_text(data)
-            return masked
+            return mask_once(self.masked, data)
         return redact_cell(None, data)
 
     def mapping(self, data: dict) -> dict:
@@ -455,8 +548,21 @@ class _TreePass:
                 "kind": "text",
                 "text": HIDDEN,
             }
-        value = self.value
-        return {k: value(v, k if isinstance(k, str) else None, data) for k, v in data.items()}
+        out = {}
+        masked = self.masked
+        for k, v in data.items():
+            kind = type(v)
+            if kind is str or kind in _PLAIN:
+                if k and isinstance(k, str) and self.hidden(v, k, data):
+                    out[k] = HIDDEN
+                elif kind is str:
+                    found = masked.get(v)
+                    out[k] = mask_once(masked, v) if found is None else found
+                else:
+                    out[k] = v
+            else:
+                out[k] = self.value(v, k if isinstance(k, str) else None, data)
+        return out
 
 
 def _redacting_row_factory(cursor: sqlite3.Cursor, row: tuple) -> sqlite3.Row:

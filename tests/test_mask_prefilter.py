@@ -48,6 +48,24 @@ def test_prefilters_change_nothing():
         assert redaction.mask_text(text) == reference(text), text
 
 
+def test_short_and_long_texts_mask_alike():
+    """A short text is first asked whether any pattern can run at all (`SHORT_TEXT`), a long
+    one scans once per trigger set and prefilter: both give what every triggered pattern
+    gives, for texts on either side of the limit, and a page link holding "session" is left
+    as it is."""
+    rng = random.Random(11)
+    link = "/-/capsem/sessions/ce63b1b9-c406-4536-a585-fdf75605e534/events/7a4079ead3ff"
+    assert redaction.mask_text(link) == link == reference(link)
+    limit = redaction.SHORT_TEXT
+    for _ in range(600):
+        text = "".join(rng.choice(PIECES + [link]) for _ in range(rng.randint(20, 400)))
+        for size in (limit - 1, limit, limit + 1, len(text)):
+            part = text[:size]
+            assert redaction.mask_text(part) == reference(part), part
+            shifted = text[-size:]
+            assert redaction.mask_text(shifted) == reference(shifted), shifted
+
+
 def test_memo_remembers_only_unchanged_text():
     clean = json.dumps([{"input_tokens": i, "session_id": "x"} for i in range(5000)])
     assert len(clean) >= redaction.MEMO_MIN_CHARS
