@@ -135,13 +135,34 @@ async def test_the_page_prepares_its_tree_and_picture(planted, tmp_path):
     datasette = await server(home, tmp_path / "cache")
     page = await datasette.client.get(trace_url(session["id"], trace))
     assert page.status_code == 200
-    await asyncio.gather(*trace_view._preparing)
+    await asyncio.gather(*trace_view._preparing.values())
     traces = get_state(datasette).traces
     hits, held = traces.hits, len(traces)
     for suffix in ("/tree.json", "/picture.json"):
         response = await datasette.client.get(trace_url(session["id"], trace, suffix))
         assert b"STOREDFIRST" not in response.content
     assert traces.hits >= hits + 2 and len(traces) == held  # what the page prepared, none built
+
+
+async def test_answers_prepared_with_the_page_are_the_answers_built_alone(planted, tmp_path):
+    """The page's tree and picture, built by its preparation (tree first, the picture's fetch
+    waiting for it, the texts both mask shared), are the bytes each answer has when built
+    alone, and stay masked."""
+    home, session, trace = planted
+    prepared = await server(home, tmp_path / "prepared")
+    assert (await prepared.client.get(trace_url(session["id"], trace))).status_code == 200
+    fetched = await asyncio.gather(
+        *(prepared.client.get(trace_url(session["id"], trace, s)) for s in reversed(ANSWERS))
+    )
+    alone = await server(home, tmp_path / "alone")
+    for suffix, response in zip(reversed(ANSWERS), fetched, strict=True):
+        single = await alone.client.get(trace_url(session["id"], trace, suffix))
+        get_state(alone).traces._entries.clear()  # noqa: SLF001 - each built from nothing
+        assert response.status_code == single.status_code == 200
+        assert response.content == single.content, suffix
+        assert b"STOREDFIRST" not in response.content
+    assert b"[redacted:api-key]" in fetched[list(reversed(ANSWERS)).index("/picture.json")].content
+    await asyncio.gather(*trace_view._preparing.values())
 
 
 def page_text(response) -> str:
@@ -158,14 +179,14 @@ async def test_a_restarted_server_draws_the_page_without_building_the_graph(plan
     for shown in (False, True):
         operator = actor_cookies(first, "operator") if shown else None
         pages[shown] = page_text(await first.client.get(url, cookies=operator))
-        await asyncio.gather(*trace_view._preparing)
+        await asyncio.gather(*trace_view._preparing.values())
     await saved(first, 6)  # the page's facts, tree and picture, for each policy
     assert "STOREDFIRST" not in pages[False]
     again = await server(home, tmp_path / "cache")
     for shown in (False, True):
         operator = actor_cookies(again, "operator") if shown else None
         assert page_text(await again.client.get(url, cookies=operator)) == pages[shown]
-        await asyncio.gather(*trace_view._preparing)
+        await asyncio.gather(*trace_view._preparing.values())
         for suffix in ("/tree.json", "/picture.json"):
             answer = await again.client.get(
                 trace_url(session["id"], trace, suffix), cookies=operator

@@ -37,9 +37,10 @@ def json_response(
     )
 
 
-def json_text(data: Any) -> str:
-    """The body `json_response` sends for `data` (redacted for the current request)."""
-    return json_dumps(redacted(data), separators=(",", ":"))
+def json_text(data: Any, masks: dict[str, str] | None = None) -> str:
+    """The body `json_response` sends for `data` (redacted for the current request; `masks`:
+    texts already masked, see `redaction.redact_tree`)."""
+    return json_dumps(redacted(data, masks), separators=(",", ":"))
 
 
 def json_text_response(body: str, status: int = 200) -> Response:
@@ -47,12 +48,12 @@ def json_text_response(body: str, status: int = 200) -> Response:
     return Response(body, status=status, content_type="application/json; charset=utf-8")
 
 
-def redacted(data: Any) -> Any:
+def redacted(data: Any, masks: dict[str, str] | None = None) -> Any:
     """What an actor without `view_secrets` may see of a page's data (redaction.py's policy:
     carriers hidden whole, free text masked, bytes decoded and masked)."""
     if redaction.policy.get() == redaction.OPEN:
         return data
-    return redaction.redact_tree(data)
+    return redaction.redact_tree(data, masked=masks)
 
 
 async def page(

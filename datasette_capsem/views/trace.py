@@ -16,7 +16,7 @@ import json
 import logging
 from typing import Any
 
-from datasette_capsem import errors
+from datasette_capsem import errors, redaction
 from datasette_capsem.graph.build import build_graph
 from datasette_capsem.graph.conversation import build_steps, load_conversation
 from datasette_capsem.graph.detail import load_node, parse_node_id
@@ -80,9 +80,33 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
 
 
 JSON_ANSWERS = ("/tree.json", "/graph.json", "/picture.json", "/conversation.json")
-# What the page's scripts fetch right after its HTML, in the order they do.
+# What the page's scripts fetch right after its HTML, in the order they draw them.
 PAGE_FETCHES = ("/tree.json", "/picture.json")
-_preparing: set[asyncio.Future] = set()  # held until done (the loop keeps weak references)
+# The page's answers being built for a reader policy (prepare): held until done (the loop
+# keeps weak references), and what a fetch of a later one waits for.
+_preparing: dict[tuple, asyncio.Task] = {}
+# The answers that share their texts (the graph's labels, kinds and links), masked once.
+_SHARED_MASKS = ("/tree.json", "/graph.json", "/picture.json")
+
+
+def _page_build(opened: Opened, rows: TraceRows) -> tuple:
+    """Which page's answers for which reader (policy in the key, as every stored text)."""
+    policy = (redaction.policy.get(), redaction.hide_free_text.get())
+    return (opened.session.id, rows.trace_id, rows.exchange, *policy)
+
+
+async def _masks(datasette, opened: Opened, rows: TraceRows) -> dict[str, str] | None:
+    """The masked texts of this trace's graph (text -> its mask) for the answers built from
+    it, kept with the graph while the ledger is unchanged; None for a reader who sees all."""
+    if redaction.policy.get() == redaction.OPEN:
+        return None
+
+    async def compute() -> dict[str, str]:
+        return {}
+
+    key = (opened.session.id, rows.trace_id, rows.exchange, "masks")
+    entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
+    return entry.report
 
 
 async def answer(
@@ -90,7 +114,8 @@ async def answer(
 ) -> str:
     """The JSON text of tree.json, graph.json, picture.json or conversation.json (`history`:
     its `?step=N`) for the current reader, built once per ledger version and policy
-    (views/trace_cache.py)."""
+    (views/trace_cache.py). The tree and picture are built off the event loop, which stays
+    free for the page's other requests."""
     session = opened.session
 
     async def build() -> dict[str, Any]:
@@ -100,11 +125,12 @@ async def answer(
         if suffix == "/graph.json":
             return graph
         if suffix == "/picture.json":
-            return picture(graph)
-        return {**build_tree(rows, graph), "session_id": session.id}
+            return await asyncio.to_thread(picture, graph)
+        return {**await asyncio.to_thread(build_tree, rows, graph), "session_id": session.id}
 
+    masks = await _masks(datasette, opened, rows) if suffix in _SHARED_MASKS else None
     name = f"{suffix}|{rows.trace_id}|{rows.exchange}|{history}"
-    return await trace_cache.json_text(datasette, opened, name, build)
+    return await trace_cache.json_text(datasette, opened, name, build, masks)
 
 
 async def page_facts(datasette, opened: Opened, rows: TraceRows) -> dict[str, Any]:
@@ -134,7 +160,11 @@ async def page_facts(datasette, opened: Opened, rows: TraceRows) -> dict[str, An
 def prepare(datasette, opened: Opened, rows: TraceRows) -> None:
     """Build what the page's scripts will fetch (its tree, then its picture) while the
     browser loads the page, for this reader's policy (the task runs in a copy of the
-    request's context)."""
+    request's context). One build at a time per page and policy: the tree is wanted first,
+    and two builds sharing the interpreter would each finish later."""
+    key = _page_build(opened, rows)
+    if key in _preparing:
+        return
 
     async def run() -> None:
         for suffix in PAGE_FETCHES:
@@ -144,9 +174,17 @@ def prepare(datasette, opened: Opened, rows: TraceRows) -> None:
                 log.info("preparing %s of trace %s failed", suffix, rows.trace_id, exc_info=True)
                 return
 
-    task = asyncio.ensure_future(run())
-    _preparing.add(task)
-    task.add_done_callback(_preparing.discard)
+    task = _preparing[key] = asyncio.ensure_future(run())
+    task.add_done_callback(lambda _task: _preparing.pop(key, None))
+
+
+async def after_earlier_fetches(opened: Opened, rows: TraceRows, suffix: str) -> None:
+    """A fetch of the picture while the page's answers are being built waits for that build
+    (which makes the tree first, then the picture), instead of building the picture at the
+    same time as the tree the page draws first."""
+    task = _preparing.get(_page_build(opened, rows))
+    if task is not None and suffix in PAGE_FETCHES[1:]:
+        await asyncio.shield(task)
 
 
 async def conversation_answer(
@@ -311,6 +349,7 @@ async def trace_page(datasette, request):
         history = None
         if suffix == "/conversation.json":
             history = _history_step(request, len(rows.model_calls))
+        await after_earlier_fetches(opened, rows, suffix)
         text = await answer(datasette, opened, rows, suffix, history)
         return render.json_text_response(text)
     if suffix == ".json":

@@ -81,10 +81,12 @@ async def json_text(
     opened: Opened,
     answer: str,
     build: Callable[[], Awaitable[Any]],
+    masks: dict[str, str] | None = None,
 ) -> str:
     """The JSON text of `await build()` for the current reader (redacted as its policy
     requires), built once per ledger version, answer and policy. `answer` names what is built
-    (the suffix and its parameters, with the trace and exchange)."""
+    (the suffix and its parameters, with the trace and exchange); `masks`, the masked texts
+    shared with the other answers of the same data (redaction.redact_tree)."""
     policy, hide = redaction.policy.get(), redaction.hide_free_text.get()
     version = f"{code_version()}:{rule_book_version()}"
     # The links the texts carry (base_url, database name) and what the text is, policy first.
@@ -106,7 +108,7 @@ async def json_text(
         # Redacting and encoding a big trace takes a while: off the event loop, with the
         # request's policy (a copied context).
         context = contextvars.copy_context()
-        text = await asyncio.to_thread(context.run, render.json_text, data)
+        text = await asyncio.to_thread(context.run, render.json_text, data, masks)
         if stored is not None:
             clean = policy != redaction.OPEN and await asyncio.to_thread(_net_clean, text)
             entry = {"text": text, "net_clean": clean}
