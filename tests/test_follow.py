@@ -309,7 +309,7 @@ def test_readme_tail_command_runs_as_written(command, ending, home, session, tmp
             process.send_signal(signal.SIGINT)
             out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
     finally:
-        assert writer.stop() == 0
+        assert writer.stop() == 0, writer.errors
     if ending == "stops":
         out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
     assert process.returncode == 0, err
@@ -346,7 +346,7 @@ async def test_browser_sees_new_rows_arrive_without_reload_and_following_stops(
                 while await count.inner_text() == before:
                     assert time.monotonic() < deadline
                     await asyncio.sleep(0.1)
-                assert writer.stop() == 0
+                assert writer.stop() == 0, writer.errors
                 await page.wait_for_selector(
                     "[data-capsem-follow][data-state='stopped']", timeout=HANG_GUARD * 1000
                 )
@@ -396,6 +396,6 @@ async def test_a_live_trace_page_follows_its_own_rows(home, session, tmp_path):
         # At least what the unfiltered answer held of it (more may have arrived since).
         assert len(rows) >= sum(1 for r in data["rows"] if r["trace_id"] == trace_id)
     finally:
-        assert writer.stop() == 0
+        assert writer.stop() == 0, writer.errors
     page = await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{trace_id}")
     assert "data-capsem-follow" not in page.text

@@ -167,6 +167,7 @@ class LiveWriter:
         self.seed = seed
         self.path = find_ledger(self.home, session_id)
         self.process: subprocess.Popen[str] | None = None
+        self.errors = ""  # the child's stderr, once stopped: why it failed, if it did
 
     def start(self, timeout: float = 30.0) -> LiveWriter:
         """Start the child and wait until it has the database open."""
@@ -202,6 +203,8 @@ class LiveWriter:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         code = self.process.wait(timeout)
+        if self.process.stderr and not self.process.stderr.closed:  # not stopped before
+            self.errors = self.process.stderr.read()
         self._close_pipes()
         return code
 
