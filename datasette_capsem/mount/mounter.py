@@ -32,9 +32,10 @@ HOT_CONNECTIONS = 4
 # this set (LedgerDatabase.disconnect) and open a new one when asked again. Each connection
 # held ~0.42 MB of SQLite's heap (its prepared statements: Datasette's ~100 queries of a table
 # page, and schema) plus ~70 KB of Python (the statement cache's SQL text): 32 connected
-# ledgers were 16 MB of a 104 MB server after 1,000 visits. Twenty covers flipping between
-# the sessions viewed lately without preparing a page's statements again.
-CONNECTED_LEDGERS = 20
+# ledgers were 16 MB of a 104 MB server after 1,000 visits. Eight: a ledger viewed again
+# after seven others prepares its page's statements again (~4 ms; a warm page 13 -> 17 ms),
+# and the server stays under 100 MB after 1,000 visits (20 gave 103-106 MB in full runs).
+CONNECTED_LEDGERS = 8
 # Closed connections leave holes in glibc's heap (their statements and schema, ~0.4 MB each);
 # after this many evictions the free pages go back to the OS (memory.trim_malloc, ~1 ms).
 TRIM_EVERY_EVICTIONS = 32
