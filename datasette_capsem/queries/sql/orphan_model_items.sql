@@ -4,13 +4,13 @@ WITH problems AS (
     FROM model_items
     WHERE model_call_id NOT IN (SELECT id FROM model_calls)
     UNION ALL
-    SELECT id, 'no tool_calls row for this call_id and model call'
-    FROM model_items
-    WHERE kind = 'tool_call'
-      AND NOT EXISTS (  -- not a row-value NOT IN: see orphan_tool_responses.sql
-          SELECT 1 FROM tool_calls AS tc
-          WHERE tc.call_id = model_items.call_id AND tc.model_call_id = model_items.model_call_id
-      )
+    SELECT item.id, 'no tool_calls row for this call_id and model call'
+    FROM model_items AS item
+    LEFT JOIN (  -- an anti-join: orphan_tool_responses.sql says why
+        SELECT DISTINCT call_id, model_call_id FROM tool_calls
+    ) AS called
+        ON called.call_id = item.call_id AND called.model_call_id = item.model_call_id
+    WHERE item.kind = 'tool_call' AND called.call_id IS NULL
     UNION ALL
     SELECT id, 'no tool_responses row for this call_id'
     FROM model_items

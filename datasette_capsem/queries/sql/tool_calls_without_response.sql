@@ -1,6 +1,6 @@
 -- Model-emitted tool calls that no tool_responses row answers in the same trace (spec §6.2 #6).
--- Each call probes tool_responses' call_id index (NOT EXISTS); a row-value NOT IN would scan
--- every response for each call it does not find (orphan_tool_responses.sql says why). ''
+-- An anti-join on the distinct (call_id, trace) pairs of tool_responses (not a row-value
+-- NOT IN, nor NOT EXISTS on the call_id index: orphan_tool_responses.sql says why). ''
 -- stands in for a NULL trace.
 SELECT
     tc.id,
@@ -11,11 +11,10 @@ SELECT
     tc.call_id,
     tc.trace_id
 FROM tool_calls AS tc
+LEFT JOIN (SELECT DISTINCT call_id, COALESCE(trace_id, '') AS trace_key FROM tool_responses) AS answered
+    ON answered.call_id = tc.call_id AND answered.trace_key = COALESCE(tc.trace_id, '')
 WHERE tc.origin IN ('native', 'local', 'mcp_proxy')
-  AND NOT EXISTS (
-      SELECT 1 FROM tool_responses AS tr
-      WHERE tr.call_id = tc.call_id AND COALESCE(tr.trace_id, '') = COALESCE(tc.trace_id, '')
-  )
+  AND answered.call_id IS NULL
   AND tc.id NOT IN (SELECT id FROM (
       /* include: unpairable_calls */
   ))

@@ -15,11 +15,12 @@ SELECT
     END AS habit
 FROM tool_responses AS ur
 JOIN model_calls AS ur_call ON ur_call.id = ur.model_call_id
-WHERE NOT EXISTS (  -- not a row-value NOT IN: see orphan_tool_responses.sql
-        SELECT 1 FROM tool_calls AS uc
-        WHERE uc.call_id = ur.call_id
-          AND COALESCE({opt:uc.trace_id}, '') = COALESCE({opt:ur.trace_id}, '')
-    )
+LEFT JOIN (  -- an anti-join: orphan_tool_responses.sql says why
+    SELECT DISTINCT uc.call_id, COALESCE({opt:uc.trace_id}, '') AS trace_key
+    FROM tool_calls AS uc
+) AS ur_paired
+    ON ur_paired.call_id = ur.call_id AND ur_paired.trace_key = COALESCE({opt:ur.trace_id}, '')
+WHERE ur_paired.call_id IS NULL
   AND (
         (ur_call.provider = 'ollama' AND ur.call_id LIKE 'ollama\_tool\_result\_%' ESCAPE '\')
      OR (ur_call.provider = 'google' AND ur.call_id LIKE 'gemini\_%\_%' ESCAPE '\'
