@@ -58,13 +58,20 @@ def biggest_ledger(home: Path) -> tuple[dict, Path]:
 
 
 def timed_checks(path: Path, cache: Path, checks, trace=None) -> tuple[float, object]:
-    """Wall seconds of one check_session; `trace` receives every statement it sends."""
-    conn = readonly.open_readonly(path, cache)
-    try:
+    """Wall seconds of one check_session as `datasette capsem check` runs it (the checks that
+    read the whole file on a second connection, meanwhile); `trace` receives every statement
+    both connections send (the shell then runs them one after the other, as it can only)."""
+
+    def opened():
+        conn = readonly.open_readonly(path, cache)
         if trace is not None:
             conn.set_trace_callback(trace)
+        return conn
+
+    conn = opened()
+    try:
         started = time.perf_counter()
-        report = check_session(conn, checks=checks)
+        report = check_session(conn, checks=checks, reopen=opened)
         return time.perf_counter() - started, report
     finally:
         conn.close()

@@ -108,6 +108,43 @@ async def test_every_session_reports_exactly_its_injected_defects(manifest, cata
     assert {"current", "march2026", "v1_1", "migrated", None} <= checked_eras
 
 
+async def test_a_session_checked_alone_reads_the_whole_file_on_a_second_connection(
+    manifest, catalog, settings, monkeypatch
+):
+    """`check` of one session runs integrity_check on a second connection while the other
+    checks run (so it uses the second core); its report is the one run in one connection
+    gives, for every session with a ledger, defects and eras included."""
+    opened: list[tuple[Path, list[str]]] = []
+    real_open = open_readonly
+
+    def open_and_watch(path, cache_dir):
+        conn = real_open(path, cache_dir)
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        opened.append((Path(path), statements))
+        return conn
+
+    monkeypatch.setattr("datasette_capsem.checks.runner.readonly.open_readonly", open_and_watch)
+    compared = 0
+    for session in manifest["sessions"]:
+        if session.get("broken") or not session.get("ledger"):
+            continue
+        opened.clear()
+        alone = report_for(session["id"], catalog, settings, sample_limit=EVERY_SAMPLE, alone=True)
+        ledger = catalog.get(session["id"]).ledger_path
+        on_the_ledger = [statements for path, statements in opened if path == ledger]
+        assert len(on_the_ledger) == 2, session["id"]
+        first, second = on_the_ledger
+        assert any("integrity_check" in sql for sql in second), session["id"]
+        assert not any("integrity_check" in sql for sql in first), session["id"]
+        together = report_for(session["id"], catalog, settings, sample_limit=EVERY_SAMPLE)
+        assert [f.to_dict() for f in alone.findings] == [f.to_dict() for f in together.findings], (
+            session["id"]
+        )
+        compared += 1
+    assert compared > 10
+
+
 async def test_an_old_main_db_reports_exactly_its_injected_defects(tmp_path):
     """main.db before 2026-06-24 keeps total_mcp_calls at 0: no session may be flagged for it."""
     home = tmp_path / "home"

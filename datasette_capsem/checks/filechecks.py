@@ -90,6 +90,7 @@ class SchemaReadyCheck(Check):
     pragma: str = "integrity_check"  # the quick profile runs quick_check (checks/profiles.py)
     note: str | None = None
     link_suffix: str = ""  # where the page of a problem says more
+    reads_whole_file = True  # not a field: every page of the file, whichever pragma
 
     def run(self, ctx: CheckContext) -> list[Finding]:
         if ctx.conn is None:

@@ -145,6 +145,9 @@ class Check(abc.ABC):
     explanation: str
     severity: str | None  # None or absent: the default severity of `kind`
     title: str | None
+    # A check that reads every page of the file (SQLite's integrity_check): given a second
+    # connection (`check_session(reopen=...)`), it runs there while the others run here.
+    reads_whole_file: bool = False
 
     def finding(self, ctx: CheckContext, **values: Any) -> Finding:
         """A Finding pre-filled with this check's identity and severity."""

@@ -34,14 +34,20 @@ def check_catalog_session(
     profile: str = FULL,
     checks: list[Check] | None = None,
     memo: dict[Any, Any] | None = None,
+    alone: bool = False,
 ) -> Report:
     """The report of one session; raises LedgerUnavailable when its ledger cannot be read.
-    `checks` and `memo`: see `check_session` (a run over many sessions passes them)."""
+    `checks` and `memo`: see `check_session` (a run over many sessions passes them). `alone`:
+    nothing else is being checked, so the checks that read the whole file get a second
+    connection and the second core (`check_session`'s `reopen`)."""
     options = {"session": session, "live": session.live, "sample_limit": sample_limit,
                "profile": profile, "checks": checks, "memo": memo}  # fmt: skip
     if session.ledger_path is None:
         return check_session(None, **options)
-    conn = readonly.open_readonly(session.ledger_path, settings.cache_dir)
+    path = session.ledger_path
+    conn = readonly.open_readonly(path, settings.cache_dir)
+    if alone:
+        options["reopen"] = lambda: readonly.open_readonly(path, settings.cache_dir)
     try:
         return check_session(conn, **options)
     finally:

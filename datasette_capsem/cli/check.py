@@ -111,7 +111,7 @@ def _check_one(settings: Settings, text: str, as_json: bool, verbose: bool, samp
     catalog = Catalog(settings)
     session = resolve_session(catalog, text, EXIT_UNREADABLE)
     try:
-        report = check_catalog_session(session, settings, sample_limit=samples)
+        report = check_catalog_session(session, settings, sample_limit=samples, alone=True)
     except LedgerUnavailable as problem:
         outcome = Outcome(session, unreadable=problem)
         if as_json:
