@@ -1,8 +1,9 @@
 """Integrity checks at scale: one 1,000,000-row session, and `check --all` on 1,000 sessions.
 
-Case 1 runs the check engine on the biggest ledger of a generated home and, beside it, the
-sqlite3 command line running the same SQL: every statement the engine sent, captured with
-SQLite's trace callback (bound values expanded), in one script. The blake3 body-hash check
+Case 1 runs the check engine on the biggest ledger of a generated home as `datasette capsem
+check` runs it (the checks that read the whole file on a second connection, meanwhile) and,
+beside it, the sqlite3 command line running the same SQL: every statement both connections
+sent, captured with SQLite's trace callback (bound values expanded), in one script. The blake3 body-hash check
 needs a Python function the CLI lacks, so the comparison leaves it out and reports it apart.
 Case 2 runs `datasette capsem check --all --json` as a subprocess on a home of 1,000 bulk
 sessions (the generator writes a ledger for 3 in 10, main.db rows for the rest) and, beside
