@@ -454,15 +454,6 @@ def mask_cut_text(text: str) -> str:
     return CUT.join([_mask_head(part) for part in parts[:-1]] + parts[-1:])
 
 
-def _carrier(name: str, parent: dict) -> bool:
-    """A carrier field of a plugin page's data. `query` and `headers` are also ordinary words
-    in page data (a search query); they are carriers inside a ledger row."""
-    name = name.lower()
-    if name not in CARRIER_COLUMNS:
-        return False
-    return name not in ("query", "headers") or bool({"domain", "method", "path"} & parent.keys())
-
-
 def redact_tree(
     data: Any,
     key: str | None = None,
@@ -518,7 +509,9 @@ class _TreePass:
         return flags
 
     def hidden(self, data: Any, key: str, parent: dict | None) -> bool:
-        """Whether a (non-None) value under field `key` of `parent` is hidden whole."""
+        """Whether a (non-None) value under field `key` of `parent` is hidden whole: a carrier
+        field (`query` and `headers` are also ordinary words in page data, a search query:
+        they are carriers inside a ledger row), or free text when it is hidden."""
         carrier, row_only, free = self.flags(key)
         if carrier and (not row_only or {"domain", "method", "path"} & (parent or {}).keys()):
             return True
