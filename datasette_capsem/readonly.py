@@ -348,7 +348,13 @@ def settled(
     raise AssertionError("unreachable: the last try returns or raises")
 
 
+def open_once(path: Path, cache_dir: Path) -> sqlite3.Connection:
+    """Inspect and open in one step, once: for a caller that tries its whole read again
+    (`settled`) when the file changed under it."""
+    return connect(inspect_file(path), cache_dir)
+
+
 def open_readonly(path: Path, cache_dir: Path) -> sqlite3.Connection:
     """Inspect and open in one step, for code that reads a file once (CLI, indexer); tried
     again when a writer changed the file meanwhile (`settled`)."""
-    return settled(path, lambda: connect(inspect_file(path), cache_dir))
+    return settled(path, lambda: open_once(path, cache_dir))

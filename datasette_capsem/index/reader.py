@@ -81,7 +81,7 @@ def read_ledger(session: Session, cache_dir: Path, parent: Parent | None = None)
 
 def _read_once(session: Session, cache_dir: Path, parent: Parent | None) -> LedgerRead:
     try:
-        conn = readonly.open_readonly(session.ledger_path, cache_dir)
+        conn = readonly.open_once(session.ledger_path, cache_dir)  # read_ledger tries again
     except readonly.LedgerUnavailable as error:
         return LedgerRead(problem=f"{error.kind}: {error.detail}")
     try:
