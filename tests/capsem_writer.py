@@ -1,6 +1,6 @@
 """A tiny stand-in for Capsem's writer, for fidelity tests: built from the spec, not the generator.
 
-Ledgers are created from Capsem's real DDL (`../shared/capsem-ddl/`, produced from its
+Ledgers are created from Capsem's real DDL (`tests/capsem_ddl/`, produced from its
 `schema.rs`) and rows are written the way `writer.rs`, `telemetry_hook.rs` and the provider
 interpreters write them (spec §4.3, §4.4), so a verdict that passes here is one about Capsem's
 files, not about this project's generator.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import blake3
 
-DDL_DIR = Path(__file__).resolve().parents[2] / "shared" / "capsem-ddl"
+DDL_DIR = Path(__file__).resolve().parent / "capsem_ddl"  # copied from schema.rs: see its README
 HEAD = "session_head_2026-08-22.sql"
 MAIN_HEAD = "main_head_2026-08-22.sql"
 

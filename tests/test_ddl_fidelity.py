@@ -1,6 +1,6 @@
 """Generated ledgers have exactly Capsem's DDL, era by era.
 
-Ground truth is ``../shared/capsem-ddl/`` (Capsem's schema.rs applied per era, see its
+Ground truth is ``tests/capsem_ddl/`` (Capsem's schema.rs applied per era, see its
 README). Each file is loaded into an empty in-memory SQLite and compared with every generated
 ledger of the matching era: tables, columns (PRAGMA table_xinfo: name, type, NOT NULL, default,
 pk, in order), the CREATE TABLE text (CHECK and UNIQUE constraints, whitespace-normalised),
@@ -20,7 +20,7 @@ import pytest
 
 from datasette_capsem.generate import GenerateOptions, generate_home
 
-DDL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "capsem-ddl"
+DDL_DIR = Path(__file__).resolve().parent / "capsem_ddl"  # Capsem's DDL, in the repository
 MAIN_DB = "sessions/main.db"
 
 # DDL file -> the generator's era (manifest "era"), or main.db.
@@ -36,13 +36,8 @@ FILE_ERA = {
     "main_head_2026-08-22.sql": MAIN_DB,
 }
 
-pytestmark = pytest.mark.skipif(
-    not DDL_DIR.is_dir(), reason=f"Capsem DDL folder not found at {DDL_DIR} (../shared/capsem-ddl)"
-)
-
-
 def ddl_files() -> list[str]:
-    return sorted(p.name for p in DDL_DIR.glob("*.sql")) if DDL_DIR.is_dir() else []
+    return sorted(p.name for p in DDL_DIR.glob("*.sql"))
 
 
 def normalise(sql: str | None) -> str | None:
