@@ -185,21 +185,31 @@ async def test_the_pairing_is_shown_on_the_trace_and_event_pages(tmp_path):
     ledger = session_ledger(home)
     writer = Writer(ledger, AMBIENT)
     history = anthropic_turn_with_one_tool(writer) + [anthropic_result("toolu_01")]
-    call_trace = writer.exchange("anthropic", {"messages": history}, stop=None, status=529)
+    call_trace = writer.state.pending["toolu_01"]
+    writer.restart(RESUMED)
     writer.exchange("anthropic", {"messages": history})
     ledger.close()
     sid = ledger.path.parent.name
     datasette = await make_datasette(home, tmp_path / "serve-cache", index_refresh_seconds=0)
-    graph = (await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{AMBIENT}/graph.json"))
+    graph = (await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{RESUMED}/graph.json"))
     assert graph.status_code == 200, graph.text
     edges = [e for e in graph.json()["edges"] if e["type"] == "responded-in"]
     assert edges and not any(e["broken"] for e in edges), edges
-    outside = [graph.json()["nodes"][i] for i in range(len(graph.json()["nodes"]))
-               if graph.json()["nodes"][i].get("external")]  # fmt: skip
-    assert any(call_trace in str(node.get("href")) for node in outside), outside
+    outside = [node for node in graph.json()["nodes"] if node.get("external")]
+    assert any(call_trace in str(node.get("trace_href")) for node in outside), outside
+    # The call's trace says where its answer went; its event page too.
+    call_graph = await datasette.client.get(
+        f"/-/capsem/sessions/{sid}/traces/{call_trace}/graph.json"
+    )
+    answered = [e for e in call_graph.json()["edges"] if e["type"] == "responded-in"]
+    assert any(e.get("cross_trace") and "(a resume)" in e.get("why", "") for e in answered)
+    call = next(n for n in call_graph.json()["nodes"] if n["id"] == "tool_calls:1")
+    page = await datasette.client.get(call["href"])
+    assert page.status_code == 200 and "answered in trace" in page.text
+    assert "recorded before the writer restarted (a resume)" in page.text
     rows = await datasette.client.get(f"/{sid}/tool_results_across_traces.json?_shape=array")
     assert rows.status_code == 200, rows.text
-    assert [r["writer_path"] for r in rows.json()] == ["retry"]
+    assert [r["writer_path"] for r in rows.json()] == ["resume"]
     assert rows.json()[0]["call_trace_id"] == call_trace
 
 

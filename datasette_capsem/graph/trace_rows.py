@@ -17,6 +17,7 @@ from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
 from datasette_capsem.ledger.bodies import UNVERIFIABLE, hash_verdict
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.queries import spec_for
 
 MODEL_CALL_COLUMNS = (
     "id", "event_id", "timestamp", "provider", "protocol", "model", "method", "path", "stream",
@@ -137,6 +138,10 @@ class TraceRows:
     present_event_ids: dict[str, set[str]] = field(default_factory=dict)
     present_response_call_ids: set[str] = field(default_factory=set)
     present_exec_ids: set[int] = field(default_factory=set)
+    # Pairs the writer split across traces (spec §4.4), as the rule book's
+    # tool_results_across_traces rows: by this trace's response id, and by this trace's call id.
+    paired_elsewhere: dict[Any, dict] = field(default_factory=dict)
+    answered_elsewhere: dict[Any, list[dict]] = field(default_factory=dict)
     # event id -> how many rows of any primary table carry it (only ids this trace uses).
     event_id_uses: dict[str, int] = field(default_factory=dict)
     body_hash: dict[int, str] = field(default_factory=dict)  # blob id -> ledger.bodies verdict
@@ -263,6 +268,36 @@ def _load_link_targets(conn, rows: TraceRows) -> None:
     _load_present_responses(conn, rows)
     _load_present_execs(conn, rows)
     _load_event_id_uses(conn, rows)
+    _load_pairs_elsewhere(conn, rows)
+
+
+def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
+    """The calls this trace's loose results answer, and the results that answer its loose
+    calls, in other traces; read only when the trace has a result or call with no partner."""
+    calls_here = {c.get("call_id") for c in rows.tool_calls}
+    answers_here = {r.get("call_id") for r in rows.tool_responses}
+    loose_results = [r["id"] for r in rows.tool_responses if r.get("call_id") not in calls_here]
+    loose_calls = [c["id"] for c in rows.tool_calls if c.get("call_id") not in answers_here]
+    for pair in pairs_elsewhere(conn, rows.schema, loose_results, loose_calls):
+        if pair["id"] in loose_results:
+            rows.paired_elsewhere[pair["id"]] = pair
+        if pair["call_row"] in loose_calls:
+            rows.answered_elsewhere.setdefault(pair["call_row"], []).append(pair)
+
+
+def pairs_elsewhere(conn, schema: LedgerSchema, results: list, calls: list) -> list[dict]:
+    """The rule book's own pairing across traces (tool_results_across_traces, spec §4.4) of
+    these tool_responses ids and tool_calls ids: one row per result and the call it answers."""
+    spec = spec_for("tool_results_across_traces", schema)
+    if spec is None or not (results or calls):
+        return []
+    params = {"results": lsql.json_list(results), "calls": lsql.json_list(calls)}
+    sql = (  # the rule book's query, kept to the rows asked about
+        f"SELECT * FROM ({spec.render(schema)}) AS pairs"
+        " WHERE pairs.id IN (SELECT value FROM json_each(:results))"
+        " OR pairs.call_row IN (SELECT value FROM json_each(:calls))"
+    )
+    return lsql.fetch(conn, sql, params)
 
 
 def _load_outside_model_calls(conn, rows: TraceRows) -> None:

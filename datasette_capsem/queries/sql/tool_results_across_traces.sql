@@ -19,6 +19,7 @@ SELECT
     x.consumed_by_model_call,
     x.call_row,
     c.trace_id AS call_trace_id,
+    {opt:c.event_id} AS call_event_id,
     c.model_call_id AS emitted_by_model_call,
     x.writer_path,
     'answers tool call #' || x.call_row || ' in trace ' || COALESCE(c.trace_id, '?') || ' ('
