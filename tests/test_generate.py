@@ -118,7 +118,7 @@ MARKS_TOOL_TURNS = (
 )
 # The checker reports the writer's id habit as info, and an era's readiness for Capsem's own
 # routes as info: facts of Capsem's files, not defects the generator injects.
-HABIT_KINDS = {"unpairable_tool_ids", "capsem_ready_schema"}
+HABIT_KINDS = {"unpairable_tool_ids", "capsem_ready_schema", "result_in_another_trace"}
 ROW_KINDS = set(findings.KINDS) - {"rollup_mismatch", "stale_running", "unclean_wal"} - HABIT_KINDS
 
 
@@ -161,6 +161,21 @@ def ledgers(manifest: dict) -> list[dict]:
     return [
         s for s in manifest["sessions"] if s["ledger"] and not s["broken"] and not s["alias_of"]
     ]
+
+
+# Spec §4.4: the writer puts a result away from its call (retry, resume, history re-sent,
+# Gemini CLI's <name>_<epoch-ms>_<i> for the writer's gemini_<name>_<i>), so a result pairs with
+# any call of its id, or of its Gemini CLI twin, emitted earlier in the session.
+CALL_RECORDED_EARLIER = (
+    "SELECT 1 FROM tool_calls e WHERE e.model_call_id < tr.model_call_id AND (e.call_id = tr.call_id"
+    " OR (e.call_id GLOB 'gemini_' || e.tool_name || '_[0-9]*'"
+    " AND tr.call_id GLOB e.tool_name || '_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]_[0-9]*'))"
+)
+ANSWERED_LATER = (
+    "SELECT 1 FROM tool_responses a WHERE a.model_call_id > tc.model_call_id AND (a.call_id = tc.call_id"
+    " OR (tc.call_id GLOB 'gemini_' || tc.tool_name || '_[0-9]*'"
+    " AND a.call_id GLOB tc.tool_name || '_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]_[0-9]*'))"
+)
 
 
 def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
@@ -214,7 +229,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
             "tool_responses",
             ids(
                 conn,
-                f"SELECT tr.id FROM tool_responses tr WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id) AND NOT ({UNPAIRABLE_RESPONSE})",
+                f"SELECT tr.id FROM tool_responses tr WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id) AND NOT ({UNPAIRABLE_RESPONSE}) AND NOT EXISTS ({CALL_RECORDED_EARLIER})",
             ),
         )
         add(
@@ -231,7 +246,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
                 "tool_calls",
                 ids(
                     conn,
-                    f"SELECT tc.id FROM tool_calls tc WHERE tc.origin IN ('native','local','mcp_proxy') AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND tr.trace_id IS tc.trace_id) AND NOT {UNPAIRABLE_CALL}",
+                    f"SELECT tc.id FROM tool_calls tc WHERE tc.origin IN ('native','local','mcp_proxy') AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND tr.trace_id IS tc.trace_id) AND NOT {UNPAIRABLE_CALL} AND NOT EXISTS ({ANSWERED_LATER})",
                 ),
             )
     add(

@@ -143,6 +143,7 @@ class Builder:
         self.truncated: list[int] = []  # event_body_blobs rows with truncated=1
         self.provider_posts: list[int] = []  # non-model POSTs to model provider domains
         self.end_turn_tools: list[int] = []  # model calls with tool calls but stop end_turn
+        self.results_in_another_trace: list[int] = []  # tool_responses rows (writer_paths.py)
         # (trace, call id) -> the model calls that emitted it
         self.gemini_ids: dict[tuple[str, str], set[int]] = {}
         self.inherited_ambient: list[str] = []  # ambient traces of rows this builder continues
@@ -634,6 +635,7 @@ class Builder:
             "truncated_blobs": list(self.truncated),
             "provider_posts": list(self.provider_posts),
             "end_turn_tool_calls": list(self.end_turn_tools),
+            "results_in_another_trace": list(self.results_in_another_trace),
         }
 
     def absorb(self, other: Builder) -> None:
@@ -643,6 +645,7 @@ class Builder:
         self.truncated[:0] = other.truncated
         self.provider_posts[:0] = other.provider_posts
         self.end_turn_tools[:0] = other.end_turn_tools
+        self.results_in_another_trace[:0] = other.results_in_another_trace
         for call_id, calls in other.gemini_ids.items():
             self.gemini_ids.setdefault(call_id, set()).update(calls)
         if other.era.ambient and other.ambient != self.ambient:

@@ -45,6 +45,7 @@ class SessionSpec:
     hostile: bool = False
     broken: str | None = None
     live: bool = False
+    writer_paths: tuple[str, ...] = ()  # writer_paths.PATHS keys: results away from their call
     alias_of: str | None = None
     registry: dict | None = None  # registry entry fields beyond id/name/session_dir
     forked_from: str | None = None
@@ -271,6 +272,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
             p.add("ephemeral", broken=kind, shape=SessionShape(traces=1, calls=2))
     if options.defects:
         headline_sessions(p)
+        writer_path_sessions(p)
 
 
 # The README's tour follows these: the headline cases on persistent VMs with display names.
@@ -280,6 +282,18 @@ HEADLINE_SESSIONS = (
     ("tour-rollup-mismatch", ("rollup_mismatch",), "stopped"),
     ("tour-live", (), "running"),
 )
+
+
+def writer_path_sessions(p: Planner) -> None:
+    """One session per writer path that puts a tool result away from its call (spec §4.4),
+    planned after the headline sessions so no other session of the home changed."""
+    for path in ("retry", "resume", "history", "gemini_cli"):
+        p.add(
+            "ephemeral",
+            status="stopped",
+            writer_paths=(path,),
+            shape=SessionShape(traces=1, calls=2, providers=("anthropic",)),
+        )
 
 
 def headline_sessions(p: Planner) -> None:

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import broken, defects, dirfiles, era_templates, hostile, migrated
+from datasette_capsem.generate import (
+    broken,
+    defects,
+    dirfiles,
+    era_templates,
+    hostile,
+    migrated,
+    writer_paths,
+)
 from datasette_capsem.generate.content import Builder, build_session
 from datasette_capsem.generate.options import GenerateOptions
 from datasette_capsem.generate.plan import SessionSpec, legacy_run_zeros
@@ -94,6 +102,8 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
             entries += defects.ROW_INJECTORS[kind](b)
     if spec.shape.interrupted:
         entries += defects.tool_call_without_response(b)
+    for writer_path in spec.writer_paths:
+        b.results_in_another_trace += writer_paths.PATHS[writer_path](b)
     post: list[tuple[str, tuple]] = []
     if spec.hostile:
         result.hostile, post = hostile.inject(b, spec.id)
