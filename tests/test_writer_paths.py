@@ -257,3 +257,35 @@ async def test_a_failed_dir_with_a_wal_is_not_live(tmp_path):
         assert not session.live
     finally:
         ledger.conn.close()
+
+
+async def test_a_turn_the_writer_split_reads_as_one_user_turn(tmp_path):
+    """Logical turns: the retry's new trace carries on the turn it was split from, on the
+    session page and its JSON, and the count of user turns follows."""
+    home = tmp_path / "home"
+    ledger = session_ledger(home)
+    writer = Writer(ledger, AMBIENT)
+    history = anthropic_turn_with_one_tool(writer) + [anthropic_result("toolu_01")]
+    first = writer.exchange("anthropic", {"messages": history}, stop=None)  # a cut stream
+    retry = writer.exchange("anthropic", {"messages": history},
+                            calls=[{"id": "toolu_02", "name": "bash"}], stop="tool_use")  # fmt: skip
+    history += [{"role": "assistant", "content": []}, anthropic_result("toolu_02")]
+    writer.exchange("anthropic", {"messages": history})
+    writer.restart(RESUMED)  # and a resume whose result lands in the new ambient trace
+    history2 = anthropic_turn_with_one_tool(writer, "toolu_03") + [anthropic_result("toolu_03")]
+    third = writer.state.pending["toolu_03"]
+    writer.restart("b17e55c1d2b94f00")
+    writer.exchange("anthropic", {"messages": history2})
+    ledger.close()
+    sid = ledger.path.parent.name
+    datasette = await make_datasette(home, tmp_path / "serve-cache", index_refresh_seconds=0)
+    page = (await datasette.client.get(f"/-/capsem/sessions/{sid}.json")).json()
+    assert page["turns"] == 3 and page["user_turns"] == 2, page
+    by_trace = {(t["trace_id"], t.get("exchange")): t for t in page["traces"]}
+    assert by_trace[(retry, None)]["continues"]["trace_id"] == first
+    assert by_trace[(first, None)]["continues"] is None
+    resumed = next(t for t in page["traces"] if t["trace_id"] == "b17e55c1d2b94f00")
+    assert resumed["continues"]["trace_id"] == third and "resume" in resumed["continues"]["why"]
+    html = (await datasette.client.get(f"/-/capsem/sessions/{sid}")).text
+    assert f"continues turn <a href=\"/-/capsem/sessions/{sid}/traces/{first}\">" in html
+    assert "2 user turns, the writer split some" in html

@@ -285,13 +285,17 @@ def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
             rows.answered_elsewhere.setdefault(pair["call_row"], []).append(pair)
 
 
-def pairs_elsewhere(conn, schema: LedgerSchema, results: list, calls: list) -> list[dict]:
+def pairs_elsewhere(conn, schema: LedgerSchema, results: list | None,
+                    calls: list | None) -> list[dict]:  # fmt: skip
     """The rule book's own pairing across traces (tool_results_across_traces, spec §4.4) of
-    these tool_responses ids and tool_calls ids: one row per result and the call it answers."""
+    these tool_responses ids and tool_calls ids (None and None: every pair of the file): one
+    row per result and the call it answers."""
     spec = spec_for("tool_results_across_traces", schema)
-    if spec is None or not (results or calls):
+    if spec is None or results == [] and calls == []:
         return []
-    params = {"results": lsql.json_list(results), "calls": lsql.json_list(calls)}
+    if results is None and calls is None:
+        return lsql.fetch(conn, spec.render(schema) or "")
+    params = {"results": lsql.json_list(results or []), "calls": lsql.json_list(calls or [])}
     sql = (  # the rule book's query, kept to the rows asked about
         f"SELECT * FROM ({spec.render(schema)}) AS pairs"
         " WHERE pairs.id IN (SELECT value FROM json_each(:results))"

@@ -64,6 +64,9 @@ def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
     for trace in traces:
         trace_id, exchange = str(trace["trace_id"]), trace.get("exchange")
         trace["ambient"] = is_ambient(trace_id)
+        if trace.get("continues"):  # the turn the writer split this trace from (spec §4.4)
+            continued = trace["continues"]
+            continued["href"] = opened.links.trace(str(continued["trace_id"]))
         trace["href"] = (
             opened.links.exchange(trace_id, exchange)
             if exchange is not None
@@ -128,6 +131,7 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
         "traces": _trace_links(opened, traces["traces"]),
         "traces_total": traces["total"],
         "turns": traces.get("turns", 0),
+        "user_turns": traces.get("user_turns", traces.get("turns", 0)),
         "exchanges": traces.get("exchanges", 0),
         "next": offset + size if offset + size < traces["total"] else None,
     }
