@@ -289,3 +289,14 @@ async def test_a_turn_the_writer_split_reads_as_one_user_turn(tmp_path):
     html = (await datasette.client.get(f"/-/capsem/sessions/{sid}")).text
     assert f"continues turn <a href=\"/-/capsem/sessions/{sid}/traces/{first}\">" in html
     assert "2 user turns, the writer split some" in html
+    otlp = (await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{retry}.otlp.json"))
+    spans = [s for r in otlp.json()["resourceSpans"] for ss in r["scopeSpans"]
+             for s in ss["spans"]]  # fmt: skip
+    root = next(s for s in spans if "parentSpanId" not in s)
+    attrs = {a["key"]: a["value"] for a in root["attributes"]}
+    assert attrs["capsem.continues_trace_id"] == {"stringValue": first}
+    first_spans = (await datasette.client.get(
+        f"/-/capsem/sessions/{sid}/traces/{first}.otlp.json")).json()  # fmt: skip
+    call_span = next(s["spanId"] for r in first_spans["resourceSpans"] for ss in r["scopeSpans"]
+                     for s in ss["spans"] if s["name"].endswith("bash"))  # fmt: skip
+    assert [link["spanId"] for link in root["links"]] == [call_span]

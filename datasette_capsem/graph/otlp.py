@@ -19,7 +19,7 @@ from typing import Any
 
 from datasette_capsem.graph.exchanges import ambient_rest, is_ambient, split_exchanges
 from datasette_capsem.graph.timeparse import parse_ns, sane_ns
-from datasette_capsem.graph.trace_rows import TraceRows
+from datasette_capsem.graph.trace_rows import SPLIT_PATHS, TraceRows
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
 
 SCOPE = {"name": "datasette-capsem", "version": "0.1.0"}
@@ -242,7 +242,25 @@ class OtlpExporter:
             ),
             "status": {"code": STATUS_OK},
         }
+        continued = self._continued_turns()
+        if continued:  # the writer split this turn from another trace (spec §4.4)
+            span["attributes"] += attributes({"capsem.continues_trace_id": continued[0][0]})
+            span["links"] = [
+                {"traceId": otlp_trace_id(trace), "spanId": span_id(otlp_trace_id(trace),
+                 "tool_calls", call_row), "attributes": attributes({"capsem.link": why})}
+                for trace, call_row, why in continued
+            ]  # fmt: skip
         return span
+
+    def _continued_turns(self) -> list[tuple[str, Any, str]]:
+        """(trace, tool call row, why) of the calls in other traces this trace's results
+        answer, where the writer split one user turn (retry, resume, Gemini CLI ids)."""
+        found = []
+        for pair in self.rows.paired_elsewhere.values():
+            why = SPLIT_PATHS.get(pair["writer_path"])
+            if why and pair.get("call_trace_id") not in (None, self.rows.trace_id):
+                found.append((str(pair["call_trace_id"]), pair["call_row"], why))
+        return sorted(set(found), key=str)
 
     def _model_spans(self) -> None:
         for call in self.rows.model_calls:

@@ -11,7 +11,7 @@ from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.exchanges import is_ambient
-from datasette_capsem.graph.trace_rows import TRACE_TABLES, pairs_elsewhere
+from datasette_capsem.graph.trace_rows import SPLIT_PATHS, TRACE_TABLES, pairs_elsewhere
 from datasette_capsem.graph.values import clip_row
 from datasette_capsem.ledger.schema import LedgerSchema
 
@@ -73,16 +73,6 @@ def traces_page(
         "untraced_calls": total["untraced_calls"] or 0,
         "notes": notes,
     }
-
-
-# Writer paths that split ONE user turn into several traces (spec §4.4): a retry or a resume
-# carries on the same turn; a history re-sent by the Responses API is a new user turn.
-SPLIT_PATHS = {
-    "retry": "after a retry",
-    "resume": "after a resume",
-    "trace_completed": "after its trace was completed",
-    "id_scheme": "under Gemini CLI's ids",
-}
 
 
 def continuations(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[tuple, dict]:

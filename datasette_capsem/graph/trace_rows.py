@@ -285,6 +285,16 @@ def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
             rows.answered_elsewhere.setdefault(pair["call_row"], []).append(pair)
 
 
+# Writer paths that split ONE user turn into several traces (spec §4.4): a retry or a resume
+# carries on the same turn; a history re-sent by the Responses API is a new user turn.
+SPLIT_PATHS = {
+    "retry": "after a retry",
+    "resume": "after a resume",
+    "trace_completed": "after its trace was completed",
+    "id_scheme": "under Gemini CLI's ids",
+}
+
+
 def pairs_elsewhere(conn, schema: LedgerSchema, results: list | None,
                     calls: list | None) -> list[dict]:  # fmt: skip
     """The rule book's own pairing across traces (tool_results_across_traces, spec §4.4) of
