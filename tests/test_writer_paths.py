@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from datasette_capsem.catalog.catalog import Catalog
+from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
+from datasette_capsem.readonly import open_readonly
 from tests.capsem_writer import MAIN_HEAD, Writer, ddl, new_event_id, stamp
 from tests.helpers import make_datasette
 from tests.test_fidelity import problems, report_of, session_ledger
@@ -300,3 +302,23 @@ async def test_a_turn_the_writer_split_reads_as_one_user_turn(tmp_path):
     call_span = next(s["spanId"] for r in first_spans["resourceSpans"] for ss in r["scopeSpans"]
                      for s in ss["spans"] if s["name"].endswith("bash"))  # fmt: skip
     assert [link["spanId"] for link in root["links"]] == [call_span]
+
+
+async def test_capsems_own_march_fixture_keeps_its_verdict(tmp_path):
+    """data/fixtures/test.db of Capsem: a warning (the 403 call), no pairing finding."""
+    fixture = Path(__file__).parent / "capsem_fixtures" / "march_2026_test.db"
+    sid = "20260302-145000-a1b2"
+    target = tmp_path / "home" / "run" / "sessions" / sid / "session.db"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(fixture.read_bytes())
+    settings = load_settings({"capsem_home": str(tmp_path / "home"),
+                              "cache_dir": str(tmp_path / "cache")})  # fmt: skip
+    session = Catalog(settings).get(sid)
+    conn = open_readonly(session.ledger_path, tmp_path / "cache")
+    try:
+        report = check_session(conn, session=session, live=session.live)
+    finally:
+        conn.close()
+    assert report.verdict == "warning"
+    assert problems(report) == {"model_call_quality": 1, "legacy_tables": 2,
+                                "capsem_ready_schema": 1}  # fmt: skip
