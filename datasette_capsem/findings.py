@@ -49,7 +49,7 @@ KINDS: dict[str, FindingKind] = _kinds(
     # 2-5: tool call / response links
     FindingKind("tool_call_parent_missing", E, "Tool call whose model call does not exist"),
     FindingKind(
-        "orphan_tool_response", E, "Tool response whose call was recorded nowhere earlier"
+        "orphan_tool_response", E, "Tool response with no matching call earlier in the session"
     ),
     FindingKind("tool_response_parent_missing", E, "Tool response whose model call does not exist"),
     FindingKind("response_before_call", E, "Tool response consumed before the call was emitted"),

@@ -132,7 +132,7 @@ async def test_integrity_verdict_is_shown(datasette, manifest):
     assert data["integrity"]["verdict"] == "error"
     assert "orphan_tool_response" in {f["kind"] for f in data["integrity"]["findings"]}
     html = (await datasette.client.get(session_url(broken["id"]))).text
-    assert "Tool response with no matching call in its trace" in html
+    assert "Tool response with no matching call earlier in the session" in html
 
 
 async def test_older_eras_degrade_with_a_note(datasette, manifest):
