@@ -105,13 +105,6 @@ class Settings:
     def main_db_candidates(self) -> tuple[Path, ...]:
         return self.home.main_db_candidates
 
-    def all_roots(self) -> tuple[Path, ...]:
-        """Every directory the plugin reads and never writes."""
-        if not self.labelled:
-            return (self.capsem_home, self.run_dir)
-        roots = [home.capsem_home for home in self.homes]
-        return tuple(roots + ([self.homes_dir] if self.homes_dir else []))
-
 
 def home_in(directory: Path, label: str) -> Home:
     """A labelled home at `directory` (its run dir inside it, as Capsem's default)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from datasette_capsem import errors
 from datasette_capsem.graph import overview, stats
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -139,10 +138,7 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
 
 async def session_page(datasette, request):
     opened = await open_session(datasette, request, need_ledger=False)
-    bounds = page_bounds(request)
-    if isinstance(bounds, str):
-        raise errors.bad_parameter("Bad pagination", bounds)
-    offset, size = bounds
+    offset, size = page_bounds(request)
     context = _base_context(opened, offset, size)
     if opened.db is not None:
         context.update(await _ledger_context(opened, offset, size))
