@@ -16,11 +16,15 @@ from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import LedgerUnavailable
-from datasette_capsem.state import get_state
+from datasette_capsem.state import get_role, get_state
 
 
 def database_kind(datasette, name: str) -> str | None:
-    """'main', 'index' or 'session' for a Capsem database name; None for anything else."""
+    """'main', 'index' or 'session' for a Capsem database name; None for anything else (a
+    database of the user's own, whatever its name)."""
+    role = get_role(datasette)
+    if not role.serving or name in role.own_databases:
+        return None
     if get_state(datasette).mounter.main_label(name) is not None:
         return "main"
     if name == INDEX_DATABASE:
