@@ -13,14 +13,14 @@ from datasette import hookimpl
 from datasette_capsem import permissions
 from datasette_capsem.cli import register as register_cli
 from datasette_capsem.errors import CapsemError, Redirect
-from datasette_capsem.index import INDEX_DATABASE, index_queries
+from datasette_capsem.index import INDEX_DATABASE
 from datasette_capsem.index.database import IndexDatabase
 from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_then
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_role, get_state
 from datasette_capsem.views import cells, core_errors, database_page, guest, lazy_mount, render
-from datasette_capsem.views.canned_queries import canned_queries_for_database, database_kind
+from datasette_capsem.views.canned_queries import all_queries_for_database, database_kind
 from datasette_capsem.views.routes import ROUTES
 
 
@@ -173,10 +173,5 @@ def canned_queries(datasette, database, actor):
     if database_kind(datasette, database) is None:  # a guest's, or a database of the user's
         return None
 
-    async def inner():
-        found = index_queries() if database == INDEX_DATABASE else {}
-        found.update(await canned_queries_for_database(datasette, database))
-        # Results first: the SQL behind a "show" toggle (templates/query.html puts it last).
-        return {name: {**query, "hide_sql": True} for name, query in found.items()}
-
-    return inner()
+    # Results first: the SQL behind a "show" toggle (templates/query.html puts it last).
+    return all_queries_for_database(datasette, database)

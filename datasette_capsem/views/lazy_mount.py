@@ -23,6 +23,7 @@ from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.views import render, secrets_guard
+from datasette_capsem.views.canned_queries import store_queries
 
 # First path segments that are Datasette's own, never a database.
 NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
@@ -125,9 +126,9 @@ async def _mount_for(datasette, path: str, actor) -> None:
             snapshot = snapshot.home_snapshots.get(main_label, snapshot) if main_label else snapshot
             problem = snapshot.main_db_problem or "main.db cannot be read"
             raise errors.not_found("No session index", problem)
-        return
+        return await store_queries(datasette, name)
     if name in datasette.databases:
-        return
+        return await store_queries(datasette, name)
     session = state.catalog.session_for_database(name)
     if session is None:
         unavailable = render.home_unavailable(state.catalog, name)
@@ -148,6 +149,7 @@ async def _mount_for(datasette, path: str, actor) -> None:
         await state.mounter.session_database(session)
     except LedgerUnavailable as problem:
         raise render.unreadable(datasette, problem, session) from problem
+    await store_queries(datasette, name)
 
 
 SECURITY_HEADERS = (
