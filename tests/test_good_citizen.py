@@ -194,6 +194,11 @@ async def test_capsem_headers_stay_on_capsem_pages_only(capsem_home, cache_dir, 
         response = await datasette.client.get(path)
         assert response.status_code == 200, path
         assert not ours(response), (path, response.headers)
+    # Other plugins' assets on the user's table page, with no CSP to hold them back:
+    # datasette-vega (a dependency of this plugin) and datasette-cluster-map (the test extra).
+    page = (await datasette.client.get("/other/places")).text
+    assert "/-/static-plugins/datasette_vega/" in page and "datasette-cluster-map" in page
+    assert "DATASETTE_CLUSTER_MAP_LATITUDE_COLUMN" in page  # its inline script, allowed to run
     # The user's databases take their own methods (Datasette answers them), Capsem's do not.
     theirs = await datasette.client.post("/other/places", data={})
     assert "this instance is read-only" not in theirs.text  # Datasette's own answer
