@@ -18,6 +18,7 @@ async def make_datasette(
     *,
     metadata: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
     **plugin_config,
 ) -> Datasette:
     """A Datasette serving `home` with the plugin, started, its cache kept in `cache_dir`."""
@@ -33,7 +34,9 @@ async def make_datasette(
         **plugin_config,
     }
     metadata["plugins"] = plugins
-    datasette = Datasette(metadata=metadata, settings=settings or {})
+    # `config` (datasette.yaml) is Datasette 1.0's; 0.65 has no such argument.
+    extra = {"config": config} if config is not None else {}
+    datasette = Datasette(metadata=metadata, settings=settings or {}, **extra)
     await datasette.invoke_startup()
     return datasette
 

@@ -21,12 +21,14 @@ from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
-from datasette_capsem.state import get_state
+from datasette_capsem.state import get_role, get_state
 from datasette_capsem.views import render, secrets_guard
+from datasette_capsem.views.canned_queries import store_queries
 
 # First path segments that are Datasette's own, never a database.
 NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
 PLUGIN_PAGE_PREFIX = "/-/capsem"
+STATIC_PREFIX = "/-/static-plugins/datasette-capsem"
 SESSION_PAGE_PREFIX = "/-/capsem/sessions/"
 
 
@@ -75,6 +77,23 @@ def is_plugin_page(path: str) -> bool:
     return path == "/" or path.startswith(PLUGIN_PAGE_PREFIX)
 
 
+def is_own_database_page(datasette, path: str) -> bool:
+    """A page of a database the user gave Datasette beside the Capsem home (a mixed instance):
+    left to Datasette and the other plugins, untouched by this layer."""
+    own = get_role(datasette).own_databases
+    return bool(own) and not is_plugin_page(path) and database_segment(path) in own
+
+
+def shows_capsem_data(path: str) -> bool:
+    """Plugin pages and the Capsem databases' pages (any database segment that is not one of
+    the user's, which `is_own_database_page` let through before): read-only. Datasette's other
+    `/-/` pages and other plugins' (a login form) keep their own methods."""
+    if is_plugin_page(path) or path.startswith(STATIC_PREFIX):
+        return True
+    name = database_segment(path)
+    return name not in NON_DATABASE_SEGMENTS and name != "_internal"
+
+
 def database_segment(path: str) -> str:
     """The database name a core Datasette path starts with ('' when none)."""
     first = path.lstrip("/").split("/", 1)[0]
@@ -107,9 +126,9 @@ async def _mount_for(datasette, path: str, actor) -> None:
             snapshot = snapshot.home_snapshots.get(main_label, snapshot) if main_label else snapshot
             problem = snapshot.main_db_problem or "main.db cannot be read"
             raise errors.not_found("No session index", problem)
-        return
+        return await store_queries(datasette, name)
     if name in datasette.databases:
-        return
+        return await store_queries(datasette, name)
     session = state.catalog.session_for_database(name)
     if session is None:
         unavailable = render.home_unavailable(state.catalog, name)
@@ -130,6 +149,7 @@ async def _mount_for(datasette, path: str, actor) -> None:
         await state.mounter.session_database(session)
     except LedgerUnavailable as problem:
         raise render.unreadable(datasette, problem, session) from problem
+    await store_queries(datasette, name)
 
 
 SECURITY_HEADERS = (
@@ -142,7 +162,7 @@ SECURITY_HEADERS = (
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every HTML response (Datasette's own pages and error pages too): the CSP."""
-    strict = is_plugin_page(path) or path.startswith("/-/static-plugins/datasette-capsem")
+    strict = is_plugin_page(path) or path.startswith(STATIC_PREFIX)
     policy = (CONTENT_SECURITY_POLICY if strict else CORE_CONTENT_SECURITY_POLICY).encode()
 
     async def wrapped(message):
@@ -172,7 +192,7 @@ def _plain(status: int, message: str, extra: tuple = ()) -> Response:
     return Response.text(message + "\n", status=status, headers=dict(extra))
 
 
-def cheap_refusal(datasette, scope) -> Response | None:
+def cheap_refusal(datasette, scope, path: str) -> Response | None:
     """A response for a request refused on its shape alone (no parsing of its parameters, no
     lookup, no permission check): cheap enough for a flood."""
     query = scope.get("query_string") or b""
@@ -180,7 +200,7 @@ def cheap_refusal(datasette, scope) -> Response | None:
         return _plain(414, f"Query string too long: at most {MAX_QUERY_STRING_BYTES} bytes.")
     if query.count(b"&") + query.count(b";") + 1 > MAX_QUERY_PARAMETERS:
         return _plain(400, f"Too many query parameters: at most {MAX_QUERY_PARAMETERS}.")
-    if scope.get("method", "GET") not in READ_METHODS:
+    if scope.get("method", "GET") not in READ_METHODS and shows_capsem_data(path):
         return _plain(
             405, "Method not allowed: this instance is read-only.", ((("allow", "GET, HEAD")),)
         )
@@ -236,7 +256,7 @@ PUBLIC_METADATA = (
 async def _public_metadata(datasette, request) -> Response:
     """/-/metadata for an actor who is not an operator: what the instance is, not how it is
     configured (no allow lists, no trusted header, no plugin settings)."""
-    metadata = datasette.metadata() or {}
+    metadata = await permissions.instance_metadata(datasette)
     public = {key: metadata[key] for key in PUBLIC_METADATA if key in metadata}
     if request.path.endswith(".json"):
         return Response.json(public)
@@ -335,14 +355,19 @@ def pinned_database(datasette, path: str) -> str | None:
 
 
 def wrap(app, datasette):
+    if not get_role(datasette).serving:  # a guest: Datasette as it is (state.Role)
+        return app
+
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
+        path = route_path(datasette, scope)
+        if is_own_database_page(datasette, path):
+            return await app(scope, receive, send)
         # Error pages render templates; without ASGI lifespan nothing else has started yet.
         await datasette.invoke_startup()
-        path = route_path(datasette, scope)
         scope = without_suggestions(datasette, scope, path)
-        refused = cheap_refusal(datasette, scope)
+        refused = cheap_refusal(datasette, scope, path)
         if refused is not None:
             return await refused.asgi_send(_with_security_headers(send, path))
         actor = await secrets_guard.request_actor(datasette, scope, receive)
