@@ -45,6 +45,15 @@ CHILD_RANK = {t.node_type: t.child_rank for t in TABLES if t.node_type and t.chi
 CRITICAL_TYPES = tuple(dict.fromkeys(t.node_type for t in TABLES if t.critical))
 # Lanes of the timeline that can be toggled on the page: kind -> lane.
 LANE_OF_KIND = {t.kind: t.timeline_lane for t in TABLES if t.timeline_lane}
+# The toggleable lanes' names, in the order the page offers them (tree.json `timeline_lanes`).
+TIMELINE_LANES = (
+    ("net", "HTTP"), ("dns", "DNS"), ("file", "files"), ("process", "processes"),
+    ("security", "security"), ("body", "bodies"), ("item", "model items"),
+)  # fmt: skip
+# A kind's short label on the page (tree.json `kinds`).
+KIND_LABELS = {"trace": "trace", "turn": "turn"} | {
+    t.kind: t.kind_label for t in TABLES if t.kind and t.kind_label
+}
 
 
 def usage_tokens(usage_details: Any) -> tuple[int | None, int | None]:
@@ -256,6 +265,8 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
         "critical_path": path,
         "findings": findings,
         "node_count": len(spans),
+        "kinds": KIND_LABELS,
+        "timeline_lanes": [list(lane) for lane in TIMELINE_LANES],
     }
 
 

@@ -66,6 +66,8 @@ class LedgerTable:
     span: Span | None = None  # exported as a host span (the spine and security rows are not)
     tree_kind: str | None = None  # the span tree's kind (default: the node type)
     timeline_lane: str | None = None  # the tree's toggleable lane
+    kind_label: str | None = None  # the tree kind's short label on the page
+    session_layer: str | None = None  # its layer of the session timeline (Capsem's /timeline)
     child_rank: int = 3  # order among a tree span's children (own parts first, items last)
     primary: bool = False  # its rows carry an event id security rows and blobs point at
     event_types: tuple[str, ...] = ()  # security event types naming its rows (§6.2 check 11)
@@ -115,6 +117,7 @@ def _security(subtype: str, search_ids: tuple[str, ...], summary: tuple[str, ...
         bar=Bar("security", None, 10, f"{{event_type:24}} {{{SECURITY_OUTCOME}:10}} {{rule_id:40}}"),
         tree_kind="security",
         timeline_lane="security",
+        kind_label="sec",
         child_rank=1,
         search_ids=search_ids,
         summary_columns=summary,
@@ -125,6 +128,8 @@ def _security(subtype: str, search_ids: tuple[str, ...], summary: tuple[str, ...
 TABLES: tuple[LedgerTable, ...] = (
     LedgerTable(
         "model_calls",
+        session_layer="model",
+        kind_label="model",
         join="spine",
         trace_columns=(
             "id", "event_id", "timestamp", "provider", "protocol", "model", "method", "path",
@@ -153,6 +158,8 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "tool_calls",
+        session_layer="tool",
+        kind_label="tool",
         join="spine",
         trace_columns=(
             "id", "event_id", "timestamp", "model_call_id", "provider", "status", "call_index",
@@ -177,6 +184,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "tool_responses",
+        kind_label="result",
         join="spine",
         trace_columns=(
             "id", "model_call_id", "call_id", "is_error", "trace_id", "turn_id",
@@ -191,6 +199,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "model_items",
+        kind_label="item",
         join="spine",
         trace_columns=(
             "id", "event_id", "model_call_id", "timestamp", "kind", "item_index", "call_id",
@@ -207,6 +216,8 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "net_events",
+        session_layer="net",
+        kind_label="http",
         join="trace_id",
         trace_columns=(
             "id", "event_id", "timestamp", "domain", "port", "decision", "method", "path",
@@ -250,6 +261,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "dns_events",
+        kind_label="dns",
         join="trace_id",
         trace_columns=(
             "id", "event_id", "timestamp", "qname", "qtype", "rcode", "decision",
@@ -275,6 +287,8 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "fs_events",
+        session_layer="fs",
+        kind_label="file",
         join="trace_id",
         trace_columns=("id", "event_id", "timestamp", "action", "path", "size", "trace_id", "turn_id"),
         node_type="fs_event",
@@ -296,6 +310,8 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "exec_events",
+        session_layer="exec",
+        kind_label="proc",
         join="trace_id",
         trace_columns=(
             "id", "event_id", "timestamp", "exec_id", "command:preview", "exit_code",
@@ -323,6 +339,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "audit_events",
+        kind_label="proc",
         join="trace_id",
         trace_columns=(
             "id", "event_id", "timestamp", "pid", "exe", "argv:preview", "exit_code",
@@ -351,6 +368,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "substitution_events",
+        kind_label="cred",
         join="trace_id",
         trace_columns=(
             "id", "event_id", "timestamp", "event_type", "outcome", "provider", "trace_id",
@@ -388,6 +406,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "event_body_blobs",
+        kind_label="body",
         join="body",
         trace_columns=(
             "id", "event_id", "event_type", "source_table", "direction", "content_type",
@@ -411,6 +430,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "mcp_calls",  # 0.9 .. 1.1; trace_id from 1.1
+        kind_label="tool",
         join="trace_id",
         trace_columns=(
             "id", "event_id", "timestamp", "server_name", "method", "tool_name", "request_id",
@@ -438,6 +458,7 @@ TABLES: tuple[LedgerTable, ...] = (
     ),
     LedgerTable(
         "snapshot_events",  # 0.16 .. 06-11 (dropped then); trace_id from 1.1
+        kind_label="file",
         join="trace_id",
         trace_columns=("id", "timestamp", "slot", "origin", "name", "files_count", "trace_id"),
         node_type="snapshot_event",
