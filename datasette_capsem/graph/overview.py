@@ -14,14 +14,10 @@ from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.graph.trace_rows import SPLIT_PATHS, TRACE_TABLES, pairs_elsewhere
 from datasette_capsem.graph.values import clip_row
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import NAMES
 
 # Tables listed first, in this order, on the overview; any other table of the file follows.
-TABLE_ORDER = (
-    "model_calls", "model_items", "tool_calls", "tool_responses", "net_events", "dns_events",
-    "fs_events", "exec_events", "audit_events", "substitution_events", "event_body_blobs",
-    "security_rule_events", "security_decision_events", "security_ask_events",
-    "profile_mutation_events", "mcp_calls", "snapshot_events",
-)  # fmt: skip
+TABLE_ORDER = NAMES  # the registry's order (ledger/tables.py)
 PROVIDER_COLUMNS = ("provider", "model", "input_tokens", "output_tokens", "estimated_cost_usd")
 AMBIENT_LIMIT = 50
 MCP_ROW_LIMIT = 200

@@ -17,12 +17,12 @@ from typing import Any
 
 from datasette_capsem.ledger.dialect import quote_identifier as q
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLES
 
-LAYER_TABLES = {
-    "exec": "exec_events", "tool": "tool_calls", "net": "net_events", "fs": "fs_events",
-    "model": "model_calls",
-}  # fmt: skip
-LAYERS = tuple(LAYER_TABLES)
+# Layer -> its table (the registry's `session_layer`), and the layers in the order pages list
+# them; `_layer_sql` writes each layer's one-line summary.
+LAYER_TABLES = {t.session_layer: t.name for t in TABLES if t.session_layer}
+LAYERS = ("exec", "tool", "net", "fs", "model")
 MAX_PAGE = 1000
 
 

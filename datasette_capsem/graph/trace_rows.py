@@ -17,101 +17,27 @@ from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
 from datasette_capsem.ledger.bodies import UNVERIFIABLE, hash_verdict
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLE, TABLES, joined_by
 from datasette_capsem.queries import spec_for
 
-MODEL_CALL_COLUMNS = (
-    "id", "event_id", "timestamp", "provider", "protocol", "model", "method", "path", "stream",
-    "message_id", "status_code", "stop_reason", "input_tokens", "output_tokens", "duration_ms",
-    "estimated_cost_usd", "usage_details", "trace_id", "turn_id", "messages_count",
-    "tools_count", "request_bytes", "response_bytes", "text_content:preview",
-    "request_body_preview:isnull",
-)  # fmt: skip
-TOOL_CALL_COLUMNS = (
-    "id", "event_id", "timestamp", "model_call_id", "provider", "status", "call_index",
-    "call_id", "tool_name", "origin", "transport", "server_name", "method", "decision",
-    "duration_ms", "error_message:preview", "trace_id", "turn_id", "arguments:preview",
-)  # fmt: skip
-TOOL_RESPONSE_COLUMNS = (
-    "id", "model_call_id", "call_id", "is_error", "trace_id", "turn_id",
-    "content_preview:preview",
-)  # fmt: skip
-MODEL_ITEM_COLUMNS = (
-    "id", "event_id", "model_call_id", "timestamp", "kind", "item_index", "call_id",
-    "tool_name", "trace_id", "turn_id", "content:preview",
-)  # fmt: skip
-
+# The columns a trace reads per table, how each table joins a trace, and which tables a
+# security row's event type points at: all from the registry (ledger/tables.py).
+MODEL_CALL_COLUMNS = TABLE["model_calls"].trace_columns
+TOOL_CALL_COLUMNS = TABLE["tool_calls"].trace_columns
+TOOL_RESPONSE_COLUMNS = TABLE["tool_responses"].trace_columns
+MODEL_ITEM_COLUMNS = TABLE["model_items"].trace_columns
 # Tables joined to a trace only by trace_id, with the columns the pages show.
-TRACE_TABLES: dict[str, tuple[str, ...]] = {
-    "net_events": (
-        "id", "event_id", "timestamp", "domain", "port", "decision", "method", "path",
-        "status_code", "duration_ms", "bytes_sent", "bytes_received", "conn_type",
-        "process_name", "trace_id", "turn_id",
-    ),
-    "dns_events": (
-        "id", "event_id", "timestamp", "qname", "qtype", "rcode", "decision",
-        "upstream_resolver_ms", "trace_id", "turn_id",
-    ),
-    "fs_events": ("id", "event_id", "timestamp", "action", "path", "size", "trace_id", "turn_id"),
-    "exec_events": (
-        "id", "event_id", "timestamp", "exec_id", "command:preview", "exit_code", "duration_ms",
-        "source", "trace_id", "turn_id",
-    ),
-    "audit_events": (
-        "id", "event_id", "timestamp", "pid", "exe", "argv:preview", "exit_code",
-        "exec_event_id", "trace_id", "turn_id",
-    ),
-    "substitution_events": (
-        "id", "event_id", "timestamp", "event_type", "outcome", "provider", "trace_id", "turn_id",
-    ),
-    "mcp_calls": (
-        "id", "event_id", "timestamp", "server_name", "method", "tool_name", "request_id",
-        "decision", "duration_ms", "error_message:preview", "trace_id",
-    ),
-    "snapshot_events": (  # 0.16 .. 06-11 (dropped then); trace_id from 1.1
-        "id", "timestamp", "slot", "origin", "name", "files_count", "trace_id",
-    ),
-}  # fmt: skip
-
+TRACE_TABLES: dict[str, tuple[str, ...]] = {t.name: t.trace_columns for t in joined_by("trace_id")}
 # Tables joined to a trace's rows by event_id.
 SECURITY_TABLES: dict[str, tuple[str, ...]] = {
-    "security_rule_events": (
-        "id", "timestamp_unix_ms", "event_id", "event_type", "rule_id", "rule_action",
-        "detection_level", "trace_id", "turn_id",
-    ),
-    "security_decision_events": (
-        "id", "timestamp_unix_ms", "event_id", "event_type", "stage", "actor", "rule_id",
-        "effective_decision", "reason:preview", "trace_id", "turn_id",
-    ),
-    "security_ask_events": (
-        "id", "timestamp_unix_ms", "ask_id", "event_id", "event_type", "rule_id", "rule_name",
-        "status", "trace_id", "turn_id",
-    ),
-}  # fmt: skip
-BODY_COLUMNS = (
-    "id", "event_id", "event_type", "source_table", "direction", "content_type",
-    "original_bytes", "stored_bytes", "truncated", "body_hash", "body:length", "trace_id",
-    "created_at",
-)  # fmt: skip
-
+    t.name: t.trace_columns for t in joined_by("event_id")
+}
+BODY_COLUMNS = TABLE["event_body_blobs"].trace_columns
 # Primary tables whose rows carry an event_id that security rows and blobs join to.
-PRIMARY_TABLES = (
-    "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
-    "exec_events", "audit_events", "substitution_events", "mcp_calls",
-)  # fmt: skip
-
+PRIMARY_TABLES = tuple(table.name for table in TABLES if table.primary)
 # Spec §6.2 check 11: which primary table a security event type points at.
 EVENT_TYPE_TABLES: dict[str, str] = {
-    "http.request": "net_events",
-    "dns.query": "dns_events",
-    "model.call": "model_calls",
-    "mcp.tool_call": "tool_calls",
-    "file.event": "fs_events",
-    "file.import": "fs_events",
-    "file.export": "fs_events",
-    "process.exec": "exec_events",
-    "process.exec_complete": "exec_events",
-    "process.audit": "audit_events",
-    "credential.substitution": "substitution_events",
+    event_type: table.name for table in TABLES for event_type in table.event_types
 }
 
 START_KEY = "_start_ms"  # parsed start of a row, added by the loader
@@ -154,11 +80,7 @@ class TraceRows:
 
     def primary_rows(self) -> dict[str, list[dict]]:
         """Rows that carry their own event_id, by table."""
-        found = {
-            "model_calls": self.model_calls,
-            "tool_calls": self.tool_calls,
-            "model_items": self.model_items,
-        }
+        found = {t.name: getattr(self, t.name) for t in joined_by("spine") if t.primary}
         found.update(self.other)
         return found
 
@@ -444,13 +366,8 @@ def row_start_ms(row: dict[str, Any]) -> float | None:
 
 def row_summary(rows: TraceRows) -> dict[str, Any]:
     """How many rows of each table the trace has."""
-    counts = {
-        "model_calls": len(rows.model_calls),
-        "tool_calls": len(rows.tool_calls),
-        "tool_responses": len(rows.tool_responses),
-        "model_items": len(rows.model_items),
-        "event_body_blobs": len(rows.bodies),
-    }
+    counts = {table.name: len(getattr(rows, table.name)) for table in joined_by("spine")}
+    counts["event_body_blobs"] = len(rows.bodies)
     counts.update({table: len(found) for table, found in rows.other.items()})
     counts.update({table: len(found) for table, found in rows.security.items()})
     return {table: n for table, n in counts.items() if n}

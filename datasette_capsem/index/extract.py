@@ -21,15 +21,11 @@ from typing import Any
 
 from datasette_capsem.ledger.dialect import quote_identifier
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLES
 from datasette_capsem.sqlfiles import load_sql
 
 # Tables whose row count is a figure of the session list (name in the index -> ledger table).
-COUNTED_TABLES = {
-    "file_events": "fs_events",
-    "exec_events": "exec_events",
-    "audit_events": "audit_events",
-    "dns_queries": "dns_events",
-}
+COUNTED_TABLES = {t.counted_as: t.name for t in TABLES if t.counted_as}
 # Identifier kinds of the lookup table, and how their rows are read.
 EACH_ROW_KINDS = ("event_id", "message_id")
 GROUPED_KINDS = ("trace_id", "call_id")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from datasette_capsem.ledger.tables import NAMES, TABLES
 from datasette_capsem.sqlfiles import load_sql
 
 # Newest first: the first marker a file has names its era (dates from spec §4.5). The 1.3
@@ -28,30 +29,14 @@ ERA_MARKERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("0.8", "model_calls", ()),
 )
 
-# Every ledger table of any era (spec §4.2, §4.5), check_session.py's five first. Code that
-# names a table in SQL takes it from here or from introspection, never from a request.
-LEDGER_TABLES: tuple[str, ...] = (
-    "net_events",
-    "model_calls",
-    "tool_calls",
-    "tool_responses",
-    "fs_events",
-    "model_items",
-    "event_body_blobs",
-    "exec_events",
-    "dns_events",
-    "audit_events",
-    "substitution_events",
-    "security_rule_events",
-    "security_decision_events",
-    "security_ask_events",
-    "profile_mutation_events",
-    "mcp_calls",
-    "snapshot_events",
-)
+# Every ledger table of any era (spec §4.2, §4.5), from the registry (ledger/tables.py). Code
+# that names a table in SQL takes it from here or from introspection, never from a request.
+LEDGER_TABLES: tuple[str, ...] = NAMES
 
 # Tables a current writer never creates; their presence marks a migrated or legacy file.
-LEGACY_TABLES = ("mcp_calls", "snapshot_events", "session_identity", "policy_hook_events")
+LEGACY_TABLES = (
+    *(table.name for table in TABLES if table.legacy), "session_identity", "policy_hook_events"
+)
 LEGACY_PREFIXES = ("ai_", "security_event", "detection_")
 
 
