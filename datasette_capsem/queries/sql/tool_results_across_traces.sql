@@ -1,5 +1,5 @@
 -- Tool results recorded in another trace than their call, or under Gemini CLI's id for it: the
--- normal writer paths of spec §4.4 (responses_answering_earlier_calls.sql says why), one row
+-- normal writer paths of spec §4.4 (earlier_calls_of_result.sql says why), one row
 -- each with the call it answers and the path the rows tell, checked against Capsem's code:
 --   id_scheme: Gemini CLI on an API key (google_interpreter.rs:201-205, request_parser.rs:441-445);
 --   retry: a failed exchange (status >= 400, or a stream cut with no stop reason) in the call's
@@ -59,31 +59,27 @@ FROM (
             tr.call_id,
             tr.trace_id,
             tr.model_call_id AS consumed_by_model_call,
-            elsewhere.matched_by,
-            CASE elsewhere.matched_by
-                WHEN 'call_id' THEN (
+            CASE WHEN earlier_call.call_id IS NOT NULL THEN 'call_id' ELSE 'gemini_cli_id' END
+                AS matched_by,
+            CASE WHEN earlier_call.call_id IS NOT NULL THEN (
                     SELECT c1.id FROM tool_calls AS c1
                     WHERE c1.call_id = tr.call_id AND c1.model_call_id < tr.model_call_id
                     ORDER BY c1.model_call_id DESC, c1.id DESC LIMIT 1
                 )
                 ELSE (
                     SELECT c2.id FROM tool_calls AS c2
-                    WHERE c2.tool_name = substr(rtrim(tr.call_id, '0123456789'), 1,
-                                                length(rtrim(tr.call_id, '0123456789')) - 15)
+                    WHERE c2.tool_name = earlier_cli_call.tool_name
                       AND rtrim(c2.call_id, '0123456789') = 'gemini_' || c2.tool_name || '_'
                       AND c2.model_call_id < tr.model_call_id
                     ORDER BY c2.model_call_id DESC, c2.id DESC LIMIT 1
                 )
             END AS call_row
         FROM tool_responses AS tr
-        JOIN (
-            SELECT id, MIN(matched_by) AS matched_by FROM (
-                /* include: responses_answering_earlier_calls */
-            ) GROUP BY id
-        ) AS elsewhere ON elsewhere.id = tr.id
         LEFT JOIN (SELECT DISTINCT call_id, COALESCE(trace_id, '') AS trace_key FROM tool_calls) AS paired
             ON paired.call_id = tr.call_id AND paired.trace_key = COALESCE(tr.trace_id, '')
+        /* include: earlier_calls_of_result */
         WHERE paired.call_id IS NULL
+          AND (earlier_call.call_id IS NOT NULL OR earlier_cli_call.tool_name IS NOT NULL)
     ) AS y
 ) AS x
 JOIN tool_calls AS c ON c.id = x.call_row
