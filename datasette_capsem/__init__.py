@@ -89,10 +89,16 @@ def register_commands(cli):
 
 
 @hookimpl
-def extra_template_vars(datasette, template, database):
+def extra_template_vars(datasette, template, database, request):
     if not get_role(datasette).serving:
         return {}
     extra = {"capsem_demo": get_state(datasette).settings.demo}
+    if request is not None and not lazy_mount.is_own_database_page(
+        datasette, lazy_mount.route_path(datasette, request.scope)
+    ):
+        # Pages under the plugin's CSP: inline scripts other plugins add to every page
+        # (datasette-leaflet's settings, say) would be blocked there; leave them off.
+        extra["body_scripts"] = []
     capsem_database = bool(database) and database_kind(datasette, database) is not None
     extra["capsem_database"] = capsem_database  # templates/query.html: only Capsem's queries
     if template == "database.html" and capsem_database:
