@@ -80,9 +80,16 @@ class Inherited:
             return "0" if self.copied else "1"
         mine = _row_key(shared, f"{alias}." if alias else "")
         theirs = _row_key(shared, "capsem_p.")
-        source = f"{PARENT_SCHEMA}.{quote_identifier(table)}"
-        test = "IN" if self.copied else "NOT IN"
-        return f"({mine} {test} (SELECT {theirs} FROM {source} AS capsem_p))"
+        return render_sql(
+            "({mine} {test} (SELECT {theirs} FROM {parent}.{table} AS capsem_p))",
+            table=table,
+            fragments={
+                "mine": mine,
+                "test": "IN" if self.copied else "NOT IN",
+                "theirs": theirs,
+                "parent": PARENT_SCHEMA,
+            },
+        )
 
 
 def _row_key(columns: set[str], prefix: str) -> str:
