@@ -78,7 +78,7 @@ def test_declared_params_match_the_sql():
     """Datasette shows exactly `params` as form fields, so they must be what the SQL binds."""
     for spec in all_specs():
         parts = " ".join(part.sql for part in spec.parts)
-        text = (spec.sql + parts).replace("__KEY__", spec.key or "__KEY__")
+        text = (spec.sql + parts).replace("{key}", spec.key or "key")
         assert sql_parameters(text) == set(spec.params), spec.id
 
 
