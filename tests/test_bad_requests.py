@@ -61,7 +61,7 @@ async def instance(capsem_home, manifest, tmp_path_factory):
     session = next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current" and s["clean"] and s.get("traces") and not s["live"]
+        if s["era"] == "head" and s["clean"] and s.get("traces") and not s["live"]
     )
     conn = open_readonly(capsem_home / session["ledger"], tmp_path_factory.mktemp("c2"))
     event_id = conn.execute("SELECT event_id FROM net_events LIMIT 1").fetchone()[0]

@@ -25,13 +25,13 @@ MAIN_DB = "sessions/main.db"
 
 # DDL file -> the generator's era (manifest "era"), or main.db.
 FILE_ERA = {
-    "session_0x_2026-03-01.sql": "v0_9",
-    "session_0x_2026-03-13.sql": "v0_10",
-    "session_0.16_2026-04-02.sql": "march2026",
-    "session_1.1_2026-05-11.sql": "v1_1",
-    "session_1.2_2026-05-24.sql": "v1_2",
-    "session_1.3_2026-06-27.sql": "v1_3",
-    "session_head_2026-08-22.sql": "current",
+    "session_0x_2026-03-01.sql": "0.9",
+    "session_0x_2026-03-13.sql": "2026-03-13",
+    "session_0.16_2026-04-02.sql": "0.16",
+    "session_1.1_2026-05-11.sql": "1.1",
+    "session_1.2_2026-05-24.sql": "1.2",
+    "session_1.3_2026-06-27.sql": "1.3",
+    "session_head_2026-08-22.sql": "head",
     "session_migrated_1.2-1.3-head.sql": "migrated",
     "main_head_2026-08-22.sql": MAIN_DB,
 }

@@ -51,7 +51,7 @@ def test_the_example_plugin_registers_and_reports(tmp_path, capsem_home, manifes
     for block in code_blocks(EXTENDING, "sql"):
         name = "exfil_domain" if "json_each(:domains)" in block else "biggest_bodies"
         (package / "sql" / f"{name}.sql").write_text(block)
-    session = next(s for s in manifest["sessions"] if s.get("clean") and s.get("era") == "current")
+    session = next(s for s in manifest["sessions"] if s.get("clean") and s.get("era") == "head")
     ledger = tmp_path / "session.db"  # a private copy with one request the check must catch
     source = open_readonly(capsem_home / session["ledger"], tmp_path / "cache")
     target = sqlite3.connect(ledger)

@@ -32,7 +32,7 @@ async def datasette(capsem_home, tmp_path_factory):
 def session(manifest) -> dict:
     return next(
         s for s in manifest["sessions"]
-        if s["era"] == "current" and s.get("clean") and s["kind"] == "ephemeral"
+        if s["era"] == "head" and s.get("clean") and s["kind"] == "ephemeral"
         and s["status"] == "stopped"
     )  # fmt: skip
 

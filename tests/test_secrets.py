@@ -102,7 +102,7 @@ def planted(capsem_home, manifest, tmp_path_factory):
     session = next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current" and s["clean"] and s["kind"] == "ephemeral" and not s["live"]
+        if s["era"] == "head" and s["clean"] and s["kind"] == "ephemeral" and not s["live"]
     )
     ids = plant(home / session["ledger"])
     return home, root / "cache", session["id"], ids

@@ -49,7 +49,7 @@ async def test_the_shipped_team_configuration(capsem_home, manifest, tmp_path):
     session = next(
         s
         for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "current" and s.get("ledger") and not s["live"]
+        if s["clean"] and s["era"] == "head" and s.get("ledger") and not s["live"]
     )
     sid = session["id"]
     # No proxy header, no access at all.
@@ -83,7 +83,7 @@ async def test_only_the_named_operator_sees_unmasked_credentials(capsem_home, ma
     sid = next(
         s["id"]
         for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "current" and s.get("ledger") and not s["live"]
+        if s["clean"] and s["era"] == "head" and s.get("ledger") and not s["live"]
     )
     table = f"/{sid}/net_events.json?_shape=array&_size=5"
     alice = (await datasette.client.get(table, headers=as_user("alice"))).json()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.graph.values import clip
-from datasette_capsem.ledger.dialect import quote_identifier
+from datasette_capsem.ledger.dialect import quote_identifier, render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.ledger.tables import TABLES
 
@@ -84,8 +84,11 @@ def _read_table(conn: sqlite3.Connection, schema: LedgerSchema, table: str, wind
     wanted = ["id", *(c for c in TIME_COLUMNS if c in present)]
     wanted += [c for c in ("timestamp_unix_ms", "event_id", "trace_id") if c in present]
     wanted += [c for c in SUMMARY_COLUMNS.get(table, ()) if c in present and c not in wanted]
-    columns = ", ".join(quote_identifier(c) for c in wanted)
-    sql = f"SELECT {columns} FROM {quote_identifier(table)} ORDER BY id DESC LIMIT ?"
+    sql = render_sql(
+        "SELECT {columns} FROM {table} ORDER BY id DESC LIMIT ?",
+        table=table,
+        fragments={"columns": ", ".join(quote_identifier(c) for c in wanted)},
+    )
     cursor = conn.execute(sql, (window,))
     names = [d[0] for d in cursor.description]
     rows = []

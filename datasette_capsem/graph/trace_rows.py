@@ -16,6 +16,7 @@ from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
 from datasette_capsem.ledger.bodies import UNVERIFIABLE, hash_verdict
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.ledger.tables import TABLE, TABLES, joined_by
 from datasette_capsem.queries import spec_for
@@ -228,10 +229,11 @@ def pairs_elsewhere(conn, schema: LedgerSchema, results: list | None,
     if results is None and calls is None:
         return lsql.fetch(conn, spec.render(schema) or "")
     params = {"results": lsql.json_list(results or []), "calls": lsql.json_list(calls or [])}
-    sql = (  # the rule book's query, kept to the rows asked about
-        f"SELECT * FROM ({spec.render(schema)}) AS pairs"
+    sql = render_sql(  # the rule book's query, kept to the rows asked about
+        "SELECT * FROM ({pairs}) AS pairs"
         " WHERE pairs.id IN (SELECT value FROM json_each(:results))"
-        " OR pairs.call_row IN (SELECT value FROM json_each(:calls))"
+        " OR pairs.call_row IN (SELECT value FROM json_each(:calls))",
+        fragments={"pairs": spec.render(schema) or ""},
     )
     return lsql.fetch(conn, sql, params)
 
