@@ -19,7 +19,15 @@ from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_the
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_role, get_state
-from datasette_capsem.views import cells, core_errors, database_page, guest, lazy_mount, render
+from datasette_capsem.views import (
+    cells,
+    core_errors,
+    database_page,
+    guest,
+    inline_scripts,
+    lazy_mount,
+    render,
+)
 from datasette_capsem.views.canned_queries import all_queries_for_database, database_kind
 from datasette_capsem.views.routes import ROUTES
 
@@ -67,6 +75,13 @@ def asgi_wrapper(datasette):
 def render_cell(row, value, column, table, database, datasette):
     """Ids as links to the plugin's pages (views/cells.py)."""
     return cells.render_cell(row, value, column, table, database, datasette)
+
+
+@hookimpl(wrapper=True)
+def extra_body_script():
+    """Other plugins' body scripts, recorded as a Capsem page renders so its CSP can let
+    exactly them run (views/inline_scripts.py)."""
+    return inline_scripts.record((yield))
 
 
 @hookimpl

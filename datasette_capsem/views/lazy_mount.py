@@ -8,10 +8,7 @@ that cannot be read gets a page naming the file and the problem.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from importlib import resources
 from urllib.parse import parse_qsl
 
 from datasette.utils import tilde_decode
@@ -22,7 +19,7 @@ from datasette_capsem.errors import CapsemError
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
-from datasette_capsem.views import render, secrets_guard
+from datasette_capsem.views import inline_scripts, render, secrets_guard
 from datasette_capsem.views.canned_queries import store_queries
 
 # First path segments that are Datasette's own, never a database.
@@ -32,37 +29,24 @@ STATIC_PREFIX = "/-/static-plugins/datasette-capsem"
 SESSION_PAGE_PREFIX = "/-/capsem/sessions/"
 
 
-def _csp_hash(script: str) -> str:
-    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    return f"'sha256-{digest}'"
-
-
-def _inline_script_hashes() -> str:
-    """CSP hashes of the fixed inline scripts Datasette's own templates emit (menus, the SQL
-    editor, the table page's facet flag); no other inline script runs on any page."""
-    scripts = []
-    for name in ("_close_open_menus.html", "_codemirror_foot.html"):
-        template = resources.files("datasette").joinpath("templates", name)
-        scripts.append(template.read_text().split("<script>", 1)[1].rsplit("</script>", 1)[0])
-    scripts += [f"DATASETTE_ALLOW_FACET = {flag};" for flag in ("true", "false")]
-    return " ".join(_csp_hash(script) for script in scripts)
-
-
-def _policy(script_src: str) -> str:
+def _policy(script_src: str, extra: str = "") -> str:
     return (
         "default-src 'self'; "
-        f"script-src {script_src}; "
+        f"script-src {script_src}{extra}; "
         "style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; "
         "base-uri 'none'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"
     )
 
 
-# Plugin pages: no inline script but Datasette's fixed, hashed ones, and no string evaluation.
-CONTENT_SECURITY_POLICY = _policy(f"'self' {_inline_script_hashes()}")
+# Plugin pages: no inline script but Datasette's templates' and other plugins' body scripts,
+# hashed (views/inline_scripts.py), and no string evaluation.
+STRICT_SCRIPT_SRC = f"'self' {inline_scripts.static_hashes()}"
+CONTENT_SECURITY_POLICY = _policy(STRICT_SCRIPT_SRC)
 # Datasette's own pages load the bundles other installed plugins add (datasette-vega's
 # evaluates strings): they keep the same script origins and hashes, plus 'unsafe-eval'. No
 # inline script from a page's data can run on either.
-CORE_CONTENT_SECURITY_POLICY = _policy(f"'self' 'unsafe-eval' {_inline_script_hashes()}")
+CORE_SCRIPT_SRC = f"'self' 'unsafe-eval' {inline_scripts.static_hashes()}"
+CORE_CONTENT_SECURITY_POLICY = _policy(CORE_SCRIPT_SRC)
 
 
 def route_path(datasette, scope) -> str:
@@ -161,21 +145,43 @@ SECURITY_HEADERS = (
 
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
-    every HTML response (Datasette's own pages and error pages too): the CSP."""
+    every response (Datasette's own pages and error pages too): the CSP. An HTML page is held
+    until its body is complete: its policy also lets run the inline scripts of Datasette's
+    templates that carry data and other plugins' body scripts it has (views/inline_scripts)."""
     strict = is_plugin_page(path) or path.startswith(STATIC_PREFIX)
-    policy = (CONTENT_SECURITY_POLICY if strict else CORE_CONTENT_SECURITY_POLICY).encode()
+    script_src = STRICT_SCRIPT_SRC if strict else CORE_SCRIPT_SRC
+    recorded = inline_scripts.body_scripts.get()
+    held: dict = {}
+
+    def start(message, extra: list[str]):
+        headers = [
+            (k, v)
+            for k, v in message.get("headers") or []
+            if k.lower() not in (b"x-content-type-options", b"x-frame-options")
+        ]
+        headers += SECURITY_HEADERS
+        if not any(k.lower() == b"content-security-policy" for k, _v in headers):
+            policy = _policy(script_src, "".join(f" {digest}" for digest in extra))
+            headers.append((b"content-security-policy", policy.encode()))
+        return {**message, "headers": headers}
 
     async def wrapped(message):
         if message["type"] == "http.response.start":
-            headers = [
-                (k, v)
-                for k, v in message.get("headers") or []
-                if k.lower() not in (b"x-content-type-options", b"x-frame-options")
-            ]
-            headers += SECURITY_HEADERS
-            if not any(k.lower() == b"content-security-policy" for k, _v in headers):
-                headers.append((b"content-security-policy", policy))
-            message = {**message, "headers": headers}
+            content_type = dict((k.lower(), v) for k, v in message.get("headers") or []).get(
+                b"content-type", b""
+            )
+            if content_type.startswith(b"text/html"):
+                held["start"], held["body"] = message, []
+                return
+            message = start(message, [])
+        elif message["type"] == "http.response.body" and "start" in held:
+            held["body"].append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(held["body"])
+            html = body.decode("utf-8", "replace")
+            await send(start(held.pop("start"), inline_scripts.response_hashes(html, recorded)))
+            message = {"type": "http.response.body", "body": body}
         await send(message)
 
     return wrapped
@@ -377,6 +383,7 @@ def wrap(app, datasette):
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         request_token = request_scope.set(object())  # each file is stat'ed once per request
         inline_token = inline_queries.set(not brings_sql(scope))
+        scripts_token = inline_scripts.body_scripts.set([])
         hide = redaction.hide_free_text.set(
             policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
         )
@@ -390,6 +397,7 @@ def wrap(app, datasette):
             if pinned:
                 mounter.unpin(pinned)
             inline_queries.reset(inline_token)
+            inline_scripts.body_scripts.reset(scripts_token)
             request_scope.reset(request_token)
             redaction.hide_free_text.reset(hide)
             redaction.policy.reset(token)
