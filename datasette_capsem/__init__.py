@@ -24,7 +24,6 @@ from datasette_capsem.views import (
     core_errors,
     database_page,
     guest,
-    inline_scripts,
     lazy_mount,
     render,
 )
@@ -75,13 +74,6 @@ def asgi_wrapper(datasette):
 def render_cell(row, value, column, table, database, datasette):
     """Ids as links to the plugin's pages (views/cells.py)."""
     return cells.render_cell(row, value, column, table, database, datasette)
-
-
-@hookimpl(wrapper=True)
-def extra_body_script():
-    """Other plugins' body scripts, recorded as a Capsem page renders so its CSP can let
-    exactly them run (views/inline_scripts.py)."""
-    return inline_scripts.record((yield))
 
 
 @hookimpl

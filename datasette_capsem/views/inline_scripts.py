@@ -1,6 +1,5 @@
 """Which inline scripts a Capsem page's Content-Security-Policy lets run: those of the installed
-Datasette's own templates, and the body scripts other installed plugins add; never one that a
-page's data could have written.
+Datasette's own templates; never one that a page's data could have written.
 
 Datasette 0.65's templates have a few fixed inline scripts; 1.0's have many, some carrying the
 page's data (`window._datasetteTableData = {{ table_page_data|tojson }};`, the SQL editor's
@@ -11,9 +10,9 @@ text must match exactly, whose `{{ …|tojson }}` holes must hold JSON (inert: a
 call) and whose other holes a plain token (a version, `true`, a path). A page's inline script
 of such a shape is hashed into that response's policy (`response_hashes`).
 
-Other plugins' `extra_body_script` output (datasette-leaflet's URLs, datasette-cluster-map's
-settings) is code of installed plugins, as their script files are: `record_body_scripts`
-records what they returned while the page renders, and those exact texts are hashed.
+Other plugins' `extra_body_script` output (datasette-leaflet's settings on every page) is not
+rendered on pages under this policy at all (`extra_template_vars` in `__init__.py` empties
+`body_scripts` there): a plugin's script is not ours to vouch for beside Capsem data.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import base64
 import hashlib
 import json
 import re
-from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 
@@ -30,8 +28,6 @@ SCRIPT = re.compile(r"<script(?P<attrs>(?:\s[^>]*)?)>(?P<body>.*?)</script>", re
 JINJA = re.compile(r"(\{\{.*?\}\}|\{%.*?%\})", re.S)
 TOKEN_HOLE = r"[\w.:/%~+-]*"  # a version, true/false, a path: no quote, space or bracket
 
-# The body scripts other plugins returned for the page being rendered (None: not recording).
-body_scripts: ContextVar[list[str] | None] = ContextVar("capsem_body_scripts", default=None)
 
 
 def csp_hash(script: str) -> str:
@@ -127,11 +123,10 @@ def _of_a_template(script: str) -> bool:
     return False
 
 
-def response_hashes(html: str, recorded: list[str] | None) -> list[str]:
-    """CSP hashes of the inline scripts of `html` that a template's shape or another plugin's
-    recorded body script accounts for, beyond `static_hashes()`."""
+def response_hashes(html: str) -> list[str]:
+    """CSP hashes of the inline scripts of `html` that a template's shape accounts for, beyond
+    `static_hashes()`."""
     static = _template_knowledge()[0]
-    recorded_set = set(recorded or ())
     found = []
     for match in SCRIPT.finditer(html):
         if "src=" in match["attrs"]:
@@ -140,22 +135,7 @@ def response_hashes(html: str, recorded: list[str] | None) -> list[str]:
         digest = csp_hash(script)
         if digest in static or digest in found:
             continue
-        if script in recorded_set or _of_a_template(script):
+        if _of_a_template(script):
             found.append(digest)
     return found
 
-
-def record(results: list) -> list:
-    """`extra_body_script` results, each recorded (as Datasette will render it) when awaited."""
-    recorded = body_scripts.get()
-    if recorded is None:
-        return results
-
-    async def recording(result):
-        while callable(result) or hasattr(result, "__await__"):
-            result = result() if callable(result) else await result
-        script = result["script"] if isinstance(result, dict) else result
-        recorded.append(str(script))
-        return result
-
-    return [recording(result) for result in results]

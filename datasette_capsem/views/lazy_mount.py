@@ -147,10 +147,9 @@ def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every response (Datasette's own pages and error pages too): the CSP. An HTML page is held
     until its body is complete: its policy also lets run the inline scripts of Datasette's
-    templates that carry data and other plugins' body scripts it has (views/inline_scripts)."""
+    templates that carry data (views/inline_scripts)."""
     strict = is_plugin_page(path) or path.startswith(STATIC_PREFIX)
     script_src = STRICT_SCRIPT_SRC if strict else CORE_SCRIPT_SRC
-    recorded = inline_scripts.body_scripts.get()
     held: dict = {}
 
     def start(message, extra: list[str]):
@@ -180,7 +179,7 @@ def _with_security_headers(send, path: str):
                 return
             body = b"".join(held["body"])
             html = body.decode("utf-8", "replace")
-            await send(start(held.pop("start"), inline_scripts.response_hashes(html, recorded)))
+            await send(start(held.pop("start"), inline_scripts.response_hashes(html)))
             message = {"type": "http.response.body", "body": body}
         await send(message)
 
@@ -383,7 +382,6 @@ def wrap(app, datasette):
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         request_token = request_scope.set(object())  # each file is stat'ed once per request
         inline_token = inline_queries.set(not brings_sql(scope))
-        scripts_token = inline_scripts.body_scripts.set([])
         hide = redaction.hide_free_text.set(
             policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
         )
@@ -397,7 +395,6 @@ def wrap(app, datasette):
             if pinned:
                 mounter.unpin(pinned)
             inline_queries.reset(inline_token)
-            inline_scripts.body_scripts.reset(scripts_token)
             request_scope.reset(request_token)
             redaction.hide_free_text.reset(hide)
             redaction.policy.reset(token)
