@@ -152,8 +152,12 @@ def kinds() -> list[tuple[str, str, list[str]]]:
     add("azure-devops-pat", f"AZURE_DEVOPS_EXT_PAT={secret}", [secret])
     sub = hexs(32)
     add("azure-apim-subscription-key", f"Ocp-Apim-Subscription-Key: {sub}", [sub])
-    secret = b64(44)
-    add("alibaba-access-key", f"LTAI{alnum(20)} {secret}", [secret])
+    key_id, secret = "LTAI" + alnum(20), b64(30)
+    add(
+        "alibaba-access-key",
+        f"ALIBABA_CLOUD_ACCESS_KEY_ID={key_id}\nALIBABA_CLOUD_ACCESS_KEY_SECRET={secret}",
+        [key_id[4:], secret],
+    )
     # --- code hosting and CI --------------------------------------------------------------
     token("github-pat", "ghp_", alnum(36))
     token("github-oauth", "gho_", alnum(36))
