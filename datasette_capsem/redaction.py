@@ -158,10 +158,6 @@ ALL_SECRET_COLUMNS = SECRET_COLUMNS | KEYWORD_SECRET_COLUMNS
 
 _FLAGS = re.ASCII
 _I = re.ASCII | re.IGNORECASE
-# Left edge of a token: not inside a word, but right after a JSON escape (`\n`, `\t`...).
-_EDGE = r"(?:(?<=\\[nrtfb])|(?<![A-Za-z0-9]))"
-# Left edge of a key name: not inside an identifier (`_`, `.`, `-` continue one).
-_KEY_EDGE = r"(?:(?<=\\[nrtfb])|(?<![A-Za-z0-9_.-]))"
 # A quote as it appears raw, JSON-escaped (any depth), or HTML-escaped.
 _QUOTE = r"(?:'\\*\"'\\*\"'|\\*[\"']|&#34;|&quot;|&#39;|&#x27;)"
 _NOT_REDACTED = r"(?!\[(?:redacted|hidden))"
@@ -171,11 +167,11 @@ HIDDEN_BODY = "[hidden: a body that cannot be decoded to text]"
 # (triggers, pattern) of known token formats. A pattern is the whole token; one that starts
 # with a distinctive prefix matches glued to what precedes it (inside a binary body).
 TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("a3t", "akia", "asia", "abia", "acca"), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}"),
+    (("a3t", "akia", "asia", "abia", "acca"), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"),
     (("aiza",), r"AIza[0-9A-Za-z_-]{30,}"),
     (("ya29.",), r"ya29\.[0-9A-Za-z_-]{16,}"),
     (("gocspx-",), r"GOCSPX-[0-9A-Za-z_-]{20,}"),
-    (("q~",), r"(?<![A-Za-z0-9_~.])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
+    (("q~",), r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
     (("ltai",), r"LTAI[A-Za-z0-9]{20}"),
     (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}"),
     (("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}"),
@@ -224,8 +220,8 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("sk",), r"SK(?<![A-Za-z0-9]SK)[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
     (("sg.",), r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
     (("xkeysib-",), r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
-    (("key-",), r"(?<![A-Za-z0-9])key-[a-f0-9]{32}(?![A-Za-z0-9])"),
-    (("eaaa",), r"(?<![A-Za-z0-9])EAAA[A-Za-z0-9_-]{22,60}"),
+    (("key-",), r"key-(?<![A-Za-z0-9]key-)[a-f0-9]{32}(?![A-Za-z0-9])"),
+    (("eaaa",), r"EAAA(?<![A-Za-z0-9]EAAA)[A-Za-z0-9_-]{22,60}"),
     (("sq0atp-", "sq0csp-"), r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
     (("shippo_",), r"shippo_(?:live|test)_[a-fA-F0-9]{40}"),
     (("duffel_",), r"duffel_(?:live|test)_[A-Za-z0-9_=-]{40,}"),
@@ -233,27 +229,26 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
         ("sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-or-"),
         r"sk-(?:ant-(?:api|admin|sid|oat|ort)\d\d-|proj-|svcacct-|admin-|or-v1-)[A-Za-z0-9_-]{16,}",
     ),
-    (("sk-",), r"(?<![A-Za-z0-9-])sk-[A-Za-z0-9_-]{20,}"),
+    (("sk-",), r"sk-(?<![A-Za-z0-9-]sk-)[A-Za-z0-9_-]{20,}"),
     (("t3blbkfj",), r"[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"),
     (("gsk_",), r"gsk_[A-Za-z0-9]{40,}"),
     (("pplx-",), r"pplx-[A-Za-z0-9]{40,}"),
     (("xai-",), r"xai-[A-Za-z0-9]{60,}"),
-    (("r8_",), r"(?<![A-Za-z0-9])r8_[A-Za-z0-9]{30,}"),
-    (("fw_",), r"(?<![A-Za-z0-9])fw_[A-Za-z0-9]{20,}"),
+    (("r8_",), r"r8_(?<![A-Za-z0-9]r8_)[A-Za-z0-9]{30,}"),
+    (("fw_",), r"fw_(?<![A-Za-z0-9]fw_)[A-Za-z0-9]{20,}"),
     (("lsv2_",), r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
     (("pcsk_",), r"pcsk_[A-Za-z0-9_]{40,}"),
-    (("hf_",), r"hf_[A-Za-z0-9]{30,}"),
+    (("hf_",), r"hf_[A-Za-z0-9]{20,}"),
     (("api_org_",), r"api_org_[A-Za-z]{30,}"),
-    (("csk-",), r"(?<![A-Za-z0-9])csk-[a-z0-9]{40,}"),
-    (("sk_",), r"(?<![A-Za-z0-9])sk_[a-f0-9]{40,}"),
-    (("secret_",), r"(?<![A-Za-z0-9])secret_[A-Za-z0-9]{43}(?![A-Za-z0-9])"),
-    ((":aa",), r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}"),
+    (("csk-",), r"csk-(?<![A-Za-z0-9]csk-)[a-z0-9]{40,}"),
+    (("sk_",), r"sk_(?<![A-Za-z0-9]sk_)[a-f0-9]{40,}"),
+    (("secret_",), r"secret_(?<![A-Za-z0-9]secret_)[A-Za-z0-9]{43}(?![A-Za-z0-9])"),
     (("eyjrijoi",), r"eyJrIjoi[A-Za-z0-9]{70,400}={0,3}"),
 )
 
 _HEADER_NAMES = (
-    r"authorization|proxy-authorization|x-api-key|api-key|apikey|x-goog-api-key|cookie|"
-    r"set-cookie|x-auth-token|anthropic-api-key|openai-api-key|x-amz-security-token|"
+    r"authorization|proxy-authorization|x-api-key|api-key|apikey|x-goog-api-key|"
+    r"x-auth-token|anthropic-api-key|openai-api-key|x-amz-security-token|"
     r"private-token|ocp-apim-subscription-key|x-vault-token|x-csrf-token|x-access-token"
 )
 _SCHEMES = r"bearer|basic|token|digest|negotiate|sso-key|apikey|key|otp"
@@ -265,8 +260,7 @@ _WORDS = (
     r"authorization|signature|sig|cookie|session"
 )
 _NEUTRAL = r"base|value|val|data|b64|base64|raw|str|string|plain|hex|enc|encoded|text"
-_KEY = rf"{_KEY_EDGE}(?P<k>[A-Za-z0-9_.-]{{0,60}}?(?:{_WORDS})(?:[_.-]?(?:{_NEUTRAL}))?)(?![A-Za-z0-9_-])"
-_VALUE_END = r"[^\s\"'`&<>,;(){}\[\]\\]"
+_VALUE_END = r"(?:[^\s\"'`&<>,;(){}\[\]\\]|\\u[0-9a-fA-F]{4})"
 
 
 
@@ -289,9 +283,10 @@ _KEY_HEADS = frozenset(
 # Glued words (`PGPASSWORD`, `accesstoken`, `apikey`) end with one of these.
 _GLUED = (
     ("password", "password"), ("passwd", "password"), ("passphrase", "password"),
-    ("secret", "password"), ("token", "token"), ("apikey", "token"), ("accesskey", "token"),
-    ("secretkey", "token"), ("privatekey", "token"), ("accountkey", "token"),
-    ("signingkey", "token"), ("masterkey", "token"), ("authkey", "token"),
+    ("secret", "password"), ("token", "token"), ("apikey", "password"),
+    ("accesskey", "password"), ("secretkey", "password"), ("privatekey", "password"),
+    ("accountkey", "password"), ("signingkey", "password"), ("masterkey", "password"),
+    ("authkey", "password"),
     ("credential", "token"), ("credentials", "token"), ("signature", "token"),
     ("authorization", "token"),
 )  # fmt: skip
@@ -312,8 +307,8 @@ def _secret_key(key: str) -> str | None:
         return "password"
     if last in _TOKENISH:
         return "token"
-    if last == "key" and len(words) > 1:
-        return "token" if words[-2] in _KEY_HEADS else "key"
+    if last == "key" and len(words) > 1:  # `api_key`, `SecretAccessKey`: any value
+        return "password" if words[-2] in _KEY_HEADS else "key"
     for ending, kind in _GLUED:
         if last.endswith(ending):
             return kind
@@ -391,27 +386,23 @@ def _value_is_secret(kind: str | None, value: str, *, quoted: bool, code: bool =
     return _not_a_word(value) and not (quoted and any(c.isspace() for c in value.strip()))
 
 
-def _quoted_field(match: re.Match[str]) -> bool:
-    return _value_is_secret(_secret_key(match["k"]), match["v"], quoted=True)
-
-
 _PROSE_AFTER = re.compile(r"[ \t]+[A-Za-z]", _FLAGS)
 
 
-def _unquoted_field(match: re.Match[str]) -> bool:
-    value, sep, text = match["v"], match["sep"], match.string
+def _bare_value_is_secret(kind: str, key: str, sep: str, match: re.Match[str]) -> bool:
+    value, text = match["v"], match.string
     following = text[match.end() : match.end() + 1]
     # Code, not a value: `password = getpass()`, `self.password = password`, `x = y = ''`.
     code = _IDENTIFIER.fullmatch(value) is not None and (
         following in ("(", "[")
         or "." in value
         or (sep.strip() in ("=", ":=") and sep.startswith(" ") and not value[-1:].isdigit())
-        or value.lower() in match["k"].lower()
+        or value.lower() in key.lower()
     )
     # Prose, not a value: "password: expected bytes, got str", "secrets: 576 of 5 tabs".
     if ":" in sep and not code and (value.isalpha() or value.isdigit()):
         code = _PROSE_AFTER.match(text, match.end()) is not None
-    return _value_is_secret(_secret_key(match["k"]), value, quoted=False, code=code)
+    return _value_is_secret(kind, value, quoted=False, code=code)
 
 
 def _userinfo_password(match: re.Match[str]) -> bool:
@@ -429,7 +420,20 @@ def _argv_option(match: re.Match[str]) -> bool:
     )
 
 
+def _at_edge(text: str, at: int) -> bool:
+    """Whether a name or token starting at `at` is not inside a word (right after a JSON
+    escape, `\\n` or `\\t`, it is not)."""
+    if at == 0:
+        return True
+    before = text[at - 1]
+    if not (before.isascii() and before.isalnum()):
+        return True
+    return at >= 2 and text[at - 2] == "\\" and before in "nrtfb"
+
+
 def _header(match: re.Match[str]) -> bool:
+    if not _at_edge(match.string, match.start()):
+        return False
     value = match["v"].strip()
     if _placeholder(value):
         return False
@@ -441,7 +445,7 @@ def _header(match: re.Match[str]) -> bool:
 
 def _scheme_token(match: re.Match[str]) -> bool:
     value, scheme = match["v"], match["s"].lower()
-    if _placeholder(value):
+    if not _at_edge(match.string, match.start()) or _placeholder(value):
         return False
     if scheme == "basic":  # base64 of user:password
         return len(value) % 4 == 0 and _not_a_word(value)
@@ -451,7 +455,7 @@ def _scheme_token(match: re.Match[str]) -> bool:
 
 
 def _entropy_token(match: re.Match[str]) -> bool:
-    return _random_looking(match["v"].rstrip("."))
+    return _at_edge(match.string, match.start()) and _random_looking(match["v"].rstrip("."))
 
 
 def _userinfo_user(match: re.Match[str]) -> bool:
@@ -467,19 +471,151 @@ _KEYED = re.compile(
 )
 
 
+class _Found:
+    """A match over the lowered text, read from the original text (same places)."""
+
+    __slots__ = ("match", "string")
+
+    def __init__(self, match: re.Match[str], text: str):
+        self.match, self.string = match, text
+
+    def __getitem__(self, group):
+        start, end = self.match.span(group)
+        return None if start < 0 else self.string[start:end]
+
+    def start(self, group=0) -> int:
+        return self.match.start(group)
+
+    def end(self, group=0) -> int:
+        return self.match.end(group)
+
+    def span(self, group=0) -> tuple[int, int]:
+        return self.match.span(group)
+
+
 class Rule:
     """One way a credential appears: its pattern, the group holding the secret (`v`), the
     trigger words without which it cannot match, a prefilter (a necessary condition on the
-    lowered text) and a check of each match."""
+    lowered text) and a check of each match. A rule with a `finder` finds its spans itself."""
 
-    __slots__ = ("kind", "pattern", "triggers", "prefilter", "check")
+    __slots__ = ("kind", "pattern", "lowered", "triggers", "prefilter", "check", "finder", "value")
 
-    def __init__(self, kind, pattern, triggers, prefilter=None, check=None, flags=_I):
+    def __init__(self, kind, pattern, triggers, prefilter=None, check=None, flags=_I, finder=None):
         self.kind = kind
         self.pattern = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
+        # A case-insensitive pattern runs case-sensitively over the lowered text (several
+        # times faster), when lowering kept every character in its place.
+        self.lowered = (
+            re.compile(pattern, flags & ~re.IGNORECASE)
+            if isinstance(pattern, str) and flags & re.IGNORECASE
+            else None
+        )
         self.triggers = frozenset(triggers)
         self.prefilter = prefilter
         self.check = check
+        self.finder = finder
+        self.value = self.pattern is not None and "v" in self.pattern.groupindex
+
+
+# Known tokens and JWTs are runs of token characters, 16 and more long: they are looked for
+# only in those runs (joined, a small part of most texts), not in the whole text.
+_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{16,}", _FLAGS)
+_TOKEN_RULES = tuple(
+    Rule("api-key", pattern, triggers, flags=_FLAGS) for triggers, pattern in TOKENS
+) + (
+    Rule(
+        "jwt",
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        ("eyj",),
+        flags=_FLAGS,
+    ),
+)
+_TOKEN_TRIGGERS = tuple(sorted({t for rule in _TOKEN_RULES for t in rule.triggers}))
+
+
+def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
+    """Spans of known tokens: each rule runs over the joined runs when its trigger is in them."""
+    starts: list[int] = []
+    origins: list[int] = []
+    parts: list[str] = []
+    length = 0
+    for match in _RUN.finditer(text):
+        starts.append(length)
+        origins.append(match.start())
+        parts.append(match.group())
+        length += len(parts[-1]) + 1
+    if not parts:
+        return
+    runs = "\x00".join(parts)
+    lowered = runs.lower()
+    found = {t for t in _TOKEN_TRIGGERS if t in lowered}
+    for rule in _TOKEN_RULES:
+        if filtered and not rule.triggers & found:
+            continue
+        for match in rule.pattern.finditer(runs):
+            start, end = match.span()
+            i = bisect.bisect_right(starts, start) - 1
+            shift = origins[i] - starts[i]
+            yield start + shift, end + shift, rule.kind
+
+
+# A secret word ending a key name, then `:`, `=`, `:=` or `=>`: where a keyed value may start.
+_KEY_ANCHOR = re.compile(
+    rf"(?:{_WORDS})(?:[_.-]?(?:{_NEUTRAL}))?(?![A-Za-z0-9_-])"
+    rf"(?P<sep>{_QUOTE}?\]?\s*(?::=|=>|[:=])\s*)",
+    _I,
+)
+_QUOTED_VALUE = re.compile(
+    rf"(?P<q>{_QUOTE}){_NOT_REDACTED}(?P<v>(?:(?!(?P=q))[^\r\n]){{1,4096}}?)(?=(?P=q))", _FLAGS
+)
+_BARE_VALUE = re.compile(rf"{_NOT_REDACTED}(?!{_QUOTE}|[{{\[(])(?P<v>{_VALUE_END}{{3,}})", _FLAGS)
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+KEY_MAX_CHARS = 60
+
+
+def _key_start(text: str, end: int) -> int | None:
+    """Where the key name ending near `end` starts: the identifier characters before it, but
+    not the letter of a JSON escape (`\nPASSWORD=`); None past `KEY_MAX_CHARS`."""
+    start = end
+    while start > 0 and text[start - 1] in _KEY_CHARS:
+        if start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrtfb":
+            break
+        start -= 1
+        if end - start > KEY_MAX_CHARS:
+            return None
+    return start
+
+
+_KEY_ANCHOR_LOWERED = re.compile(_KEY_ANCHOR.pattern, _FLAGS)
+
+
+def _keyed_spans(text: str, lowered: str | None, *, filtered: bool = True):
+    """`"password": "p@ss word"`, `DB_PASS='x'`, `{\\"token\\": \\"...\\"}` (a quoted value,
+    whole) and `password=hunter2`, `KEY: value`, `sig=abc&...` (an unquoted value, to a
+    delimiter), for a key named as `_secret_key` says."""
+    if lowered is not None:
+        anchors = (_Found(m, text) for m in _KEY_ANCHOR_LOWERED.finditer(lowered))
+    else:
+        anchors = _KEY_ANCHOR.finditer(text)
+    for match in anchors:
+        start = _key_start(text, match.start())
+        if start is None:
+            continue
+        key = text[start : match.start("sep")]
+        kind = _secret_key(key)
+        if kind is None:
+            continue
+        sep, at = match["sep"], match.end()
+        quoted = _QUOTED_VALUE.match(text, at)
+        if quoted is not None:
+            if _value_is_secret(kind, quoted["v"], quoted=True):
+                yield (*quoted.span("v"), "secret-field")
+            continue
+        if "\n" in sep or "\r" in sep:
+            continue
+        bare = _BARE_VALUE.match(text, at)
+        if bare is not None and _bare_value_is_secret(kind, key, sep, bare):
+            yield (*bare.span("v"), "secret-value")
 
 
 RULES: tuple[Rule, ...] = (
@@ -490,11 +626,12 @@ RULES: tuple[Rule, ...] = (
         ("private key",),
         flags=_FLAGS,
     ),
-    *(Rule("api-key", pattern, triggers, flags=_FLAGS) for triggers, pattern in TOKENS),
+    Rule("api-key", None, (), finder=_token_spans),
+    Rule("secret-value", None, _SECRET_WORD_TRIGGERS, finder=_keyed_spans),
     Rule(
-        "jwt",
-        r"(?P<v>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
-        ("eyj",),
+        "api-key",
+        r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
+        (":aa",),
         flags=_FLAGS,
     ),
     # scheme://user:password@host, with an empty user or an `@` in the password too: the
@@ -522,36 +659,25 @@ RULES: tuple[Rule, ...] = (
     # "authorization: Bearer abc" header lines and "x-api-key": "abc" fields.
     Rule(
         "header",
-        rf"{_EDGE}(?P<k>{_HEADER_NAMES})(?:{_QUOTE}?\s*[:=]\s*{_QUOTE}?){_NOT_REDACTED}"
-        rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\r\n\"&<,}}\\]{{4,}})",
-        ("authorization", "api-key", "apikey", "cookie", "-token", "subscription-key"),
+        rf"(?P<k>{_HEADER_NAMES})(?:{_QUOTE}?\s*[:=]\s*{_QUOTE}?){_NOT_REDACTED}"
+        rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\s\"&<,}}\\]{{4,}})",
+        ("authorization", "api-key", "apikey", "-token", "subscription-key"),
+        check=_header,
+    ),
+    # A cookie header: every value on the line.
+    Rule(
+        "header",
+        rf"(?P<k>(?:set-)?cookie)(?:{_QUOTE}?\s*:\s*{_QUOTE}?){_NOT_REDACTED}"
+        rf"(?P<v>[^\r\n\"&<,}}\\]{{4,}})",
+        ("cookie",),
         check=_header,
     ),
     Rule(
         "bearer",
-        rf"{_EDGE}(?P<s>bearer|basic|token)\s+{_NOT_REDACTED}(?P<v>[A-Za-z0-9._~+/=-]{{8,}})",
+        rf"(?P<s>bearer|basic|token)\s+{_NOT_REDACTED}(?P<v>[A-Za-z0-9._~+/=-]{{8,}})",
         ("bearer", "basic", "token"),
         re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}", _FLAGS),
         _scheme_token,
-    ),
-    # "password": "p@ss word", DB_PASS='x', {\"token\": \"...\"}, define('DB_PASSWORD', 'x'):
-    # a quoted value, whole.
-    Rule(
-        "secret-field",
-        rf"{_KEY}(?P<sep>{_QUOTE}?\]?\s*(?::=|=>|[:=])\s*)(?P<q>{_QUOTE})"
-        rf"{_NOT_REDACTED}(?P<v>(?:(?!(?P=q))[^\r\n]){{1,4096}}?)(?=(?P=q))",
-        _SECRET_WORD_TRIGGERS,
-        _KEYED,
-        _quoted_field,
-    ),
-    # password=hunter2, KEY: value, sig=abc&...: an unquoted value, to a delimiter.
-    Rule(
-        "secret-value",
-        rf"{_KEY}(?P<sep>{_QUOTE}?\]?[ \t]*(?::=|=>|[:=])[ \t]*){_NOT_REDACTED}"
-        rf"(?!{_QUOTE}|[{{\[(])(?P<v>{_VALUE_END}{{3,}})",
-        _SECRET_WORD_TRIGGERS,
-        _KEYED,
-        _unquoted_field,
     ),
     # <password>x</password>, <add key="Password" value="x"/>, <input type="password" value=x>,
     # {"name": "DB_PASSWORD", "value": "x"}, `- name: X_TOKEN\n  value: x`.
@@ -590,7 +716,7 @@ RULES: tuple[Rule, ...] = (
     # define('DB_PASSWORD', 'x'), os.environ.setdefault("API_TOKEN", "x"), putenv(...).
     Rule(
         "secret-field",
-        rf"\b(?:define|setenv|putenv|setdefault|set_env|Setenv)\s*\(\s*{_QUOTE}"
+        rf"\b(?:define|setenv|putenv|setdefault|set_env)\s*\(\s*{_QUOTE}"
         rf"(?P<k>[A-Za-z0-9_.-]{{1,128}}){_QUOTE}\s*,\s*(?P<q>{_QUOTE}){_NOT_REDACTED}"
         r"(?P<v>(?:(?!(?P=q))[^\r\n]){1,4096}?)(?=(?P=q))",
         ("define", "setenv", "putenv", "setdefault", "set_env"),
@@ -655,7 +781,7 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "cookie-jar",
-        r"(?:\t|\\t)(?:TRUE|FALSE)(?:\t|\\t)[^\t\n\\]*(?:\t|\\t)(?:TRUE|FALSE)(?:\t|\\t)[0-9]+"
+        r"(?:\t|\\t)(?:true|false)(?:\t|\\t)[^\t\n\\]*(?:\t|\\t)(?:true|false)(?:\t|\\t)[0-9]+"
         r"(?:\t|\\t)[^\t\n\\]+(?:\t|\\t)(?P<v>[^\t\r\n\\\"]+)",
         ("true", "false"),
         re.compile(r"(?:\t|\\t)(?:true|false)(?:\t|\\t)[0-9]+(?:\t|\\t)", _FLAGS),
@@ -663,14 +789,14 @@ RULES: tuple[Rule, ...] = (
     # A long random token right after a secret-ish word: "the secret is 7Gk2...".
     Rule(
         "entropy",
-        r"(?<![A-Za-z0-9])(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|"
+        r"(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|"
         r"passphrase|bearer)(?![A-Za-z0-9_-])(?:[\s:=,\"'`()\[\]-]|\b(?:is|was|are|to|for|the|"
         r"my|your|our|this|that|here|use|set|as|with|new|of|be|it|its|value|now|and)\b){1,10}"
         rf"{_NOT_REDACTED}(?P<v>[A-Za-z0-9+/=_.~-]{{16,}})",
         ("secret", "token", "key", "pass", "pwd", "credential", "bearer"),
         re.compile(
-            r"(?:secret|token|key|password|passwd|pwd|credential|apikey|passphrase|bearer)"
-            r"[^a-z0-9_][\s\S]{0,60}?[a-z0-9+/=_.~-]{16}",
+            r"(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|passphrase|"
+            r"bearer)(?![a-z0-9_-])[\s\S]{1,60}?[a-z0-9+/=_.~-]{16}",
             _FLAGS,
         ),
         _entropy_token,
@@ -678,31 +804,26 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def _closure(found: set[str]) -> set[str]:
-    """Every trigger that occurs in a found trigger (the scan finds the longest at a place)."""
-    return {t for f in found for t in _INSIDE.get(f, (f,))}
-
-
-_ALL_TRIGGERS = sorted({t for rule in RULES for t in rule.triggers}, key=lambda t: (-len(t), t))
-_INSIDE = {f: tuple(t for t in _ALL_TRIGGERS if t in f) for f in _ALL_TRIGGERS}
-# Every place a trigger starts (a lookahead, so overlapping triggers are all found: `sk` in
-# "accesskey" does not hide `key`), the longest at each place; `_closure` adds the others.
-_ANY_TRIGGER = re.compile("(?=(" + "|".join(re.escape(t) for t in _ALL_TRIGGERS) + "))")
 _PREFILTERS = tuple({id(r.prefilter): r.prefilter for r in RULES if r.prefilter}.values())
 _PREFILTER_SLOT = {id(p): i for i, p in enumerate(_PREFILTERS)}
 
 
 def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int, int, str]]:
     """(start, end, kind) of every credential value in `text` (`lowered` is text.lower())."""
-    found = set(_ANY_TRIGGER.findall(lowered))
-    if not found:
-        return []
-    triggers = _closure(found)
+    present: dict[str, bool] = {}
+    aligned = len(lowered) == len(text)  # lowering changed no character's place
     passed: list[bool | None] = [None] * len(_PREFILTERS)
     spans: list[tuple[int, int, str]] = []
     for rule in RULES:
-        if not rule.triggers & triggers:
-            continue
+        if rule.triggers:
+            for trigger in rule.triggers:
+                hit = present.get(trigger)
+                if hit is None:
+                    hit = present[trigger] = trigger in lowered
+                if hit:
+                    break
+            else:
+                continue
         if filtered and rule.prefilter is not None:
             slot = _PREFILTER_SLOT[id(rule.prefilter)]
             hit = passed[slot]
@@ -710,11 +831,18 @@ def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int,
                 hit = passed[slot] = rule.prefilter.search(lowered) is not None
             if not hit:
                 continue
-        check, kind = rule.check, rule.kind
-        for match in rule.pattern.finditer(text):
+        if rule.finder is not None:
+            spans.extend(rule.finder(text, lowered if aligned else None, filtered=filtered))
+            continue
+        check, kind, value = rule.check, rule.kind, rule.value
+        if rule.lowered is not None and aligned:
+            matches = (_Found(match, text) for match in rule.lowered.finditer(lowered))
+        else:
+            matches = rule.pattern.finditer(text)
+        for match in matches:
             if check is not None and not check(match):
                 continue
-            start, end = match.span("v") if "v" in rule.pattern.groupindex else match.span()
+            start, end = match.span("v") if value else match.span()
             if start < end:
                 spans.append((start, end, kind))
     return spans
@@ -722,9 +850,12 @@ def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int,
 
 # --- the decode layer: the text a reader sees ------------------------------------------------
 
-# Escapes whose presence makes the decoded reading differ in what a pattern can see.
+# Escapes that decode to an ASCII character (every pattern is ASCII): the decoded reading is
+# looked at around them. An escaped non-ASCII character (`\u00e9`, `%C3%A9`) changes no
+# match: a bare value takes JSON `\uXXXX` escapes in (`_VALUE_END`), a quoted one is whole.
 _ESCAPED = re.compile(
-    r"\\u[0-9a-fA-F]{4}|\\/|%[0-9a-fA-F]{2}|&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+    r"\\u00[0-7][0-9a-fA-F]|\\/|%[0-7][0-9a-fA-F]|"
+    r"&(?:#0*(?:1[01][0-9]|12[0-7]|[0-9]{1,2});|#[xX]0*[0-7]?[0-9a-fA-F];|[A-Za-z][A-Za-z0-9]{1,31};)"
 )
 _DECODE = re.compile(
     r"\\u[0-9a-fA-F]{4}|\\[\\/\"'nrtbf]|%[0-9a-fA-F]{2}|"
@@ -845,15 +976,35 @@ def _apply(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
-def _mask(text: str, *, filtered: bool = True) -> str:
-    lowered = text.lower()
-    spans = _spans(text, lowered, filtered=filtered)
-    reading = decoded_reading(text)
-    if reading is not None:
+# The decoded reading is looked at around each escape, this far on either side (windows that
+# meet are merged): a credential whose name, value or delimiter is escaped lies within it.
+DECODE_WINDOW = 2048
+
+
+def _decoded_spans(text: str, *, filtered: bool = True) -> list[tuple[int, int, str]]:
+    """Spans found in the decoded reading of the parts of `text` around its escapes, as spans
+    of `text`."""
+    spans: list[tuple[int, int, str]] = []
+    windows: list[list[int]] = []
+    for match in _ESCAPED.finditer(text):
+        start, end = max(0, match.start() - DECODE_WINDOW), match.end() + DECODE_WINDOW
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    for start, end in windows:
+        reading = decoded_reading(text[start:end])
+        if reading is None:
+            continue
         decoded, layers = reading
         found = _spans(decoded, decoded.lower(), filtered=filtered)
-        if found:
-            spans.extend(_to_original(layers, found))
+        spans.extend((a + start, b + start, kind) for a, b, kind in _to_original(layers, found))
+    return spans
+
+
+def _mask(text: str, *, filtered: bool = True) -> str:
+    spans = _spans(text, text.lower(), filtered=filtered)
+    spans.extend(_decoded_spans(text, filtered=filtered))
     return _apply(text, spans)
 
 
