@@ -531,8 +531,9 @@ _TOKEN_RULES = tuple(
     ),
 )
 _TOKEN_TRIGGERS = tuple(sorted({t for rule in _TOKEN_RULES for t in rule.triggers}))
-
-
+_TRIGGER_PAIRS: dict[str, tuple[str, ...]] = {}
+for _trigger in _TOKEN_TRIGGERS:
+    _TRIGGER_PAIRS[_trigger[:2]] = (*_TRIGGER_PAIRS.get(_trigger[:2], ()), _trigger)
 def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
     """Spans of known tokens: each rule runs over the joined runs when its trigger is in them."""
     starts: list[int] = []
@@ -548,9 +549,15 @@ def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
         return
     runs = "\x00".join(parts)
     lowered = runs.lower()
-    found = {t for t in _TOKEN_TRIGGERS if t in lowered}
+    if len(lowered) <= SHORT_TEXT:  # the triggers that start with a pair of letters it has
+        pairs = {lowered[i : i + 2] for i in range(len(lowered) - 1)} & _TRIGGER_PAIRS.keys()
+        found = {t for pair in pairs for t in _TRIGGER_PAIRS[pair] if t in lowered}
+    else:
+        found = {t for t in _TOKEN_TRIGGERS if t in lowered}
+    if filtered and not found:
+        return
     for rule in _TOKEN_RULES:
-        if filtered and not rule.triggers & found:
+        if filtered and rule.triggers.isdisjoint(found):
             continue
         for match in rule.pattern.finditer(runs):
             start, end = match.span()
@@ -627,7 +634,7 @@ RULES: tuple[Rule, ...] = (
         flags=_FLAGS,
     ),
     Rule("api-key", None, (), finder=_token_spans),
-    Rule("secret-value", None, _SECRET_WORD_TRIGGERS, finder=_keyed_spans),
+    Rule("secret-value", None, _SECRET_WORD_TRIGGERS, _KEYED, finder=_keyed_spans),
     Rule(
         "api-key",
         r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
@@ -804,24 +811,31 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+_RULE_TRIGGERS = tuple(sorted({t for rule in RULES for t in rule.triggers}))
 _PREFILTERS = tuple({id(r.prefilter): r.prefilter for r in RULES if r.prefilter}.values())
 _PREFILTER_SLOT = {id(p): i for i, p in enumerate(_PREFILTERS)}
 
 
 def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int, int, str]]:
     """(start, end, kind) of every credential value in `text` (`lowered` is text.lower())."""
-    present: dict[str, bool] = {}
     aligned = len(lowered) == len(text)  # lowering changed no character's place
     passed: list[bool | None] = [None] * len(_PREFILTERS)
     spans: list[tuple[int, int, str]] = []
+    short = len(lowered) <= SHORT_TEXT
+    # A short text is searched for every trigger at once, a large one only for the triggers
+    # of the rules that get so far.
+    present = {t for t in _RULE_TRIGGERS if t in lowered} if short else set()
+    absent: dict[str, bool] = {}
     for rule in RULES:
-        if rule.triggers:
+        if rule.triggers and rule.triggers.isdisjoint(present):
+            if short:
+                continue
             for trigger in rule.triggers:
-                hit = present.get(trigger)
-                if hit is None:
-                    hit = present[trigger] = trigger in lowered
-                if hit:
-                    break
+                if trigger not in absent:
+                    if trigger in lowered:
+                        present.add(trigger)
+                        break
+                    absent[trigger] = False
             else:
                 continue
         if filtered and rule.prefilter is not None:
@@ -1002,8 +1016,25 @@ def _decoded_spans(text: str, *, filtered: bool = True) -> list[tuple[int, int, 
     return spans
 
 
+# What any rule needs in a text: one of its triggers (the `.pgpass` rule's, `:`, is in every
+# timestamp: its prefilter instead), a run of token characters (the known-token rules), or an
+# escape (the decoded reading). A short text without any is returned as it is after one scan.
+_PGPASS = next(rule for rule in RULES if rule.triggers == {":"})
+_MAYBE = re.compile(
+    "|".join(
+        [re.escape(t) for t in sorted({t for r in RULES for t in r.triggers} - {":"}, key=len)]
+        + [_PGPASS.prefilter.pattern, r"[a-z0-9_+/=.~-]{16}", _ESCAPED.pattern]
+    ),
+    _FLAGS,
+)
+SHORT_TEXT = 4096
+
+
 def _mask(text: str, *, filtered: bool = True) -> str:
-    spans = _spans(text, text.lower(), filtered=filtered)
+    lowered = text.lower()
+    if filtered and len(text) <= SHORT_TEXT and _MAYBE.search(lowered) is None:
+        return text
+    spans = _spans(text, lowered, filtered=filtered)
     spans.extend(_decoded_spans(text, filtered=filtered))
     return _apply(text, spans)
 
