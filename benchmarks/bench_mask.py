@@ -8,12 +8,17 @@ Prints:
 - the time `mask_text` takes per MB of text, for clean prose and code, for JSON event rows
   holding secrets, for a page of JSON with non-ASCII (escaped) text, and for a memo hit.
 
-Usage: python benchmarks/bench_mask.py [--misses] [--spans] [--repeat 5]
+With `--baseline FILE` (another version of redaction.py, e.g. `git show
+<commit>:datasette_capsem/redaction.py > /tmp/before.py`) the same figures are printed for it,
+and its speed is measured interleaved with this one's (a loaded machine slows both alike).
+
+Usage: python benchmarks/bench_mask.py [--misses] [--spans] [--repeat 5] [--baseline FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import random
 import statistics
@@ -59,17 +64,18 @@ def texts() -> dict[str, str]:
     return {"clean prose+code": clean, "JSON rows with secrets": events, "JSON, escaped": accented}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--misses", action="store_true", help="list every recall miss")
-    parser.add_argument("--spans", action="store_true", help="list every masked clean span")
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+def load(path: str):
+    spec = importlib.util.spec_from_file_location("baseline_redaction", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    recall = measure.recall()
+
+def figures(name: str, masker, args) -> None:
+    recall = measure.recall(masker)
     kinds = len({row["kind"] for row in CREDENTIALS})
     print(
-        f"recall: {recall.percent:.2f}% of {recall.samples} samples "
+        f"{name} recall: {recall.percent:.2f}% of {recall.samples} samples "
         f"({kinds} kinds x 5 placements x {recall.samples // len(CREDENTIALS)} encodings), "
         f"{len(recall.misses)} missed"
     )
@@ -78,26 +84,41 @@ def main() -> None:
         print("  misses by encoding:", dict(by_encoding.most_common()))
     for miss in recall.misses if args.misses else recall.misses[:10]:
         print("  miss:", miss)
-
-    precision = measure.precision()
+    precision = measure.precision(masker)
     print(
-        f"precision: {len(precision.spans)} masked spans in {precision.chars / 1e6:.2f} MB "
-        f"of secret-free text = {precision.per_100kb:.2f} per 100 KB (bound: 1)"
+        f"{name} precision: {len(precision.spans)} masked spans in "
+        f"{precision.chars / 1e6:.2f} MB of secret-free text = "
+        f"{precision.per_100kb:.2f} per 100 KB (bound: 1)"
     )
     for span in precision.spans if args.spans else precision.spans[:10]:
         print("  span:", span)
 
-    print("mask_text speed (median of", args.repeat, "runs):")
-    for name, text in texts().items():
-        seconds = per_mb(redaction.mask_text, text, args.repeat)
-        print(f"  {name:<24} {len(text) / 1e6:6.2f} MB  {seconds * 1000:8.1f} ms/MB")
-    events = texts()["JSON rows with secrets"]
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--misses", action="store_true", help="list every recall miss")
+    parser.add_argument("--spans", action="store_true", help="list every masked clean span")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--baseline", help="another redaction.py to compare with")
+    args = parser.parse_args()
+
+    maskers = {"this": redaction}
+    if args.baseline:
+        maskers["baseline"] = load(args.baseline)
+    for name, masker in maskers.items():
+        figures(name, masker, args)
+
+    print(f"mask_text speed, ms per MB (median of {args.repeat} runs, interleaved):")
+    samples = texts()
     big = json.dumps([{"input_tokens": i, "session_id": "x"} for i in range(40000)])
-    redaction.mask_text_memo(big)
-    print(f"  {'memo hit (clean JSON)':<24} {len(big) / 1e6:6.2f} MB  "
-          f"{per_mb(redaction.mask_text_memo, big, args.repeat) * 1000:8.1f} ms/MB")
-    print(f"  {'memo miss (with secrets)':<24} {len(events) / 1e6:6.2f} MB  "
-          f"{per_mb(redaction.mask_text_memo, events, args.repeat) * 1000:8.1f} ms/MB")
+    samples["memo hit (clean JSON)"] = big
+    for name, text in samples.items():
+        row = []
+        for masker_name, masker in maskers.items():
+            function = masker.mask_text_memo if name.startswith("memo") else masker.mask_text
+            function(text)
+            row.append(f"{masker_name} {per_mb(function, text, args.repeat) * 1000:8.1f}")
+        print(f"  {name:<24} {len(text) / 1e6:5.2f} MB  " + "  ".join(row))
 
 
 if __name__ == "__main__":

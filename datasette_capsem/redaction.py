@@ -30,6 +30,7 @@ import bisect
 import codecs
 import contextvars
 import hashlib
+import json
 import math
 import re
 import sqlite3
@@ -38,6 +39,8 @@ import zlib
 from collections import OrderedDict
 from html.entities import html5
 from typing import Any
+
+from datasette_capsem import streams
 
 try:  # brotli and zstd bodies are decoded when these are installed, else hidden whole
     import brotli
@@ -1093,6 +1096,61 @@ def remember_unchanged(text: str) -> None:
             _unchanged.popitem(last=False)
 
 
+# --- streams: the assembled text, never the fragments -------------------------------------
+
+# A secret written through a streamed reply or tool call arrives in fragments (SSE
+# `text_delta`, `thinking_delta`, `input_json_delta`, OpenAI `function.arguments` deltas),
+# each too short for any rule. A viewer sees the text the fragments assemble to, masked, and
+# in place of each fragment this marker.
+STREAMED_FRAGMENT = "[hidden: a streamed fragment; the assembled stream is shown masked]"
+ASSEMBLED_EVENT = "capsem.assembled"
+
+
+def _fragment(data_text: str) -> bool:
+    try:
+        data = json.loads(data_text)
+    except (ValueError, RecursionError):
+        return False
+    return streams.streamed_fragment(data)
+
+
+def mask_stream(text: str) -> str:
+    """A `text/event-stream` as a viewer may see it: every event that adds a fragment has its
+    data replaced by `STREAMED_FRAGMENT`, the other events are masked, and one last event
+    (`capsem.assembled`) carries the assembled text and thinking, masked."""
+    blocks = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        lines = block.split("\n")
+        data = "\n".join(
+            line[5:].removeprefix(" ") for line in lines if line.partition(":")[0] == "data"
+        )
+        if data.strip() and _fragment(data):
+            kept = [line for line in lines if line.partition(":")[0] != "data"]
+            block = "\n".join([*kept, f"data: {STREAMED_FRAGMENT}"])
+        blocks.append(block)
+    assembled = streams.sse_text(streams.sse_events(text, limit=None))
+    masked = {key: mask_text(value) for key, value in assembled.items()}
+    tail = f"event: {ASSEMBLED_EVENT}\ndata: {json.dumps(masked, ensure_ascii=False)}\n\n"
+    body = "\n\n".join(blocks).rstrip("\n")
+    return mask_text(body) + "\n\n" + tail
+
+
+def mask_stream_view(events: list[Any]) -> list[Any]:
+    """The events of a body page's SSE view (`graph/bodies.py`) with each fragment's data
+    replaced by `STREAMED_FRAGMENT` (the view's `assembled` text is masked like any text)."""
+    shown = []
+    for event in events:
+        if (
+            isinstance(event, dict)
+            and event.get("json")
+            and isinstance(event.get("data"), str)
+            and _fragment(event["data"])
+        ):
+            event = {**event, "data": STREAMED_FRAGMENT, "json": False}
+        shown.append(event)
+    return shown
+
+
 # --- bytes: decoded before they are masked ---------------------------------------------------
 
 # A decoded body larger than this is not decoded further (a compression bomb is cut there; a
@@ -1225,6 +1283,11 @@ def mask_bytes(data: bytes, *, force: bool = False, content_type: str | None = N
     text, how = decode_body_text(data, content_type)
     if text is None:
         return HIDDEN_BODY.encode("ascii")
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if streams.is_sse(media, text):
+        if how == "bytes":
+            text = data.decode("utf-8", "replace")
+        return mask_stream(text).encode("utf-8", "surrogatepass")
     if how == "bytes":
         return mask_text(text).encode("latin-1")
     return mask_text(text).encode("utf-8", "surrogatepass")
@@ -1243,7 +1306,10 @@ def redact_cell(column: str | None, value: Any) -> Any:
     if name in FREE_TEXT_COLUMNS and hide_free_text.get():
         return HIDDEN
     if isinstance(value, str):
-        masked = mask_cut_text(value) if CUT in value else mask_text(value)
+        if streams.is_sse("", value):
+            masked = mask_stream(value)
+        else:
+            masked = mask_cut_text(value) if CUT in value else mask_text(value)
         return masked if type(value) is str or masked == value else type(value)(masked)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return mask_bytes(bytes(value), force=True)
@@ -1364,6 +1430,8 @@ class _TreePass:
                 "kind": "text",
                 "text": HIDDEN,
             }
+        if data.get("kind") == "sse" and isinstance(data.get("events"), list):
+            data = {**data, "events": mask_stream_view(data["events"])}
         out = {}
         masked = self.masked
         for k, v in data.items():
