@@ -252,7 +252,7 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
 _HEADER_NAMES = (
     r"authorization|proxy-authorization|x-api-key|api-key|apikey|x-goog-api-key|"
     r"x-auth-token|anthropic-api-key|openai-api-key|x-amz-security-token|"
-    r"private-token|ocp-apim-subscription-key|x-vault-token|x-csrf-token|x-access-token"
+    r"private-token|ocp-apim-subscription-key|x-vault-token|x-access-token"
 )
 _SCHEMES = r"bearer|basic|token|digest|negotiate|sso-key|apikey|key|otp"
 # Words whose presence at the end of a key name may make its value a secret; `_secret_key`
@@ -300,6 +300,9 @@ _KEY_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", _FLAG
 def _secret_key(key: str) -> str | None:
     """What a key name says of its value: "password" (any value is a secret), "token" (a
     value that is not a plain word is), "key" (a random-looking value is), or None."""
+    lowered = key.lower()
+    if "csrf" in lowered or "xsrf" in lowered:  # a page's own anti-forgery token, in its forms
+        return None
     words = [w.lower() for w in _KEY_WORD.findall(key)]
     while len(words) > 1 and words[-1] in _NEUTRAL_WORDS:
         words.pop()
