@@ -371,7 +371,7 @@ def _not_a_word(value: str) -> bool:
 def _placeholder(value: str) -> bool:
     stripped = value.strip()
     return (
-        not stripped
+        not stripped.strip("\"'`\\")  # nothing but quotes (shell quoting: '"'"')
         or _PLACEHOLDER.match(stripped) is not None
         or _FORMATTING.search(stripped) is not None
         or stripped.lower() in _KEYWORDS
@@ -651,7 +651,7 @@ RULES: tuple[Rule, ...] = (
     # password goes, the user and host stay.
     Rule(
         "userinfo",
-        rf"\b[a-z][a-z0-9+.-]{{1,20}}://[^\s/:@\"'<>\\]{{0,256}}:{_NOT_REDACTED}"
+        rf"\b[a-z][a-z0-9+.-]{{1,20}}://[^\s/:@\"'<>\\\[\]]{{0,256}}:{_NOT_REDACTED}"
         r"(?P<v>[^\s/\"'<>\\]{1,256})@"
         r"(?=[A-Za-z0-9\[])",
         ("://",),

@@ -71,3 +71,12 @@ def test_a_body_that_cannot_be_decoded_is_hidden():
     assert redaction.mask_bytes(noise, force=True) == redaction.HIDDEN_BODY.encode()
     image = b"\x89PNG\r\n\x1a\n" + noise  # an image is shown as the bytes it is
     assert redaction.mask_bytes(image, force=True) == image
+
+
+def test_masking_twice_changes_nothing():
+    """Cells are masked, then whole responses again (views/secrets_guard.py): a marker is
+    never masked into another shape."""
+    for row in CREDENTIALS:
+        for encode in TEXT_ENCODINGS.values():
+            once = redaction.mask_text(encode(row["text"]))
+            assert redaction.mask_text(once) == once, (row["kind"], once)
