@@ -6,7 +6,8 @@ Prints:
 - precision on the secret-free corpus (this project's docs, Capsem's notes, about 45 modules of
   Python's standard library): masked spans per 100 KB, and every span;
 - the time `mask_text` takes per MB of text, for clean prose and code, for JSON event rows
-  holding secrets, for a page of JSON with non-ASCII (escaped) text, and for a memo hit.
+  holding secrets, for a page of JSON with non-ASCII (escaped) text, and for a memo hit;
+  and per call for the short strings a page's tree is made of (names, times, ids, links).
 
 With `--baseline FILE` (another version of redaction.py, e.g. `git show
 <commit>:datasette_capsem/redaction.py > /tmp/before.py`) the same figures are printed for it,
@@ -113,12 +114,40 @@ def main() -> None:
     big = json.dumps([{"input_tokens": i, "session_id": "x"} for i in range(40000)])
     samples["memo hit (clean JSON)"] = big
     for name, text in samples.items():
-        row = []
-        for masker_name, masker in maskers.items():
-            function = masker.mask_text_memo if name.startswith("memo") else masker.mask_text
-            function(text)
-            row.append(f"{masker_name} {per_mb(function, text, args.repeat) * 1000:8.1f}")
+        functions = {
+            masker_name: masker.mask_text_memo if name.startswith("memo") else masker.mask_text
+            for masker_name, masker in maskers.items()
+        }
+        times: dict[str, list[float]] = {masker_name: [] for masker_name in maskers}
+        for function in functions.values():
+            function(text)  # warm (and fills the memo of a memo run)
+        for _ in range(args.repeat):  # one run of each in turn
+            for masker_name, function in functions.items():
+                times[masker_name].append(per_mb(function, text, 1))
+        row = [f"{n} {statistics.median(t) * 1000:8.1f}" for n, t in times.items()]
         print(f"  {name:<24} {len(text) / 1e6:5.2f} MB  " + "  ".join(row))
+    short_strings(maskers, args.repeat)
+
+
+SHORT = [
+    "claude-sonnet-4", "2026-08-01T00:00:00.000000Z", "model_calls", "input_tokens", "allowed",
+    "/-/capsem/sessions/ce63b1b9-c406-4536-a585-fdf75605e534/events/7a4079ead3ff",
+    "The tool listed 3 files and the basic structure of the repo.",
+    '{"command": "ls -la /tmp && cat notes.txt"}', "api.anthropic.com", "tool_use",
+]  # fmt: skip
+
+
+def short_strings(maskers: dict, repeat: int) -> None:
+    times: dict[str, list[float]] = {name: [] for name in maskers}
+    for _ in range(repeat):
+        for name, masker in maskers.items():
+            started = time.perf_counter()
+            for _ in range(200):
+                for text in SHORT:
+                    masker.mask_text(text)
+            times[name].append((time.perf_counter() - started) / (200 * len(SHORT)))
+    row = [f"{n} {statistics.median(t) * 1e6:8.1f}" for n, t in times.items()]
+    print(f"  {'short strings, us/call':<24} {'':8}  " + "  ".join(row))
 
 
 if __name__ == "__main__":

@@ -329,7 +329,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*",
 # Values that stand for a secret without being one: `$PASSWORD`, `${X}`, `<token>`, `{{ x }}`,
 # `%(password)s`, `***`, `...`, `xxxx`, a digest reference (`blake3:...`).
 _PLACEHOLDER = re.compile(
-    r"\$|<[^>]*>$|\{\{|%\(|%s$|\*+$|\.\.\.|[xX]{4,}$|0x[0-9a-fA-F]+$|"
+    r"\$|<[^>]*>$|\{\{|%\(|%s$|\*+$|\.\.\.|\u2026+$|[xX]{4,}$|0x[0-9a-fA-F]+$|"
     r"(?:sha256|sha1|sha512|md5|blake3):",
     _FLAGS,
 )
@@ -673,7 +673,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "header",
         rf"(?P<k>{_HEADER_NAMES})(?:{_QUOTE}?\s*[:=]\s*{_QUOTE}?){_NOT_REDACTED}"
-        rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\s\"&<,}}\\]{{4,}})",
+        rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\s\"'&<,}}\\]{{4,}})",
         ("authorization", "api-key", "apikey", "-token", "subscription-key"),
         check=_header,
     ),
