@@ -72,6 +72,9 @@ hide_free_text: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 HIDDEN = "[hidden: may contain credentials]"
+# Bump when what `mask_text` masks changes: text stored masked (the cross-session index) is
+# then rebuilt. 2: issue 25's masker (decoded reading, key names, argv, dotfiles, streams).
+MASKER_VERSION = 2
 
 # Credential carriers: hidden whole. Keyed by column name because the same names recur across
 # tables and eras (and in main.db, the registry and plugin JSON).
