@@ -7,7 +7,9 @@ Prints:
   Python's standard library): masked spans per 100 KB, and every span;
 - the time `mask_text` takes per MB of text, for clean prose and code, for JSON event rows
   holding secrets, for a page of JSON with non-ASCII (escaped) text, and for a memo hit;
-  and per call for the short strings a page's tree is made of (names, times, ids, links).
+  and per call for the short strings a page's tree is made of (names, times, ids, links);
+  and the slowest of ~25 hostile texts (a trigger repeated over 1 MB: `eyJeyJ…`, `key: key: …`,
+  `password=password=…`), whose time must stay linear.
 
 With `--baseline FILE` (another version of redaction.py, e.g. `git show
 <commit>:datasette_capsem/redaction.py > /tmp/before.py`) the same figures are printed for it,
@@ -127,6 +129,7 @@ def main() -> None:
         row = [f"{n} {statistics.median(t) * 1000:8.1f}" for n, t in times.items()]
         print(f"  {name:<24} {len(text) / 1e6:5.2f} MB  " + "  ".join(row))
     short_strings(maskers, args.repeat)
+    hostile({"this": redaction})
 
 
 SHORT = [
@@ -148,6 +151,24 @@ def short_strings(maskers: dict, repeat: int) -> None:
             times[name].append((time.perf_counter() - started) / (200 * len(SHORT)))
     row = [f"{n} {statistics.median(t) * 1e6:8.1f}" for n, t in times.items()]
     print(f"  {'short strings, us/call':<24} {'':8}  " + "  ".join(row))
+
+
+HOSTILE = [
+    "T3BlbkFJ " + "A" * 1_000_000, "eyJ" * 300_000, "A" * 1_000_000 + "T3BlbkFJ",
+    "-----BEGIN PRIVATE KEY-----" * 20000, "password=" * 100000, "key: " * 200000,
+    "%25" * 300000, "a@b:c@" * 100000, "http://" + "a:" * 100000, '"name": "x", ' * 50000,
+    "token " * 150000, "x-api-key: " * 80000, "login a password " * 50000, "a:1:b:c:" * 100000,
+    "\tTRUE\t" * 100000, "secret is " * 100000, "<password>" * 100000, "--password " * 90000,
+    "sshpass -p " * 90000, "curl -u " * 100000, 'name="pw" value="' * 50000, "&amp;" * 200000,
+    "\\u0070" * 150000, "SG." * 300000, "xapp-1-" * 100000, "ghp_" * 250000, "sk-" * 300000,
+]  # fmt: skip
+
+
+def hostile(maskers: dict) -> None:
+    for name, masker in maskers.items():
+        worst = max(HOSTILE, key=lambda text: per_mb(masker.mask_text, text, 1))
+        seconds = per_mb(masker.mask_text, worst, 1)
+        print(f"  hostile, slowest of {len(HOSTILE)}: {name} {seconds * 1000:8.1f} ms/MB ({worst[:16]!r}…)")
 
 
 if __name__ == "__main__":

@@ -247,7 +247,7 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
         r"sk-(?:ant-(?:api|admin|sid|oat|ort)\d\d-|proj-|svcacct-|admin-|or-v1-)[A-Za-z0-9_-]{16,}",
     ),
     (("sk-",), r"sk-(?<![A-Za-z0-9-]sk-)[A-Za-z0-9_-]{20,}"),
-    (("t3blbkfj",), r"[A-Za-z0-9_-]{16,}T3BlbkFJ[A-Za-z0-9_-]{16,}"),
+    (("t3blbkfj",), r"T3BlbkFJ[A-Za-z0-9_-]{16,}"),
     (("gsk_",), r"gsk_[A-Za-z0-9]{40,}"),
     (("pplx-",), r"pplx-[A-Za-z0-9]{40,}"),
     (("xai-",), r"xai-[A-Za-z0-9]{60,}"),
@@ -545,12 +545,17 @@ _TOKEN_RULES = tuple(
 ) + (
     Rule(
         "jwt",
-        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        # At the start of a segment only: from every `eyJ` of one long run, the scan for the
+        # dot would read the run again.
+        r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
         ("eyj",),
         flags=_FLAGS,
     ),
 )
 _TOKEN_TRIGGERS = tuple(sorted({t for rule in _TOKEN_RULES for t in rule.triggers}))
+GLUED_CHARS = 128
+_INNER = next(rule.triggers for rule in _TOKEN_RULES if "t3blbkfj" in rule.triggers)
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _TRIGGER_PAIRS: dict[str, tuple[str, ...]] = {}
 for _trigger in _TOKEN_TRIGGERS:
     _TRIGGER_PAIRS[_trigger[:2]] = (*_TRIGGER_PAIRS.get(_trigger[:2], ()), _trigger)
@@ -579,8 +584,15 @@ def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
     for rule in _TOKEN_RULES:
         if filtered and rule.triggers.isdisjoint(found):
             continue
+        floor, inner = 0, rule.triggers is _INNER
         for match in rule.pattern.finditer(runs):
             start, end = match.span()
+            # `T3BlbkFJ` sits inside an OpenAI key: the key's head goes with it, up to
+            # `GLUED_CHARS` back and never into the token before.
+            limit = max(floor, start - GLUED_CHARS) if inner else start
+            while start > limit and runs[start - 1] in _TOKEN_CHARS:
+                start -= 1
+            floor = end
             i = bisect.bisect_right(starts, start) - 1
             shift = origins[i] - starts[i]
             yield start + shift, end + shift, rule.kind
@@ -595,7 +607,9 @@ _KEY_ANCHOR = re.compile(
 _QUOTED_VALUE = re.compile(
     rf"(?P<q>{_QUOTE}){_NOT_REDACTED}(?P<v>(?:(?!(?P=q))[^\r\n]){{1,4096}}?)(?=(?P=q))", _FLAGS
 )
-_BARE_VALUE = re.compile(rf"{_NOT_REDACTED}(?!{_QUOTE}|[{{\[(])(?P<v>{_VALUE_END}{{3,}})", _FLAGS)
+_BARE_VALUE = re.compile(
+    rf"{_NOT_REDACTED}(?!{_QUOTE}|[{{\[(])(?P<v>{_VALUE_END}{{3,4096}})", _FLAGS
+)
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 KEY_MAX_CHARS = 60
 
@@ -624,7 +638,10 @@ def _keyed_spans(text: str, lowered: str | None, *, filtered: bool = True):
         anchors = (_Found(m, text) for m in _KEY_ANCHOR_LOWERED.finditer(lowered))
     else:
         anchors = _KEY_ANCHOR.finditer(text)
+    covered = 0  # the end of the last value masked: a key inside it is part of the secret
     for match in anchors:
+        if match.start() < covered:
+            continue
         start = _key_start(text, match.start())
         if start is None:
             continue
@@ -636,12 +653,14 @@ def _keyed_spans(text: str, lowered: str | None, *, filtered: bool = True):
         quoted = _QUOTED_VALUE.match(text, at)
         if quoted is not None:
             if _value_is_secret(kind, quoted["v"], quoted=True):
+                covered = quoted.end("v")
                 yield (*quoted.span("v"), "secret-field")
             continue
         if "\n" in sep or "\r" in sep:
             continue
         bare = _BARE_VALUE.match(text, at)
         if bare is not None and _bare_value_is_secret(kind, key, sep, bare):
+            covered = bare.end("v")
             yield (*bare.span("v"), "secret-value")
 
 
@@ -1172,7 +1191,7 @@ def mask_stream_view(events: list[Any]) -> list[Any]:
 
 # A decoded body larger than this is not decoded further (a compression bomb is cut there; a
 # body Capsem stores is at most 10 MiB, spec §4.4).
-DECODED_MAX_BYTES = 32 * 1024 * 1024
+DECODED_MAX_BYTES = 16 * 1024 * 1024
 _IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
 
 
@@ -1188,8 +1207,8 @@ def _inflate(data: bytes, wbits: int) -> bytes | None:
 def _unbrotli(data: bytes) -> bytes | None:
     if brotli is None:
         return None
-    try:
-        return brotli.decompress(data)
+    try:  # at most DECODED_MAX_BYTES of output (a brotli bomb is cut there)
+        return brotli.Decompressor().process(data, output_buffer_limit=DECODED_MAX_BYTES)
     except Exception:  # noqa: BLE001 - brotli raises its own error type
         return None
 
