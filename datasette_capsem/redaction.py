@@ -1342,10 +1342,7 @@ def redact_cell(column: str | None, value: Any) -> Any:
     if name in FREE_TEXT_COLUMNS and hide_free_text.get():
         return HIDDEN
     if isinstance(value, str):
-        if streams.is_sse("", value):
-            masked = mask_stream(value)
-        else:
-            masked = mask_cut_text(value) if CUT in value else mask_text(value)
+        masked = mask_free_text(value)
         return masked if type(value) is str or masked == value else type(value)(masked)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return mask_bytes(bytes(value), force=True)
@@ -1400,12 +1397,19 @@ _BODY_VIEW_TEXTS = ("text", "events", "hex", "assembled")
 _PLAIN = frozenset({int, float, bool})
 
 
+def mask_free_text(text: str) -> str:
+    """One free-text value as a viewer sees it: an event stream assembled (`mask_stream`), a
+    cut text masked as the whole would be (`mask_cut_text`), any other masked."""
+    if streams.is_sse("", text):
+        return mask_stream(text)
+    return mask_cut_text(text) if CUT in text else mask_text(text)
+
+
 def mask_once(masked: dict[str, str], text: str) -> str:
-    """`mask_text` of `text` (`mask_cut_text` for a cut one), remembered in `masked`: both are
-    pure functions of the text."""
+    """`mask_free_text` of `text`, remembered in `masked` (a pure function of the text)."""
     found = masked.get(text)
     if found is None:
-        found = masked[text] = mask_cut_text(text) if CUT in text else mask_text(text)
+        found = masked[text] = mask_free_text(text)
     return found
 
 

@@ -100,9 +100,10 @@ def sse_text(events: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def is_sse(media: str, text: str) -> bool:
+    """Whether a body is an event stream: by its media type, or by its first field."""
     if media == "text/event-stream":
         return True
-    head = text.lstrip()[:16]
+    head = text[:1024].lstrip()[:16]  # not a copy of a large text
     return head.startswith(("event:", "data:")) and "\n\n" in text
 
 
