@@ -16,7 +16,8 @@ the CLI, `check --all` within 1.5x. Runs are interleaved (engine, CLI, engine, C
 both sides see the same load; ratios are of medians; CPU seconds of each side are printed too.
 
 Homes are generated once into benchmarks/out/ and reused. Usage:
-    python benchmarks/bench_check.py [--rows 1000000] [--sessions 1000] [--repeat 3] [--skip-big]
+    python benchmarks/bench_check.py [--rows 1000000] [--sessions 1000] [--repeat 3]
+        [--skip-big | --big-only]
 """
 
 from __future__ import annotations
@@ -231,6 +232,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-big", action="store_true", help="only the check --all case")
+    parser.add_argument("--big-only", action="store_true", help="only the one-session case")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     cache = Path(tempfile.mkdtemp(prefix="bench-check-cache-"))
@@ -238,7 +240,8 @@ def main() -> None:
     try:
         if not args.skip_big:
             big_session_case(args.rows, args.repeat, cache, cli)
-        check_all_case(args.sessions, args.repeat, cache, cli)
+        if not args.big_only:
+            check_all_case(args.sessions, args.repeat, cache, cli)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 

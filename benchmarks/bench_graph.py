@@ -92,7 +92,7 @@ def long_trace(home: Path) -> tuple[str, str]:
     """The current-era session and trace with the most model calls."""
     found = manifest(home)
     session = max(
-        (s for s in found["sessions"] if s.get("era") == "current" and s.get("traces")),
+        (s for s in found["sessions"] if s.get("era") == "head" and s.get("traces")),
         key=lambda s: s["counts"].get("model_calls", 0) / max(len(s["traces"]), 1),
     )
     return session["id"], session["traces"][0]

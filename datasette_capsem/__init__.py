@@ -13,23 +13,35 @@ from datasette import hookimpl
 from datasette_capsem import permissions
 from datasette_capsem.cli import register as register_cli
 from datasette_capsem.errors import CapsemError, Redirect
-from datasette_capsem.index import INDEX_DATABASE, index_queries
+from datasette_capsem.index import INDEX_DATABASE
 from datasette_capsem.index.database import IndexDatabase
 from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_then
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
-from datasette_capsem.state import CapsemState, get_state
-from datasette_capsem.views import cells, core_errors, database_page, lazy_mount, render
-from datasette_capsem.views.canned_queries import canned_queries_for_database
+from datasette_capsem.state import CapsemState, get_role, get_state
+from datasette_capsem.views import (
+    cells,
+    core_errors,
+    database_page,
+    guest,
+    lazy_mount,
+    render,
+)
+from datasette_capsem.views.canned_queries import all_queries_for_database, database_kind
 from datasette_capsem.views.routes import ROUTES
 
 
 @hookimpl
 def startup(datasette):
+    if not get_role(datasette).serving:  # a guest: Datasette as it is (state.Role)
+        return
     limit_malloc_arenas()
     state = get_state(datasette)
-    # Re-check only databases whose files changed, instead of every one on every request.
-    datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
+    if not permissions.DATASETTE_1:
+        # Re-check only databases whose files changed, instead of every one on every request.
+        # (1.0 refreshes at most once a second, and its permission checks read the catalog of
+        # every mounted ledger's tables: its own refresh stays.)
+        datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
     state.mounter.ensure_mains()
     start_index(datasette, state)
 
@@ -66,7 +78,16 @@ def render_cell(row, value, column, table, database, datasette):
 
 @hookimpl
 def register_routes(datasette):
-    return ROUTES
+    return ROUTES if get_role(datasette).serving else guest.ROUTES
+
+
+@hookimpl
+def menu_links(datasette, actor, request):
+    """A guest's one way in: a link to `/-/capsem` when a Capsem home is on this machine."""
+    role = get_role(datasette)
+    if role.serving or not role.home_found:
+        return None
+    return [{"href": datasette.urls.path("/-/capsem"), "label": "Capsem"}]
 
 
 @hookimpl
@@ -75,9 +96,19 @@ def register_commands(cli):
 
 
 @hookimpl
-def extra_template_vars(datasette, template, database):
+def extra_template_vars(datasette, template, database, request):
+    if not get_role(datasette).serving:
+        return {}
     extra = {"capsem_demo": get_state(datasette).settings.demo}
-    if template == "database.html":
+    if request is not None and not lazy_mount.is_own_database_page(
+        datasette, lazy_mount.route_path(datasette, request.scope)
+    ):
+        # Pages under the plugin's CSP: inline scripts other plugins add to every page
+        # (datasette-leaflet's settings, say) would be blocked there; leave them off.
+        extra["body_scripts"] = []
+    capsem_database = bool(database) and database_kind(datasette, database) is not None
+    extra["capsem_database"] = capsem_database  # templates/query.html: only Capsem's queries
+    if template == "database.html" and capsem_database:
         extra["capsem_session"] = database_page.session_nav(datasette, database)
     if template and template.startswith("capsem/"):
         # Plugin pages run under a CSP without 'unsafe-eval': scripts other plugins add for
@@ -91,6 +122,8 @@ def handle_exception(datasette, request, exception):
     """Errors raised in Datasette's own views: a ledger that cannot be read
     (`LedgerUnavailable`), or a core parameter Datasette would answer with 500. (Plugin views'
     `CapsemError`s are rendered by `render.answering_errors`, with the same page.)"""
+    if not get_role(datasette).serving:
+        return None
     if isinstance(exception, LedgerUnavailable):
         exception = render.unreadable(datasette, exception)
     if not isinstance(exception, (CapsemError, Redirect)):
@@ -116,13 +149,30 @@ def _bad_parameter(datasette, request, exception):
 
 @hookimpl
 def permission_allowed(datasette, actor, action, resource):
+    """Datasette 0.65 asks here (1.0 asks `permission_resources_sql`)."""
     if action != permissions.VIEW_SECRETS:
         return None
     return permissions.view_secrets_from_config(datasette, actor)
 
 
 @hookimpl
+def register_actions(datasette):
+    """Datasette 1.0: the plugin's action, `capsem-view-secrets` (permissions.py)."""
+    return permissions.actions()
+
+
+@hookimpl
+def permission_resources_sql(datasette, actor, action):
+    """Datasette 1.0 asks here (0.65 asks `permission_allowed`)."""
+    if action != permissions.VIEW_SECRETS:
+        return None
+    return permissions.view_secrets_sql(datasette, actor)
+
+
+@hookimpl
 def actor_from_request(datasette, request):
+    if not get_role(datasette).serving:
+        return None
     header = get_state(datasette).settings.trusted_actor_header
     if not header:
         return None
@@ -133,11 +183,8 @@ def actor_from_request(datasette, request):
 @hookimpl
 def canned_queries(datasette, database, actor):
     """Capsem's canned queries for main, index and every session database (views/canned_queries.py)."""
+    if database_kind(datasette, database) is None:  # a guest's, or a database of the user's
+        return None
 
-    async def inner():
-        found = index_queries() if database == INDEX_DATABASE else {}
-        found.update(await canned_queries_for_database(datasette, database))
-        # Results first: the SQL behind a "show" toggle (templates/query.html puts it last).
-        return {name: {**query, "hide_sql": True} for name, query in found.items()}
-
-    return inner()
+    # Results first: the SQL behind a "show" toggle (templates/query.html puts it last).
+    return all_queries_for_database(datasette, database)

@@ -105,13 +105,6 @@ class Settings:
     def main_db_candidates(self) -> tuple[Path, ...]:
         return self.home.main_db_candidates
 
-    def all_roots(self) -> tuple[Path, ...]:
-        """Every directory the plugin reads and never writes."""
-        if not self.labelled:
-            return (self.capsem_home, self.run_dir)
-        roots = [home.capsem_home for home in self.homes]
-        return tuple(roots + ([self.homes_dir] if self.homes_dir else []))
-
 
 def home_in(directory: Path, label: str) -> Home:
     """A labelled home at `directory` (its run dir inside it, as Capsem's default)."""
@@ -222,6 +215,45 @@ def load_settings(plugin_config: dict[str, Any] | None, environ=os.environ) -> S
         homes=homes,
         homes_dir=homes_dir,
     )
+
+
+def home_problem(settings: Settings | Home) -> str | None:
+    """Why `settings.capsem_home` is not a Capsem home, or None when it is one: a Capsem home
+    holds `sessions/` (main.db, pre-2026 session dirs) or a run dir (`run/`)."""
+    home = settings.capsem_home
+    if not home.exists():
+        return "does not exist"
+    if not home.is_dir():
+        return "is not a directory"
+    if not ((home / "sessions").is_dir() or settings.run_dir.is_dir()):
+        return "is not a Capsem home (it has neither sessions/ nor a run dir)"
+    return None
+
+
+# Plugin settings that ask for a Capsem home to be served (`datasette capsem serve`/`demo` write
+# them too). Any other setting (`trusted_actor_header`, `view_secrets`, ...) only says how.
+HOME_SETTINGS = ("capsem_home", "run_dir", "homes", "homes_dir", "demo")
+
+
+def serves_capsem(
+    plugin_config: dict[str, Any] | None, own_databases: bool, environ=os.environ
+) -> bool:
+    """Whether an instance serves Capsem data (the plugin's list at `/`, `main`, `index` and
+    the ledgers mounted, its headers) or is a guest in someone else's Datasette, where the
+    plugin changes nothing but answering `/-/capsem` with how to point it at a home.
+
+    It serves when asked to: a home setting in its config (with databases of the user's own
+    beside it: a mixed instance), or `datasette serve` with no database arguments and
+    `$CAPSEM_HOME` set or a Capsem home at `~/.capsem`. `datasette serve other.db` with nothing
+    configured leaves Datasette as it is, whatever homes exist on the machine."""
+    config = plugin_config or {}
+    if any(config.get(key) for key in HOME_SETTINGS):
+        return True
+    if own_databases:
+        return False
+    if environ.get("CAPSEM_HOME"):
+        return True
+    return home_problem(load_settings(config, environ)) is None
 
 
 def _boolean(value: Any, name: str) -> bool:

@@ -48,7 +48,9 @@ KINDS: dict[str, FindingKind] = _kinds(
     ),
     # 2-5: tool call / response links
     FindingKind("tool_call_parent_missing", E, "Tool call whose model call does not exist"),
-    FindingKind("orphan_tool_response", E, "Tool response with no matching call in its trace"),
+    FindingKind(
+        "orphan_tool_response", E, "Tool response with no matching call earlier in the session"
+    ),
     FindingKind("tool_response_parent_missing", E, "Tool response whose model call does not exist"),
     FindingKind("response_before_call", E, "Tool response consumed before the call was emitted"),
     # 2-3, 6: a provider habit of Capsem's writer, not a broken ledger (spec §4.3)
@@ -56,6 +58,12 @@ KINDS: dict[str, FindingKind] = _kinds(
         "unpairable_tool_ids",
         INFO,
         "Tool calls and results Capsem could not pair for this provider",
+    ),
+    # 3, 6: a normal writer path (spec §4.4)
+    FindingKind(
+        "result_in_another_trace",
+        INFO,
+        "Tool result recorded in another trace than its call (retry, resume, history, ids)",
     ),
     # 6
     FindingKind("tool_call_without_response", W, "Tool call that never got a response"),

@@ -8,17 +8,89 @@ hooks look the state up.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks.cache import TRACE_STORE_DIRECTORY, ReportCache, ReportStore
-from datasette_capsem.config import PLUGIN_NAME, Settings, load_settings
+from datasette_capsem.config import (
+    PLUGIN_NAME,
+    ConfigError,
+    Settings,
+    home_problem,
+    load_settings,
+    serves_capsem,
+)
 from datasette_capsem.graph.follow import FollowCache
 from datasette_capsem.index.listing import SessionTable
 from datasette_capsem.index.service import IndexService
 from datasette_capsem.mount.mounter import Mounter
 
 STATE_ATTRIBUTE = "_capsem_state"
+ROLE_ATTRIBUTE = "_capsem_role"
+# Databases Datasette attaches on its own, never the user's.
+DATASETTE_DATABASES = frozenset({"_internal", "_memory"})
+# Names Capsem's own databases take (catalog.main_database_name, index.INDEX_DATABASE).
+CAPSEM_NAMES = ("main", "index")
+
+
+@dataclass(frozen=True)
+class Role:
+    """What the plugin is in one Datasette instance, decided once, before it mounts anything.
+
+    `serving`: it serves a Capsem home (config.serves_capsem). Otherwise it is a guest: every
+    hook leaves Datasette as it is, and only `/-/capsem` says how to point it at a home.
+    `own_databases`: the databases the user gave Datasette (`datasette serve other.db`); in a
+    mixed instance they keep their names and pages, and a Capsem name one of them took is not
+    mounted (`main`: Capsem's main.db; `index`: the cross-session index).
+    """
+
+    serving: bool
+    own_databases: frozenset[str]
+    home_found: bool = False  # a guest: whether a Capsem home is where Capsem keeps it
+
+    @property
+    def taken(self) -> frozenset[str]:
+        """Capsem's database names a database of the user's own holds."""
+        return frozenset(CAPSEM_NAMES) & self.own_databases
+
+
+def get_role(datasette) -> Role:
+    """The plugin's role in this instance. Decided on first use, which Datasette's hooks reach
+    before the startup hook mounts anything: the databases attached then are the user's."""
+    role = getattr(datasette, ROLE_ATTRIBUTE, None)
+    if role is None:
+        own = frozenset(set(datasette.databases) - DATASETTE_DATABASES)
+        config = datasette.plugin_config(PLUGIN_NAME)
+        serving = serves_capsem(config, bool(own))
+        role = Role(serving, own, serving or _home_found(config))
+        setattr(datasette, ROLE_ATTRIBUTE, role)
+        if role.serving and role.taken:
+            print(collision_message(role), file=sys.stderr)
+    return role
+
+
+def _home_found(config: dict | None) -> bool:
+    try:
+        return home_problem(load_settings(config)) is None
+    except ConfigError:
+        return False
+
+
+def collision_message(role: Role) -> str:
+    """What start-up says when a database of the user's takes a Capsem name: the user's wins."""
+    names = ", ".join(sorted(role.taken))
+    return (
+        f"datasette-capsem: a database you serve is called {names}; yours keeps the name and "
+        "its pages. Capsem's "
+        + " and ".join(
+            {"main": "main.db (the session index)", "index": "cross-session index"}[name]
+            for name in sorted(role.taken)
+        )
+        + " is not mounted as a Datasette database; the plugin's pages under /-/capsem work as "
+        "before. To browse Capsem's main.db too, rename your file, or serve the home with a "
+        "label (datasette capsem serve --home LABEL=PATH) so it is mounted as LABEL--main."
+    )
 
 
 @dataclass
@@ -41,7 +113,7 @@ def build_state(datasette) -> CapsemState:
     return CapsemState(
         settings=settings,
         catalog=catalog,
-        mounter=Mounter(datasette, catalog, settings),
+        mounter=Mounter(datasette, catalog, settings, taken=get_role(datasette).own_databases),
         index=IndexService(settings, catalog),
         session_table=SessionTable(catalog.database_name),
         reports=ReportCache(store=ReportStore.in_cache(settings.cache_dir)),

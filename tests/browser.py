@@ -69,15 +69,18 @@ def _free_port() -> int:
 
 
 @contextmanager
-def live_server(home: Path | None, cache_dir: Path, **plugin_config):
+def live_server(home: Path | None, cache_dir: Path, files: tuple = (), **plugin_config):
     """Serve `home` with the plugin on a loopback port in a background thread; yields base URL.
-    `home` None: the homes are in `plugin_config` (`homes`, `homes_dir`)."""
+    `home` None: the homes are in `plugin_config` (`homes`, `homes_dir`). `files`: databases
+    of the user's own served beside it (a mixed instance)."""
     config = {**({"capsem_home": str(home)} if home else {}), "cache_dir": str(cache_dir),
               **plugin_config}  # fmt: skip
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            Datasette(metadata={"plugins": {"datasette-capsem": config}}).app(),
+            Datasette(
+                [str(f) for f in files], metadata={"plugins": {"datasette-capsem": config}}
+            ).app(),
             host="127.0.0.1",
             port=port,
             log_level="warning",

@@ -18,6 +18,7 @@ async def make_datasette(
     *,
     metadata: dict[str, Any] | None = None,
     settings: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
     **plugin_config,
 ) -> Datasette:
     """A Datasette serving `home` with the plugin, started, its cache kept in `cache_dir`."""
@@ -33,9 +34,32 @@ async def make_datasette(
         **plugin_config,
     }
     metadata["plugins"] = plugins
-    datasette = Datasette(metadata=metadata, settings=settings or {})
+    # `config` (datasette.yaml) is Datasette 1.0's; 0.65 has no such argument.
+    extra = {"config": config} if config is not None else {}
+    datasette = Datasette(metadata=metadata, settings=settings or {}, **extra)
     await datasette.invoke_startup()
     return datasette
+
+
+ROOT = Path(__file__).resolve().parent.parent
+# Where commands and settings are documented: the README, docs/ and benchmarks/README.md.
+DOCUMENTS = ("README.md", "docs/cli.md", "docs/pages.md", "docs/operating.md",
+             "docs/architecture.md", "docs/extending.md", "docs/capsem-format.md",
+             "benchmarks/README.md")  # fmt: skip
+
+
+def documentation() -> str:
+    """Every document's text, one after the other (each command runs in a test as written)."""
+    return "\n\n".join((ROOT / name).read_text("utf-8") for name in DOCUMENTS)
+
+
+def doc_section(heading: str) -> str:
+    """The text under a `## heading` (or `### heading`) of any document, up to the next one."""
+    text = documentation()
+    for marker in (f"\n## {heading}\n", f"\n### {heading}\n"):
+        if marker in text:
+            return text.split(marker, 1)[1].split("\n## ", 1)[0]
+    raise AssertionError(f"no section {heading!r} in {', '.join(DOCUMENTS)}")
 
 
 def snapshot_tree(root: Path) -> dict[str, tuple[str, int]]:

@@ -50,7 +50,7 @@ def session_ids(home: Path, manifest: dict, cache: Path) -> dict[str, str]:
     session = next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current" and s["clean"] and s.get("traces") and not s["live"]
+        if s["era"] == "head" and s["clean"] and s.get("traces") and not s["live"]
     )
     conn = open_readonly(home / session["ledger"], cache)
     try:

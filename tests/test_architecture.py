@@ -6,6 +6,7 @@ Read from the package's own source with `ast`, so a regression fails here, not i
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,3 +153,61 @@ def test_a_server_imports_no_command_only_module():
     command_only = ("datasette_capsem.generate", "datasette_capsem.push", "datasette_capsem.cli.",
                     "opentelemetry", "google.protobuf")  # fmt: skip
     assert not [name for name in found if name.startswith(command_only)]
+
+
+def _table_vocabulary() -> tuple[set[str], set[str]]:
+    """(ledger table names, node types and tree kinds) of the registry (ledger/tables.py)."""
+    from datasette_capsem.ledger.tables import TABLES
+
+    names = {table.name for table in TABLES}
+    kinds = {k for table in TABLES for k in (table.node_type, table.kind) if k}
+    return names, kinds - {"body"}  # "body" is also an ordinary key (a request's body)
+
+
+def _string_constants(nodes: list[ast.expr | None]) -> set[str]:
+    return {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+# Modules whose dicts name tables for another reason (the registry itself).
+NOT_TABLE_MAPS = {
+    "ledger/tables.py": "the registry",
+    "ledger/rollup.py": "ROLLUP_FIGURES maps main.db columns to index figures, named like tables",
+}
+
+
+def test_one_registry_of_ledger_tables():
+    """What a ledger table is lives in ledger/tables.py only: no other module of the product
+    keeps a dict keyed by (or mapping to) three or more ledger tables or node types, the ~20
+    per-table maps it replaced (the generator, a tool beside the product, writes the tables)."""
+    names, kinds = _table_vocabulary()
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative in NOT_TABLE_MAPS or relative.startswith("generate/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.Dict):
+                continue
+            for strings in (_string_constants(node.keys), _string_constants(node.values)):
+                if len(strings & names) >= 3 or len(strings & kinds) >= 3:
+                    found.append(f"{relative}:{node.lineno}")
+    assert not found, f"per-table maps outside the registry: {sorted(set(found))}"
+
+
+def test_scripts_receive_the_table_vocabulary_with_the_data():
+    """The page's scripts keep no copy of the lanes, node types or kinds: an object literal
+    keyed by three of them is a map that belongs to the registry (graph.json `lane_info`,
+    tree.json `kinds` and `timeline_lanes` carry them)."""
+    from datasette_capsem.graph.drawing import LANES
+    from datasette_capsem.graph.tree import TIMELINE_LANES
+
+    _, kinds = _table_vocabulary()
+    vocabulary = kinds | set(LANES) | {lane for lane, _ in TIMELINE_LANES} | {"trace", "turn"}
+    found = []
+    for path in (PACKAGE / "static").glob("*.js"):
+        source = path.read_text("utf-8")
+        for literal in re.findall(r"\{[^{}]*\}", source):
+            keys = set(re.findall(r"(?:^|[{,\s])([A-Za-z_]+)\s*:", literal))
+            if len(keys & vocabulary) >= 3:
+                found.append(f"{path.name}: {literal[:60]}")
+    assert not found, found

@@ -13,7 +13,7 @@ def a_clean_session(manifest: dict) -> dict:
     return next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current" and s["clean"] and s["kind"] == "persistent"
+        if s["era"] == "head" and s["clean"] and s["kind"] == "persistent"
     )
 
 

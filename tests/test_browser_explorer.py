@@ -71,7 +71,7 @@ def image_trace(tmp_path_factory) -> tuple[Path, str, str, list[str]]:
     (home, session, trace, the two model call nodes)."""
     rng = random.Random(7)
     start = datetime(2026, 8, 2, 9, 0, tzinfo=timezone.utc)
-    builder = build_session(rng, "current", start, SessionShape(traces=1, calls=2))
+    builder = build_session(rng, "head", start, SessionShape(traces=1, calls=2))
     calls = builder.ledger.rows["model_calls"][:2]
     for call, (body, media) in zip(
         calls, ((png(), "text/html"), (SVG_BODY, "image/svg+xml")), strict=True
@@ -86,7 +86,7 @@ def image_trace(tmp_path_factory) -> tuple[Path, str, str, list[str]]:
                     original_bytes=len(body), body_hash=blake3_ref(body))  # fmt: skip
     session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     home = tmp_path_factory.mktemp("image-trace") / "home"
-    write_ledger(home / "run" / "sessions" / session_id / "session.db", "current", builder.ledger)
+    write_ledger(home / "run" / "sessions" / session_id / "session.db", "head", builder.ledger)
     return home, session_id, calls[0]["trace_id"], [f"model_calls:{c['id']}" for c in calls]
 
 

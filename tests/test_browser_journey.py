@@ -59,7 +59,7 @@ async def test_from_the_list_to_the_body_in_four_clicks(browser, capsem_home, ma
         await settle(page)
         assert "/events/" in page.url
         relations = page.locator("ul.capsem-relations")
-        assert "no response in this trace" in await relations.inner_text()
+        assert "no response in this session" in await relations.inner_text()
         await page.screenshot(path=str(shots / "tour-4-call.png"), full_page=True)
 
         await relations.get_by_role("link").first.click()  # 4: the model call that emitted it

@@ -33,10 +33,10 @@ def long_trace(tmp_path_factory) -> tuple[Path, str, str]:
 
     rng = random.Random(500)
     start = datetime(2026, 8, 1, 9, 0, tzinfo=timezone.utc)
-    builder = build_session(rng, "current", start, SessionShape(traces=1, calls=LONG_CALLS))
+    builder = build_session(rng, "head", start, SessionShape(traces=1, calls=LONG_CALLS))
     session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     home = tmp_path_factory.mktemp("long-trace") / "home"
-    write_ledger(home / "run" / "sessions" / session_id / "session.db", "current", builder.ledger)
+    write_ledger(home / "run" / "sessions" / session_id / "session.db", "head", builder.ledger)
     trace = builder.ledger.rows["model_calls"][0]["trace_id"]
     return home, session_id, trace
 

@@ -159,8 +159,8 @@ async def test_generated_turns_of_every_era(datasette, provider_home, manifest):
     home, placed = provider_home
     rewritten = {t["trace"] for t in placed.values()}
     checked, linked = set(), []
-    for era in ("current", "v1_2", "v0_9"):
-        for session in of_era(manifest, era)[: 6 if era == "current" else 2]:
+    for era in ("head", "1.2", "0.9"):
+        for session in of_era(manifest, era)[: 6 if era == "head" else 2]:
             for trace in [t for t in session.get("traces", []) if t not in rewritten][:2]:
                 conn = sqlite3.connect(f"file:{home / session['ledger']}?mode=ro", uri=True)
                 try:

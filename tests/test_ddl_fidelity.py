@@ -1,6 +1,6 @@
 """Generated ledgers have exactly Capsem's DDL, era by era.
 
-Ground truth is ``../shared/capsem-ddl/`` (Capsem's schema.rs applied per era, see its
+Ground truth is ``tests/capsem_ddl/`` (Capsem's schema.rs applied per era, see its
 README). Each file is loaded into an empty in-memory SQLite and compared with every generated
 ledger of the matching era: tables, columns (PRAGMA table_xinfo: name, type, NOT NULL, default,
 pk, in order), the CREATE TABLE text (CHECK and UNIQUE constraints, whitespace-normalised),
@@ -20,29 +20,24 @@ import pytest
 
 from datasette_capsem.generate import GenerateOptions, generate_home
 
-DDL_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "capsem-ddl"
+DDL_DIR = Path(__file__).resolve().parent / "capsem_ddl"  # Capsem's DDL, in the repository
 MAIN_DB = "sessions/main.db"
 
 # DDL file -> the generator's era (manifest "era"), or main.db.
 FILE_ERA = {
-    "session_0x_2026-03-01.sql": "v0_9",
-    "session_0x_2026-03-13.sql": "v0_10",
-    "session_0.16_2026-04-02.sql": "march2026",
-    "session_1.1_2026-05-11.sql": "v1_1",
-    "session_1.2_2026-05-24.sql": "v1_2",
-    "session_1.3_2026-06-27.sql": "v1_3",
-    "session_head_2026-08-22.sql": "current",
+    "session_0x_2026-03-01.sql": "0.9",
+    "session_0x_2026-03-13.sql": "2026-03-13",
+    "session_0.16_2026-04-02.sql": "0.16",
+    "session_1.1_2026-05-11.sql": "1.1",
+    "session_1.2_2026-05-24.sql": "1.2",
+    "session_1.3_2026-06-27.sql": "1.3",
+    "session_head_2026-08-22.sql": "head",
     "session_migrated_1.2-1.3-head.sql": "migrated",
     "main_head_2026-08-22.sql": MAIN_DB,
 }
 
-pytestmark = pytest.mark.skipif(
-    not DDL_DIR.is_dir(), reason=f"Capsem DDL folder not found at {DDL_DIR} (../shared/capsem-ddl)"
-)
-
-
 def ddl_files() -> list[str]:
-    return sorted(p.name for p in DDL_DIR.glob("*.sql")) if DDL_DIR.is_dir() else []
+    return sorted(p.name for p in DDL_DIR.glob("*.sql"))
 
 
 def normalise(sql: str | None) -> str | None:

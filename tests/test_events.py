@@ -197,7 +197,7 @@ async def test_bad_event_requests(datasette, manifest, capsem_home, cache_dir):
     for url, status in cases:
         response = await datasette.client.get(url)
         assert response.status_code == status, (url, response.text[:200])
-    old = of_era(manifest, "march2026")[0]
+    old = of_era(manifest, "0.16")[0]
     response = await datasette.client.get(event_url(old["id"], "0123456789ab"))
     assert response.status_code == 404 and "predates event ids" in response.text
 

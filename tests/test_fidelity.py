@@ -18,13 +18,10 @@ from datasette_capsem.catalog.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.readonly import open_readonly
-from tests.capsem_writer import DDL_DIR, HEAD, MAIN_HEAD, Ledger, blake3_ref, ddl, new_event_id
+from tests.capsem_writer import HEAD, MAIN_HEAD, Ledger, blake3_ref, ddl, new_event_id
 from tests.helpers import make_datasette, snapshot_tree
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="session"),
-    pytest.mark.skipif(not DDL_DIR.is_dir(), reason=f"Capsem's DDL is not at {DDL_DIR}"),
-]
+pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 AMBIENT = "5f2c9a0d41e7b3c8"  # CAPSEM_TRACE_ID: 16 hex, set by the service for every VM
 

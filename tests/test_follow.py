@@ -26,7 +26,7 @@ import pytest
 from datasette_capsem.generate.live import LiveWriter
 from datasette_capsem.state import get_state
 from tests.browser import live_server, open_page
-from tests.helpers import make_datasette
+from tests.helpers import documentation, make_datasette
 from tests.test_live import live_candidate
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -277,7 +277,7 @@ def test_tail_of_an_unknown_session_or_home_is_a_clear_error(home, session, tmp_
 
 
 def documented() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     found = []
     for block in re.findall(r"```\w*\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():

@@ -88,7 +88,7 @@ async def test_list_and_search_follow_changes_without_the_timer(capsem_home, man
     current = [
         s
         for s in manifest["sessions"]
-        if s.get("ledger") and s.get("clean") and s["era"] == "current" and not s.get("alias_of")
+        if s.get("ledger") and s.get("clean") and s["era"] == "head" and not s.get("alias_of")
     ]
     changed, replaced, removed, donor = current[:4]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)
@@ -200,7 +200,7 @@ async def test_a_change_is_seen_through_the_os_without_any_stat_round(
     current = [
         s
         for s in manifest["sessions"]
-        if s.get("ledger") and s.get("clean") and s["era"] == "current" and not s.get("alias_of")
+        if s.get("ledger") and s.get("clean") and s["era"] == "head" and not s.get("alias_of")
     ]
     changed, donor = current[:2]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)

@@ -118,7 +118,7 @@ MARKS_TOOL_TURNS = (
 )
 # The checker reports the writer's id habit as info, and an era's readiness for Capsem's own
 # routes as info: facts of Capsem's files, not defects the generator injects.
-HABIT_KINDS = {"unpairable_tool_ids", "capsem_ready_schema"}
+HABIT_KINDS = {"unpairable_tool_ids", "capsem_ready_schema", "result_in_another_trace"}
 ROW_KINDS = set(findings.KINDS) - {"rollup_mismatch", "stale_running", "unclean_wal"} - HABIT_KINDS
 
 
@@ -161,6 +161,21 @@ def ledgers(manifest: dict) -> list[dict]:
     return [
         s for s in manifest["sessions"] if s["ledger"] and not s["broken"] and not s["alias_of"]
     ]
+
+
+# Spec §4.4: the writer puts a result away from its call (retry, resume, history re-sent,
+# Gemini CLI's <name>_<epoch-ms>_<i> for the writer's gemini_<name>_<i>), so a result pairs with
+# any call of its id, or of its Gemini CLI twin, emitted earlier in the session.
+CALL_RECORDED_EARLIER = (
+    "SELECT 1 FROM tool_calls e WHERE e.model_call_id < tr.model_call_id AND (e.call_id = tr.call_id"
+    " OR (e.call_id GLOB 'gemini_' || e.tool_name || '_[0-9]*'"
+    " AND tr.call_id GLOB e.tool_name || '_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]_[0-9]*'))"
+)
+ANSWERED_LATER = (
+    "SELECT 1 FROM tool_responses a WHERE a.model_call_id > tc.model_call_id AND (a.call_id = tc.call_id"
+    " OR (tc.call_id GLOB 'gemini_' || tc.tool_name || '_[0-9]*'"
+    " AND a.call_id GLOB tc.tool_name || '_[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]_[0-9]*'))"
+)
 
 
 def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
@@ -214,7 +229,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
             "tool_responses",
             ids(
                 conn,
-                f"SELECT tr.id FROM tool_responses tr WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id) AND NOT ({UNPAIRABLE_RESPONSE})",
+                f"SELECT tr.id FROM tool_responses tr WHERE NOT EXISTS (SELECT 1 FROM tool_calls tc WHERE tc.call_id = tr.call_id AND tc.trace_id IS tr.trace_id) AND NOT ({UNPAIRABLE_RESPONSE}) AND NOT EXISTS ({CALL_RECORDED_EARLIER})",
             ),
         )
         add(
@@ -231,7 +246,7 @@ def check(conn: sqlite3.Connection) -> set[tuple[str, str | None, int | None]]:
                 "tool_calls",
                 ids(
                     conn,
-                    f"SELECT tc.id FROM tool_calls tc WHERE tc.origin IN ('native','local','mcp_proxy') AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND tr.trace_id IS tc.trace_id) AND NOT {UNPAIRABLE_CALL}",
+                    f"SELECT tc.id FROM tool_calls tc WHERE tc.origin IN ('native','local','mcp_proxy') AND NOT EXISTS (SELECT 1 FROM tool_responses tr WHERE tr.call_id = tc.call_id AND tr.trace_id IS tc.trace_id) AND NOT {UNPAIRABLE_CALL} AND NOT EXISTS ({ANSWERED_LATER})",
                 ),
             )
     add(
@@ -434,7 +449,7 @@ def test_every_layout_and_era(manifest: dict) -> None:
         "legacy_gz",
         "registry_only",
     } <= set(kinds)
-    assert {s["era"] for s in manifest["sessions"]} >= {"current", "march2026", "v1_1", "migrated"}
+    assert {s["era"] for s in manifest["sessions"]} >= {"head", "0.16", "1.1", "migrated"}
     assert any(s["ledger"] is None and s["main_db_row"] for s in manifest["sessions"])
     assert any(
         s["ledger"] and not s["main_db_row"] and not s["broken"] for s in manifest["sessions"]
@@ -447,7 +462,7 @@ def test_every_layout_and_era(manifest: dict) -> None:
 # -- schemas ----------------------------------------------------------------------------
 def test_current_schema_matches_spec(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
     clean = next(
-        s for s in manifest["sessions"] if s["era"] == "current" and s["clean"] and s["ledger"]
+        s for s in manifest["sessions"] if s["era"] == "head" and s["clean"] and s["ledger"]
     )
     conn = open_copy(capsem_home, clean["ledger"], tmp_path)
     assert tables(conn) == set(CURRENT_COLUMNS)
@@ -490,7 +505,7 @@ def test_current_checks_reject_invalid_values(
     capsem_home: Path, manifest: dict, tmp_path: Path, sql: str
 ) -> None:
     clean = next(
-        s for s in manifest["sessions"] if s["era"] == "current" and s["clean"] and s["ledger"]
+        s for s in manifest["sessions"] if s["era"] == "head" and s["clean"] and s["ledger"]
     )
     conn = open_copy(capsem_home, clean["ledger"], tmp_path)
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
@@ -499,7 +514,7 @@ def test_current_checks_reject_invalid_values(
 
 def test_old_eras(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
     by_era = {s["era"]: s for s in ledgers(manifest)}
-    march = open_copy(capsem_home, by_era["march2026"]["ledger"], tmp_path)
+    march = open_copy(capsem_home, by_era["0.16"]["ledger"], tmp_path)
     assert {"mcp_calls", "snapshot_events"} <= tables(march)
     assert not tables(march) & {
         "dns_events",
@@ -514,7 +529,7 @@ def test_old_eras(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
     )
     fraction = march.execute("SELECT timestamp FROM model_calls").fetchone()[0].split(".")[1]
     assert len(fraction) == len("123456789Z"), "nanoseconds before 2026-06-11"
-    v11 = open_copy(capsem_home, by_era["v1_1"]["ledger"], tmp_path)
+    v11 = open_copy(capsem_home, by_era["1.1"]["ledger"], tmp_path)
     assert {"dns_events", "exec_events", "audit_events", "mcp_calls"} <= tables(v11)
     assert "trace_id" in cols(v11, "net_events") and "mcp_call_id" in cols(v11, "exec_events")
     assert not tables(v11) & {
@@ -639,7 +654,7 @@ def test_current_traces_are_agentic_loops(
     s = next(
         s
         for s in ledgers(manifest)
-        if s["clean"] and s["era"] == "current" and s["kind"] == "ephemeral" and not s["live"]
+        if s["clean"] and s["era"] == "head" and s["kind"] == "ephemeral" and not s["live"]
     )
     conn = open_copy(capsem_home, s["ledger"], tmp_path)
     ambient = s["habits"]["ambient_trace"]
@@ -706,7 +721,7 @@ def test_costs_follow_the_pricing_formula(
     capsem_home: Path, manifest: dict, tmp_path: Path
 ) -> None:
     for s in ledgers(manifest):
-        if not s["clean"] or s["era"] != "current":
+        if not s["clean"] or s["era"] != "head":
             continue
         conn = open_copy(capsem_home, s["ledger"], tmp_path)
         for provider, cost, inp, out in conn.execute(
@@ -974,7 +989,7 @@ def test_live_writer_appends_while_readable(
     session = next(
         s
         for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "current" and s["kind"] == "ephemeral" and not s["live"]
+        if s["clean"] and s["era"] == "head" and s["kind"] == "ephemeral" and not s["live"]
     )
     path = home / session["ledger"]
     start = session["counts"]["net_events"]
@@ -1099,7 +1114,7 @@ def test_ids_and_stop_reasons_follow_the_writer(
     completions say tool_use."""
     stops: set[tuple[str, str, str]] = set()
     for s in ledgers(manifest):
-        if s["era"] not in ("current", "v1_3") or not s["clean"]:
+        if s["era"] not in ("head", "1.3") or not s["clean"]:
             continue
         conn = open_copy(capsem_home, s["ledger"], tmp_path)
         for provider, path, stop, emitted in conn.execute(

@@ -25,7 +25,7 @@ from datasette_capsem.catalog import Catalog
 from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.config import ConfigError, load_settings, qualify, split_qualified
 from datasette_capsem.state import get_state
-from tests.helpers import make_labelled_datasette
+from tests.helpers import doc_section, make_labelled_datasette
 from tests.test_serve_cli import free_port, wait_for
 
 aio = pytest.mark.asyncio(loop_scope="session")
@@ -360,8 +360,7 @@ async def test_search_spans_every_home(served):
 # -- the README's "Many homes" section, as written -------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTION = (ROOT / "README.md").read_text().split("## Many homes in one instance\n", 1)[1]
-SECTION = SECTION.split("\n## ", 1)[0]
+SECTION = doc_section("Many homes in one instance")
 DATASETTE = str(Path(sys.executable).with_name("datasette"))
 
 

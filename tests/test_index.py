@@ -194,7 +194,7 @@ async def test_index_figures_equal_direct_sums_in_every_era(
             if value is not None:
                 assert same(row[figure], value), (session["id"], session["era"], figure)
         eras.add(session["era"])
-    assert {"current", "v1_1", "march2026", "migrated"} <= eras
+    assert {"head", "1.1", "0.16", "migrated"} <= eras
 
 
 def expected_per_file(
@@ -385,7 +385,7 @@ async def test_broken_ledgers_are_recorded_with_their_problem(built, manifest):
 
 
 async def test_lookup_finds_every_kind_of_identifier(built, manifest, capsem_home, cache_dir):
-    session = next(s for s in readable(manifest) if s["era"] == "current" and s.get("clean"))
+    session = next(s for s in readable(manifest) if s["era"] == "head" and s.get("clean"))
     conn = open_readonly(capsem_home / session["ledger"], cache_dir)
     try:
         probes = {
@@ -422,7 +422,7 @@ async def test_incremental_refresh_reads_only_changed_ledgers(capsem_home, manif
     assert again.indexed == [] and again.unchanged == again.total
 
     session = next(
-        s for s in readable(manifest) if s["era"] == "current" and s["kind"] == "ephemeral"
+        s for s in readable(manifest) if s["era"] == "head" and s["kind"] == "ephemeral"
     )
     before = service.snapshot().ledgers[session["id"]]
     writer = sqlite3.connect(home / session["ledger"])  # plays Capsem writing one more call
@@ -493,7 +493,7 @@ async def test_server_refreshes_the_index_in_the_background(capsem_home, manifes
     home = copy_home(capsem_home, tmp_path / "home")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0.2)
     service = get_state(datasette).index
-    session = next(s for s in readable(manifest) if s["era"] == "current" and s.get("clean"))
+    session = next(s for s in readable(manifest) if s["era"] == "head" and s.get("clean"))
     deadline = time.time() + 30
     while session["id"] not in service.snapshot().ledgers and time.time() < deadline:
         await asyncio.sleep(0.05)

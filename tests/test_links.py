@@ -32,7 +32,7 @@ async def datasette(capsem_home, tmp_path_factory):
 def session(manifest) -> dict:
     return next(
         s for s in manifest["sessions"]
-        if s["era"] == "current" and s.get("clean") and s["kind"] == "ephemeral"
+        if s["era"] == "head" and s.get("clean") and s["kind"] == "ephemeral"
         and s["status"] == "stopped"
     )  # fmt: skip
 
@@ -146,7 +146,7 @@ async def test_an_unanswered_call_says_so(datasette, capsem_home, manifest, tmp_
         tmp_path,
     )[0]["event_id"]  # fmt: skip
     page = await datasette.client.get(f"/-/capsem/sessions/{session['id']}/events/{event}")
-    assert "answered by: <em>no response in this trace</em>" in page.text
+    assert "answered by: <em>no response in this session</em>" in page.text
 
 
 async def test_unknown_call_ids_and_rows_answer_404(datasette, session):

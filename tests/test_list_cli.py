@@ -232,9 +232,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def documented() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("### Command line\n", 1)[1].split("\n### ", 1)[0]
-    (block,) = re.findall(r"```bash\n(.*?)```", section, re.S)
+    text = (ROOT / "docs" / "cli.md").read_text()
+    (block,) = re.findall(r"```bash\n(.*?)```", text, re.S)
     return [line.strip() for line in block.splitlines() if line.strip()]
 
 

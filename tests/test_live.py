@@ -18,7 +18,7 @@ def live_candidate(manifest: dict) -> dict:
     return next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current"
+        if s["era"] == "head"
         and s["clean"]
         and s["kind"] == "ephemeral"
         and not s["live"]

@@ -205,7 +205,7 @@ def planted(tmp_path_factory) -> Planted:
     stopped = [
         s
         for s in manifest["sessions"]
-        if s.get("era") == "current" and s.get("clean") and not s.get("live") and s.get("traces")
+        if s.get("era") == "head" and s.get("clean") and not s.get("live") and s.get("traces")
     ]
     number_session = next(s for s in stopped if len(s["traces"]) >= 5)
     blob_session = next(s for s in stopped if s["id"] != number_session["id"])

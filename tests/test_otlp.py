@@ -144,7 +144,7 @@ async def test_the_cli_exports_the_same_spans(datasette, manifest, capsem_home, 
 
 async def test_older_eras_export_too(datasette, manifest):
     for session in manifest["sessions"]:
-        if session.get("era") in ("march2026", "v1_1", "migrated") and session.get("traces"):
+        if session.get("era") in ("0.16", "1.1", "migrated") and session.get("traces"):
             trace = session["traces"][0]
             response = await datasette.client.get(trace_url(session["id"], trace, ".otlp.json"))
             assert response.status_code == 200

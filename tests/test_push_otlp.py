@@ -274,11 +274,11 @@ def test_follow_picks_up_a_new_session_and_new_rows(clean_home, tmp_path):
     other_manifest = generate_home(other, clean_options(seed=9))
     newcomer = next(
         e for e in other_manifest["sessions"]
-        if e["ledger"] and e["era"] == "current" and e["kind"] == "ephemeral" and e["traces"]
+        if e["ledger"] and e["era"] == "head" and e["kind"] == "ephemeral" and e["traces"]
     )  # fmt: skip
     live = next(
         e for e in manifest["sessions"]
-        if e["ledger"] and e["era"] == "current" and e["kind"] == "ephemeral" and not e["live"]
+        if e["ledger"] and e["era"] == "head" and e["kind"] == "ephemeral" and not e["live"]
     )  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with Receiver() as receiver:
@@ -371,7 +371,7 @@ def test_credentials_are_masked_unless_unmasked(clean_home, tmp_path):
     shutil.copytree(source, home, symlinks=True)
     entry = next(
         e for e in manifest["sessions"]
-        if e["ledger"] and e["era"] == "current" and e["counts"].get("tool_calls")
+        if e["ledger"] and e["era"] == "head" and e["counts"].get("tool_calls")
     )  # fmt: skip
     plant_secret(home, entry)
     for unmasked, json_mode in ((False, False), (False, True), (True, False)):

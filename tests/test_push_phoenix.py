@@ -68,7 +68,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KIND_OF_TABLE = {
     "model_calls": "LLM",
     "tool_calls": "TOOL",
-    **{table: kind for table, (_prefix, kind, _duration) in HOST_SPANS.items()},
+    **{table: span.kind for table, span in HOST_SPANS.items()},
 }
 FREEZE_BEFORE_REQUEST = 4
 BATCH_SPANS = "100"

@@ -78,7 +78,7 @@ def test_declared_params_match_the_sql():
     """Datasette shows exactly `params` as form fields, so they must be what the SQL binds."""
     for spec in all_specs():
         parts = " ".join(part.sql for part in spec.parts)
-        text = (spec.sql + parts).replace("__KEY__", spec.key or "__KEY__")
+        text = (spec.sql + parts).replace("{key}", spec.key or "key")
         assert sql_parameters(text) == set(spec.params), spec.id
 
 
@@ -96,7 +96,7 @@ async def test_each_era_gets_the_queries_that_make_sense(manifest, capsem_home, 
             schema = read_schema(conn)
             offered = canned_queries_for(schema, "session")
             assert set(offered) >= SESSION_QUERIES_EVERY_ERA, era
-            if era in ("current", "migrated", "v1_3"):  # 1.3 has every column of HEAD
+            if era in ("head", "migrated", "1.3"):  # 1.3 has every column of HEAD
                 assert set(offered) >= SESSION_QUERIES_CURRENT_ONLY
             else:
                 assert not SESSION_QUERIES_CURRENT_ONLY & set(offered), era
@@ -118,7 +118,7 @@ async def test_queries_on_the_database_pages(datasette, manifest):
 
 
 async def test_a_query_an_era_lacks_is_a_404_not_an_sql_error(datasette, manifest):
-    old = by_era(manifest)["march2026"]
+    old = by_era(manifest)["0.16"]
     response = await datasette.client.get(f"/{old['id']}/unledgered_mcp_calls.json")
     assert response.status_code == 404
 
@@ -137,7 +137,7 @@ async def test_token_totals_equal_manifest_totals_in_every_era(datasette, manife
 
 
 async def test_token_totals_read_usage_details(datasette, manifest, capsem_home, cache_dir):
-    session = by_era(manifest)["current"]
+    session = by_era(manifest)["head"]
     conn = open_ledger(capsem_home, session, cache_dir)
     try:
         import json
@@ -152,7 +152,7 @@ async def test_token_totals_read_usage_details(datasette, manifest, capsem_home,
     found = await rows(datasette, f"/{session['id']}/token_totals.json")
     assert sum(r["cache_read_tokens"] for r in found) == cache
     assert sum(r["thinking_tokens"] for r in found) == thinking
-    old = by_era(manifest)["march2026"]
+    old = by_era(manifest)["0.16"]
     assert all(
         "cache_read_tokens" in r for r in await rows(datasette, f"/{old['id']}/token_totals.json")
     )
@@ -239,7 +239,7 @@ async def test_trace_chain_holds_every_row_of_the_trace_in_time_order(
 async def test_turn_chain_matches_the_trace_outside_security_tables(
     datasette, manifest, capsem_home, cache_dir
 ):
-    session = by_era(manifest)["current"]
+    session = by_era(manifest)["head"]
     conn = open_ledger(capsem_home, session, cache_dir)
     try:
         for trace in session["traces"]:
@@ -288,7 +288,7 @@ def page_rows(graph: dict) -> set[tuple]:
     }
 
 
-@pytest.mark.parametrize("era", ["current", "migrated", "march2026", "v1_1"])
+@pytest.mark.parametrize("era", ["head", "migrated", "0.16", "1.1"])
 async def test_trace_chain_holds_the_rows_the_trace_page_shows(datasette, manifest, era):
     """The canned query and the trace page agree on what a trace is, in every era: on 0.16
     files tool rows join by model_call_id, security rows by event_id in every era."""
@@ -307,16 +307,16 @@ async def test_trace_chain_holds_the_rows_the_trace_page_shows(datasette, manife
             assert len(found) == len(set(found)), "a row is listed once"
             assert set(found) == page_rows(page.json()), (era, session["id"], trace)
             tables |= {table for table, _ in found}
-        if era == "march2026":  # no trace_id on tool rows: joined through their model call
+        if era == "0.16":  # no trace_id on tool rows: joined through their model call
             assert {"tool_calls", "tool_responses"} <= tables, session["id"]
-        if era in ("current", "migrated"):  # decision rows carry no trace_id
+        if era in ("head", "migrated"):  # decision rows carry no trace_id
             assert "security_decision_events" in tables, session["id"]
 
 
 async def test_model_call_lists_its_items_tool_calls_and_responses(
     datasette, manifest, capsem_home, cache_dir
 ):
-    session = by_era(manifest)["current"]
+    session = by_era(manifest)["head"]
     conn = open_ledger(capsem_home, session, cache_dir)
     try:
         mc_id, trace = conn.execute(
@@ -359,7 +359,7 @@ async def test_tool_usage_percentiles_equal_python_nearest_rank(
 ):
     checked = 0
     for session in readable(manifest):
-        if session["era"] not in ("current", "migrated"):
+        if session["era"] not in ("head", "migrated"):
             continue
         conn = open_ledger(capsem_home, session, cache_dir)
         try:
@@ -387,7 +387,7 @@ async def test_tool_usage_percentiles_equal_python_nearest_rank(
 
 
 async def test_old_eras_count_tool_usage_without_latency(datasette, manifest):
-    old = by_era(manifest)["march2026"]
+    old = by_era(manifest)["0.16"]
     found = await rows(datasette, f"/{old['id']}/tool_usage_stats.json")
     assert sum(r["calls"] for r in found) == old["counts"]["tool_calls"]
     assert all(r["p50_ms"] is None for r in found)
@@ -533,7 +533,7 @@ async def test_daily_totals_add_up_to_main_db(datasette, capsem_home, cache_dir)
     ],
 )
 async def test_bad_session_parameters_give_empty_results(datasette, manifest, query, params):
-    session = by_era(manifest)["current"]
+    session = by_era(manifest)["head"]
     assert await rows(datasette, f"/{session['id']}/{query}.json", **params) == []
     page = await datasette.client.get(f"/{session['id']}/{query}", params=params)
     assert page.status_code == 200
@@ -577,15 +577,15 @@ async def test_an_outside_query_registers_through_the_hook(datasette, manifest):
     plugin = BiggestBodies()
     plugin_manager().register(plugin)
     try:
-        current = by_era(manifest)["current"]
+        current = by_era(manifest)["head"]
         assert len(await rows(datasette, f"/{current['id']}/biggest_bodies.json")) == 3
-        old = by_era(manifest)["march2026"]
+        old = by_era(manifest)["0.16"]
         gone = await datasette.client.get(f"/{old['id']}/biggest_bodies.json")
         assert gone.status_code == 404
     finally:
         plugin_manager().unregister(plugin)
     missing = await datasette.client.get(
-        f"/{by_era(manifest)['current']['id']}/biggest_bodies.json"
+        f"/{by_era(manifest)['head']['id']}/biggest_bodies.json"
     )
     assert missing.status_code == 404
 
@@ -624,7 +624,7 @@ def test_percentiles_on_large_groups_equal_python_nearest_rank(tmp_path):
 
 
 async def test_a_malformed_core_parameter_is_a_400_not_a_500(datasette, manifest):
-    session = by_era(manifest)["current"]
+    session = by_era(manifest)["head"]
     for path in (f"/{session['id']}/trace_chain", f"/{session['id']}/trace_chain.json"):
         response = await datasette.client.get(path, params={"_timelimit": "abc"})
         assert response.status_code == 400 and "_timelimit" in response.text

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from datasette_capsem.generate import generate_home
+from tests.helpers import documentation
 from tests.otlp_receiver import Receiver
 from tests.test_push_otlp import HANG_GUARD, ROOT_NAMES, clean_options
 
@@ -30,7 +31,7 @@ ENDPOINT = re.compile(r"http://127\.0\.0\.1:\d+")
 
 
 def documented() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+    text = documentation()
     found = []
     for block in re.findall(r"```\w*\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():

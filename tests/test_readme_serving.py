@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.helpers import documentation
 from tests.security_support import (
     ROOT,
     core_routes,
@@ -37,7 +38,7 @@ SERVE = re.compile(r"(?:^|/)datasette\s+(?:capsem\s+)?serve\b")
 def documented_commands() -> list[dict]:
     """Every serving command of the README (code blocks, systemd unit, inline code) and of
     metadata.yml's header comment: {"text", "argv", "env", "cwd"}."""
-    text = README.read_text()
+    text = documentation()
     found: list[dict] = []
     for lang, block in re.findall(r"```(\w*)\n(.*?)```", text, re.S):
         if lang == "ini":
@@ -97,6 +98,8 @@ def runnable(command: dict, port: int, home: Path, tmp: Path) -> tuple[list[str]
     )
     for key in command["env"]:  # the unit's own paths, moved to this machine
         env[key] = {"CAPSEM_HOME": str(home)}.get(key, str(tmp / key.lower()))
+    # "$CAPSEM_HOME" in a documented command is expanded as a shell would
+    argv = [re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), m.group(0)), a) for a in argv]
     return argv, env, ROOT  # WorkingDirectory: the repository (a configuration directory)
 
 

@@ -43,7 +43,7 @@ def test_every_ledger_kind_reads_on_a_read_only_mount(capsem_home, manifest, tmp
     finished = next(
         s
         for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "current" and not s["live"] and s["kind"] == "ephemeral"
+        if s["clean"] and s["era"] == "head" and not s["live"] and s["kind"] == "ephemeral"
     )
     live = next(s for s in manifest["sessions"] if s["live"] and s.get("ledger"))
     no_shm = next(b for b in manifest["broken_files"] if b["kind"] == "wal_without_shm")

@@ -139,7 +139,7 @@ def planted_home(capsem_home, manifest, tmp_path_factory):
     session = next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current"
+        if s["era"] == "head"
         and s["clean"]
         and s["kind"] == "ephemeral"
         and not s["live"]

@@ -133,7 +133,7 @@ def planted_session(manifest: dict) -> dict:
     return next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "current" and s["clean"] and s.get("ledger") and not s.get("forked_from")
+        if s["era"] == "head" and s["clean"] and s.get("ledger") and not s.get("forked_from")
         and not s.get("alias_of") and not s["live"]
     )  # fmt: skip
 

@@ -121,11 +121,11 @@ async def test_every_figure_equals_independent_sql_and_its_link(
                         assert (await datasette.client.get(row["href"])).status_code == 200
         eras.add(session["era"])
     assert checked > 50
-    assert {"current", "v0_9", "v1_1", "v1_3", "migrated"} <= eras
+    assert {"head", "0.9", "1.1", "1.3", "migrated"} <= eras
 
 
 async def test_an_old_file_shows_what_it_has(datasette, manifest):
-    old = next(s for s in readable(manifest) if s["era"] == "v0_9")
+    old = next(s for s in readable(manifest) if s["era"] == "0.9")
     response = await datasette.client.get(f"/-/capsem/sessions/{quote(old['id'])}")
     assert response.status_code == 200
     data = (await datasette.client.get(f"/-/capsem/sessions/{quote(old['id'])}.json")).json()

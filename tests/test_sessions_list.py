@@ -140,7 +140,7 @@ async def test_mismatched_rollups_are_flagged(capsem_home, manifest, cache_dir):
     clean = [
         s
         for s in manifest["sessions"]
-        if s.get("clean") and s["status"] == "stopped" and s.get("ledger") and s["era"] == "current"
+        if s.get("clean") and s["status"] == "stopped" and s.get("ledger") and s["era"] == "head"
     ]
     assert clean
     for session in clean:
@@ -381,7 +381,7 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
     persistent = next(
         s for s in manifest["sessions"]
         if s["kind"] == "persistent" and s.get("clean") and s.get("ledger")
-        and not s.get("forked_from") and not s.get("alias_of") and s["era"] == "current"
+        and not s.get("forked_from") and not s.get("alias_of") and s["era"] == "head"
     )  # fmt: skip
     assert by_id["code-3"]["kind"] == by_id["co-work-2"]["kind"] == "run"
     conn = _main_db(home, manifest)

@@ -61,7 +61,7 @@ def small_session(manifest: dict) -> dict:
         for s in manifest["sessions"]
         if s.get("ledger")
         and s["clean"]
-        and s["era"] == "current"
+        and s["era"] == "head"
         and not s["live"]
         and s.get("counts", {}).get("model_calls")
     )

@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 import yaml
 
+from datasette_capsem.permissions import DATASETTE_1
 from datasette_capsem.redaction import HIDDEN
 from tests.helpers import make_datasette
 
@@ -17,9 +18,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 async def team_instance(home: Path, cache: Path):
+    """The repository's team configuration as `datasette serve .` reads it: metadata.yml and
+    settings.json on Datasette 0.65; metadata.yml and datasette.yaml on 1.0."""
     metadata = yaml.safe_load((ROOT / "metadata.yml").read_text())
+    if DATASETTE_1:
+        config = yaml.safe_load((ROOT / "datasette.yaml").read_text())
+        return await make_datasette(home, cache, metadata=metadata, config=config)
     settings = json.loads((ROOT / "settings.json").read_text())
     return await make_datasette(home, cache, metadata=metadata, settings=settings)
+
+
+def test_the_one_point_o_configuration_agrees_with_metadata_and_settings():
+    """datasette.yaml repeats, for 1.0, what 0.65 reads from metadata.yml and settings.json."""
+    config = yaml.safe_load((ROOT / "datasette.yaml").read_text())
+    metadata = yaml.safe_load((ROOT / "metadata.yml").read_text())
+    settings = json.loads((ROOT / "settings.json").read_text())
+    # The one difference: 1.0 needs default_allow_sql on for allow_sql to grant anything.
+    assert config["settings"] == {**settings, "default_allow_sql": True}
+    assert config["allow_sql"] == metadata["allow_sql"]
+    assert "plugins" not in config and "allow" not in config  # 1.0 moves metadata.yml's own
 
 
 def as_user(user: str) -> dict[str, str]:
@@ -32,7 +49,7 @@ async def test_the_shipped_team_configuration(capsem_home, manifest, tmp_path):
     session = next(
         s
         for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "current" and s.get("ledger") and not s["live"]
+        if s["clean"] and s["era"] == "head" and s.get("ledger") and not s["live"]
     )
     sid = session["id"]
     # No proxy header, no access at all.
@@ -44,15 +61,18 @@ async def test_the_shipped_team_configuration(capsem_home, manifest, tmp_path):
         assert response.status_code == 200, path
     # Arbitrary SQL is for the named operators only.
     sql = f"/{sid}.json?sql={quote('select count(*) from model_calls')}"
-    assert (await datasette.client.get(sql, headers=as_user("alice"))).status_code == 403
-    assert (await datasette.client.get(sql, headers=as_user("capsem-admin"))).status_code == 200
+    # (1.0 answers `/<db>.json?sql=` with a redirect to `/<db>/-/query.json`.)
+    alice = await datasette.client.get(sql, headers=as_user("alice"), follow_redirects=True)
+    assert alice.status_code == 403
+    admin = await datasette.client.get(sql, headers=as_user("capsem-admin"), follow_redirects=True)
+    assert admin.status_code == 200
     # Downloads are off; the settings are the tight ones.
     assert (
         await datasette.client.get(f"/{sid}.db", headers=as_user("capsem-admin"))
     ).status_code == 403
     live = (await datasette.client.get("/-/settings.json", headers=as_user("alice"))).json()
     assert live["allow_download"] is False and live["allow_csv_stream"] is False
-    assert live["default_allow_sql"] is False and live["max_returned_rows"] <= 1000
+    assert live["default_allow_sql"] is DATASETTE_1 and live["max_returned_rows"] <= 1000
 
 
 @async_test
@@ -63,7 +83,7 @@ async def test_only_the_named_operator_sees_unmasked_credentials(capsem_home, ma
     sid = next(
         s["id"]
         for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "current" and s.get("ledger") and not s["live"]
+        if s["clean"] and s["era"] == "head" and s.get("ledger") and not s["live"]
     )
     table = f"/{sid}/net_events.json?_shape=array&_size=5"
     alice = (await datasette.client.get(table, headers=as_user("alice"))).json()

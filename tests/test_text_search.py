@@ -125,7 +125,7 @@ async def test_indexed_documents_equal_independent_sql_in_every_era(
                 }
                 assert got == want, (session["id"], session["era"], kind)
                 eras.add(session["era"])
-    assert {"current", "v0_9", "v1_1", "v1_2", "v1_3", "march2026", "migrated"} <= eras
+    assert {"head", "0.9", "1.1", "1.2", "1.3", "0.16", "migrated"} <= eras
 
 
 def phrase_in(text: str, phrase: str) -> bool:
@@ -136,7 +136,7 @@ def phrase_in(text: str, phrase: str) -> bool:
 
 async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, capsem_home, tmp_path):
     files = [s for s in readable(manifest) if not s.get("alias_of") and not s.get("forked_from")]
-    sample = next(s for s in files if s["era"] == "current" and s.get("clean"))
+    sample = next(s for s in files if s["era"] == "head" and s.get("clean"))
     with ledger(capsem_home, sample, tmp_path) as conn:
         command = conn.execute(
             "SELECT command FROM exec_events WHERE command LIKE '% %' LIMIT 1"
@@ -265,7 +265,7 @@ def planted(capsem_home, manifest, tmp_path_factory):
     session = next(
         s
         for s in readable(manifest)
-        if s["era"] == "current" and s.get("clean") and s["kind"] == "ephemeral"
+        if s["era"] == "head" and s.get("clean") and s["kind"] == "ephemeral"
     )
     conn = sqlite3.connect(home / session["ledger"])
     conn.execute(

@@ -63,11 +63,11 @@ async def test_every_row_once_in_time_order_every_era(datasette, manifest, capse
         assert data["total"] == len(expected)
         assert len(seen) == len(set(seen)) and set(seen) == expected, session["era"]
         eras.add(session["era"])
-    assert {"current", "v0_9", "v1_1"} <= eras
+    assert {"head", "0.9", "1.1"} <= eras
 
 
 async def test_layer_time_and_trace_filters(datasette, manifest, capsem_home, tmp_path):
-    session = next(s for s in readable(manifest) if s["era"] == "current" and s.get("traces"))
+    session = next(s for s in readable(manifest) if s["era"] == "head" and s.get("traces"))
     full = (await datasette.client.get(url(session["id"], "_size=1000"))).json()
     for layer in LAYER_TABLES:
         data = (await datasette.client.get(url(session["id"], f"layer={layer}&_size=1000"))).json()

@@ -290,7 +290,7 @@ async def test_summary_totals(datasette, manifest, capsem_home, cache_dir):
     assert summary["cost_usd"] == pytest.approx(row[3], abs=1e-6)
 
 
-@pytest.mark.parametrize("era", ["march2026", "v1_1", "migrated"])
+@pytest.mark.parametrize("era", ["0.16", "1.1", "migrated"])
 async def test_older_eras_draw_what_they_hold(datasette, manifest, capsem_home, cache_dir, era):
     sessions = [s for s in of_era(manifest, era) if s.get("traces")]
     assert sessions, f"the generator writes {era} sessions with traces"
@@ -307,7 +307,7 @@ async def test_older_eras_draw_what_they_hold(datasette, manifest, capsem_home, 
                 assert nodes_of(graph, "tool_call") >= wanted["tool_call"]
                 html = await datasette.client.get(trace_url(session["id"], trace))
                 assert html.status_code == 200
-                if era == "march2026":
+                if era == "0.16":
                     assert not nodes_of(graph, "security_event")
                     assert any("event ids" in note for note in graph["notes"])
 

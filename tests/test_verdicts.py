@@ -150,7 +150,7 @@ async def test_a_changed_ledger_rechecks_only_itself_and_a_changed_row_is_stale(
 
     session = next(
         s for s in readable(manifest)
-        if s["era"] == "current" and s["kind"] == "ephemeral" and s.get("clean")
+        if s["era"] == "head" and s["kind"] == "ephemeral" and s.get("clean")
         and s["status"] == "stopped"
     )  # fmt: skip
     assert service.snapshot().checks[session["id"]]["verdict"] == "ok"
@@ -171,7 +171,7 @@ async def test_a_changed_ledger_rechecks_only_itself_and_a_changed_row_is_stale(
     other = next(
         s for s in readable(manifest)
         if s["status"] == "stopped" and s["main_db_row"] and s["id"] != session["id"]
-        and s["era"] == "current" and s.get("clean")
+        and s["era"] == "head" and s.get("clean")
     )  # fmt: skip
     main = sqlite3.connect(home / manifest["main_db"])
     main.execute(

@@ -52,7 +52,7 @@ def clean_current(manifest: dict) -> list[dict]:
     return [
         s
         for s in readable(manifest)
-        if s.get("era") == "current" and s.get("clean") and s.get("traces")
+        if s.get("era") == "head" and s.get("clean") and s.get("traces")
     ]
 
 

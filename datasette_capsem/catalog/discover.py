@@ -29,7 +29,7 @@ class SessionDir:
     kind: str
     path: Path
     ledger_path: Path | None
-    writer_wal: bool
+    writer_wal: float  # mtime of a non-empty -wal, 0.0 when none
     failed_at: str | None = None
 
 
@@ -53,23 +53,24 @@ def legacy_id_time(value: str) -> str | None:
     return moment.replace(tzinfo=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def ledger_in(directory: Path) -> tuple[Path | None, bool]:
-    """The ledger file of a session dir, and whether a writer's WAL is beside it."""
+def ledger_in(directory: Path) -> tuple[Path | None, float]:
+    """The ledger file of a session dir, and the mtime of a writer's WAL beside it (0.0: none)."""
     for name in ("session.db", "session.db.gz"):
         candidate = directory / name
         if candidate.is_file() or (candidate.exists() and not candidate.is_dir()):
             return candidate, writer_wal(directory / "session.db-wal")
-    return None, False
+    return None, 0.0
 
 
-def writer_wal(wal: Path) -> bool:
-    """A non-empty `-wal`: rows a writer committed may be only there (spec §4.7). An empty one
-    (with a 32 KiB `-shm`) is what any `mode=ro` reader leaves beside a finished ledger,
-    Capsem's own scripts included: not a writer."""
+def writer_wal(wal: Path) -> float:
+    """The mtime of a non-empty `-wal` (rows a writer committed may be only there, spec §4.7),
+    else 0.0. An empty one (with a 32 KiB `-shm`) is what any `mode=ro` reader leaves beside
+    a finished ledger, Capsem's own scripts included: not a writer."""
     try:
-        return wal.stat().st_size > 0
+        found = wal.stat()
     except OSError:
-        return False
+        return 0.0
+    return found.st_mtime if found.st_size > 0 else 0.0
 
 
 def _subdirs(parent: Path) -> list[Path]:

@@ -6,10 +6,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from datasette_capsem.ledger.times import parse_time
 from datasette_capsem.memory import CompactRow
 
 # Where a session's directory sits (spec §1).
 KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
+
+# main.db statuses written once a session's writer is gone (spec §3.4): a clean stop or a
+# non-zero exit caught by the child watcher (capsem-service main.rs:1789-1800), or archived since.
+ENDED_STATUSES = frozenset({"stopped", "crashed", "vacuumed", "terminated"})
+# A resumed persistent VM keeps its old `stopped` row (resume does not touch main.db, spec §3.4):
+# its new writer shows as a WAL written after the recorded stop, past this much clock slack.
+RESUME_AFTER_STOP_SECONDS = 60.0
 
 
 class MainRow(CompactRow):
@@ -33,7 +41,8 @@ class Session:
     dir_path: Path | None = None
     main_row: MainRow | None = None
     registry_entry: dict[str, Any] | None = None  # what is read of it (discover.REGISTRY_FIELDS)
-    writer_wal: bool = False  # a non-empty -wal beside the ledger (discover.writer_wal)
+    # The mtime of a non-empty -wal beside the ledger, 0.0 when there is none (discover.writer_wal)
+    writer_wal: float = 0.0
     same_vm_as: str | None = None  # the other id of a persistent VM known under two ids
     problems: list[str] = field(default_factory=list)
     # In an instance of labelled homes `id` is the address `<label>--<id>` (config.qualify),
@@ -51,9 +60,28 @@ class Session:
         return self.ledger_path is not None
 
     @property
+    def writer_ended(self) -> bool:
+        """Capsem says this session's writer is gone (spec §4.7): the service renamed its
+        directory `<id>-failed-<stamp>` (capsem-service main.rs:1289-1300), or main.db records
+        its stop or crash and no writer wrote the ledger since. A killed writer leaves a
+        non-empty WAL (it truncates only at a clean shutdown, writer.rs:805-812): its rows are
+        real and read, but nobody adds to them."""
+        if self.kind == "failed":
+            return True
+        if self.status not in ENDED_STATUSES:
+            return False
+        if self.kind != "persistent" or not self.writer_wal:
+            return True
+        stopped = parse_time(self.stopped_at)
+        return stopped is not None and (
+            self.writer_wal <= stopped.timestamp() + RESUME_AFTER_STOP_SECONDS
+        )
+
+    @property
     def live(self) -> bool:
-        """A writer may still add rows: a non-empty -wal, or main.db says running (spec §4.7)."""
-        return self.writer_wal or self.status == "running"
+        """A writer may still add rows: a non-empty -wal or main.db says running, and Capsem
+        does not say the writer ended (spec §4.7)."""
+        return not self.writer_ended and (bool(self.writer_wal) or self.status == "running")
 
     @property
     def display_name(self) -> str | None:

@@ -19,12 +19,11 @@ from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckCont
 from datasette_capsem.checks.profiles import for_profile
 from datasette_capsem.findings import KINDS
 from datasette_capsem.ledger.bodies import hash_verdict
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LEDGER_TABLES, LedgerSchema, read_schema
 from datasette_capsem.plugins import collect, plugin_manager
 from datasette_capsem.readonly import LedgerUnavailable
-from datasette_capsem.sqlfiles import load_sql
 
-SQL_PACKAGE = "datasette_capsem.checks"
 # Tables whose row counts a report shows (check_session.py's five first).
 COUNTED_TABLES = LEDGER_TABLES
 KIND_ORDER = {kind: index for index, kind in enumerate(KINDS)}
@@ -60,12 +59,12 @@ def database_name_for(session: Any) -> str | None:
 
 
 def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:
-    template = load_sql(SQL_PACKAGE, "row_count")
     counts = {}
     for table in COUNTED_TABLES:
         if table in schema.tables:
             try:
-                counts[table] = conn.execute(template.replace("__TABLE__", table)).fetchone()[0]
+                sql = render_sql("SELECT COUNT(*) FROM {table}", table=table)
+                counts[table] = conn.execute(sql).fetchone()[0]
             except sqlite3.DatabaseError:
                 continue
     return counts

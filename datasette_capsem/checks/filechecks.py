@@ -17,28 +17,15 @@ from typing import Any
 
 from datasette_capsem.checks.model import Check, CheckContext, Finding
 from datasette_capsem.ledger import rollup
+from datasette_capsem.ledger.tables import TABLES
 from datasette_capsem.sqlfiles import load_sql
 
 SQL_PACKAGE = "datasette_capsem.checks"
 
-# check_session.py's five tables, with the columns every era of them has (spec §4.5, §5.1).
-REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "net_events": ("id", "timestamp", "domain", "decision"),
-    "model_calls": ("id", "timestamp", "provider", "model", "input_tokens", "output_tokens"),
-    "tool_calls": ("id", "call_id", "tool_name"),
-    "tool_responses": ("id", "model_call_id", "call_id"),
-    "fs_events": ("id", "timestamp", "action", "path"),
-}
-
+# check_session.py's five tables, with the columns every era has (spec §4.5, §5.1).
+REQUIRED_COLUMNS = {t.name: t.required_columns for t in TABLES if t.required_columns}
 # Ledger table -> the main.db rollup columns its `rollup__<table>.sql` computes (spec §3.5).
-ROLLUP_SOURCES: dict[str, tuple[str, ...]] = {
-    "net_events": ("total_requests", "allowed_requests", "denied_requests"),
-    "model_calls": ("total_input_tokens", "total_output_tokens", "total_estimated_cost"),
-    "tool_calls": ("total_tool_calls",),
-    "fs_events": ("total_file_events",),
-    "exec_events": ("exec_count",),
-    "audit_events": ("audit_event_count",),
-}
+ROLLUP_SOURCES = {t.name: t.rollup for t in TABLES if t.rollup}
 # Statuses whose session has stopped (its WAL should have been checkpointed).
 STOPPED_STATUSES = ("stopped", "crashed")
 STALE_AFTER_SECONDS = 24 * 3600

@@ -5,8 +5,8 @@ identifies the offending row of the check's table; an optional `reason` or `deta
 explains it. The engine counts the rows and keeps a sample. A check may instead name a canned
 query (`query`), so the rows a user opens to see the proof are exactly the rows counted.
 
-Per-table checks write `__TABLE__` where the table name goes and list the tables in `tables`;
-only names from that list are substituted, never data.
+Per-table checks write `{table}` where the table name goes (in `requires` too) and list the
+tables in `tables`; only names from that list are substituted, never data (`ledger/dialect.py`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.checks.model import Check, CheckContext, Finding
-from datasette_capsem.ledger.dialect import render_optional_columns
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.queries import missing_for, spec_for
 from datasette_capsem.sqlfiles import load_sql
 
-TABLE_MARKER = "__TABLE__"
+TABLE_MARKER = "{table}"
 ID_COLUMNS = ("id", "row_id")
 DETAIL_COLUMNS = ("reason", "detail")
 
@@ -115,8 +115,7 @@ class SqlCheck(Check):
         if variant.query:
             spec = spec_for(variant.query, schema)
             return spec.render(schema) if spec else None
-        sql = render_optional_columns(variant.sql or "", variant.aliases, schema)
-        return sql.replace(TABLE_MARKER, table) if table else sql
+        return render_sql(variant.sql or "", schema, aliases=variant.aliases, table=table)
 
     def _execute(self, ctx: CheckContext, table: str | None, variant: SqlVariant, sql: str):
         params = {**self.params, **self.table_params.get(table or "", {})}

@@ -22,7 +22,13 @@ import click
 
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.catalog.resolve import Resolution, resolve_name
-from datasette_capsem.config import ConfigError, Home, Settings, label_problem, load_settings
+from datasette_capsem.config import (
+    ConfigError,
+    Settings,
+    home_problem,
+    label_problem,
+    load_settings,
+)
 
 EXIT_BAD_HOME = 2
 EXIT_AMBIGUOUS = 2
@@ -122,19 +128,6 @@ def home_source(home: HomeChoice | Path | None, environ=os.environ) -> str:
     if environ.get("CAPSEM_HOME"):
         return "$CAPSEM_HOME"
     return "the default ~/.capsem"
-
-
-def home_problem(settings: Settings | Home) -> str | None:
-    """Why `settings.capsem_home` is not a Capsem home, or None when it is one: a Capsem home
-    holds `sessions/` (main.db, pre-2026 session dirs) or a run dir (`run/`)."""
-    home = settings.capsem_home
-    if not home.exists():
-        return "does not exist"
-    if not home.is_dir():
-        return "is not a directory"
-    if not ((home / "sessions").is_dir() or settings.run_dir.is_dir()):
-        return "is not a Capsem home (it has neither sessions/ nor a run dir)"
-    return None
 
 
 def labelled_homes_problem(settings: Settings) -> str | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from datasette_capsem.generate.content import Builder
 from datasette_capsem.generate.rows import Ledger, write_ledger
 from datasette_capsem.generate.wal import append_uncheckpointed
+from datasette_capsem.ledger import eras
 
 NOT_SQLITE = b"PK\x03\x04 this is a zip archive, not a SQLite database\n" * 64
 
@@ -20,16 +21,16 @@ def write_broken(path: Path, kind: str, b: Builder) -> None:
     elif kind == "not_sqlite":
         path.write_bytes(NOT_SQLITE)
     elif kind == "truncated":
-        write_ledger(path, "current", b.ledger)
+        write_ledger(path, eras.HEAD.name, b.ledger)
         data = path.read_bytes()
         path.write_bytes(data[: 4096 * 5 + 1234])  # header promises more pages than exist
     elif kind == "unreadable":
-        write_ledger(path, "current", b.ledger)
+        write_ledger(path, eras.HEAD.name, b.ledger)
         os.chmod(path, 0)  # root still reads it; the manifest records the intent
     elif kind == "wal_without_shm":
         head, tail = split(b.ledger)
-        write_ledger(path, "current", head)
-        append_uncheckpointed(path, "current", tail)
+        write_ledger(path, eras.HEAD.name, head)
+        append_uncheckpointed(path, eras.HEAD.name, tail)
         Path(f"{path}-shm").unlink()
     else:
         raise ValueError(f"unknown broken file kind {kind!r}")

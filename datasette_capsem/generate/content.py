@@ -1,7 +1,7 @@
 """Realistic ledger content: agentic traces and the host events around them (spec §4).
 
 One ``Builder`` writes the rows of one session into a ``Ledger``. The same builder serves every
-schema era; ``EraTraits`` says which kinds of rows the era had, and columns an era lacks are
+schema era; its ``Traits`` (ledger/eras.py) say which kinds of rows the era had, and columns an era lacks are
 dropped at insert time.
 """
 
@@ -17,45 +17,13 @@ from typing import Any
 
 from datasette_capsem.generate import vocabulary
 from datasette_capsem.generate.rows import Ledger
-from datasette_capsem.ledger import bodies
+from datasette_capsem.ledger import bodies, eras
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 TITLE_PROMPT = "Write a five-word title for this conversation."
 SYSTEM_PROMPT = "You are a coding agent running inside a Capsem sandbox. Work in /root/project."
 
 
-@dataclass(frozen=True)
-class EraTraits:
-    """What kinds of rows a schema era recorded (spec §4.5)."""
-
-    name: str
-    event_ids: bool  # event_id columns exist (06-06 on)
-    turn_ids: bool  # turn_id written (06-24 on)
-    items_and_blobs: bool  # model_items and event_body_blobs (06-14/06-15 on)
-    security: bool  # security_* and substitution_events (06-06 on)
-    host_events: bool  # dns_events, exec_events, audit_events
-    mcp_in_tool_calls: bool  # MCP calls are tool_calls rows (else mcp_calls)
-    nano: bool  # 9 fractional digits in timestamps (before 06-11)
-    snapshots: bool  # snapshot_events rows
-    ambient: bool  # CAPSEM_TRACE_ID: non-tool model calls join the session's ambient trace (1.1 on)
-    # How Gemini tool-call ids were written (spec §4.3): "bare" tool name on both sides
-    # (03-01..03-13), "split" bare name for calls but gemini_<name>_<n> for results (03-13..06-10,
-    # never pairable), "synth" gemini_<name>_<i> on both sides, i restarting in every response.
-    gemini_ids: str
-
-
-TRAITS: dict[str, EraTraits] = {
-    "v0_9": EraTraits("v0_9", *(False,) * 6, True, False, False, "bare"),
-    "v0_10": EraTraits("v0_10", *(False,) * 6, True, False, False, "split"),
-    "march2026": EraTraits("march2026", *(False,) * 6, True, True, False, "split"),
-    "v1_1": EraTraits("v1_1", False, False, False, False, True, False, True, True, True, "split"),
-    # Also the rows a 1.2 writer put in a file that was later migrated (migrated.py).
-    "v1_2": EraTraits("v1_2", False, False, False, False, True, False, True, True, True, "split"),
-    "v1_3": EraTraits("v1_3", True, True, True, True, True, True, False, False, True, "synth"),
-    "current": EraTraits(
-        "current", True, True, True, True, True, True, False, False, True, "synth"
-    ),
-}
 # Blobs keep at most this many bytes (MAX_BODY_BLOB_BYTES); body_hash covers the original.
 MAX_BODY_BLOB_BYTES = 10 * 1024 * 1024
 
@@ -132,7 +100,7 @@ class Builder:
         ambient: str | None = None,
     ) -> None:
         self.rng = rng
-        self.era = TRAITS[era]
+        self.era = eras.traits(era)
         self.t = start
         self.ledger = ledger or Ledger()
         # CAPSEM_TRACE_ID: 16 hex, one per VM process; UUIDs are agentic loops (spec §4.4).
@@ -143,6 +111,7 @@ class Builder:
         self.truncated: list[int] = []  # event_body_blobs rows with truncated=1
         self.provider_posts: list[int] = []  # non-model POSTs to model provider domains
         self.end_turn_tools: list[int] = []  # model calls with tool calls but stop end_turn
+        self.results_in_another_trace: list[int] = []  # tool_responses rows (writer_paths.py)
         # (trace, call id) -> the model calls that emitted it
         self.gemini_ids: dict[tuple[str, str], set[int]] = {}
         self.inherited_ambient: list[str] = []  # ambient traces of rows this builder continues
@@ -634,6 +603,7 @@ class Builder:
             "truncated_blobs": list(self.truncated),
             "provider_posts": list(self.provider_posts),
             "end_turn_tool_calls": list(self.end_turn_tools),
+            "results_in_another_trace": list(self.results_in_another_trace),
         }
 
     def absorb(self, other: Builder) -> None:
@@ -643,6 +613,7 @@ class Builder:
         self.truncated[:0] = other.truncated
         self.provider_posts[:0] = other.provider_posts
         self.end_turn_tools[:0] = other.end_turn_tools
+        self.results_in_another_trace[:0] = other.results_in_another_trace
         for call_id, calls in other.gemini_ids.items():
             self.gemini_ids.setdefault(call_id, set()).update(calls)
         if other.era.ambient and other.ambient != self.ambient:

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from datasette_capsem.generate.plan import SessionSpec
+from datasette_capsem.ledger import eras
 
 LEGACY_KINDS = ("legacy", "legacy_gz")
 
@@ -62,7 +63,7 @@ def write_dir_files(directory: Path, spec: SessionSpec) -> None:
             ),
             encoding="utf-8",
         )  # fmt: skip
-        if spec.era == "march2026":  # 0.16: workspace, system and the snapshot ring
+        if spec.era == eras.V0_16.name:  # 0.16: workspace, system and the snapshot ring
             (directory / "workspace").mkdir(exist_ok=True)
             (directory / "system").mkdir(exist_ok=True)
             _snapshot(directory, 0, start + timedelta(minutes=5), "auto")

@@ -12,24 +12,22 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from datasette_capsem.ledger import eras
+
 # Era name -> Capsem's DDL for it, copied verbatim from capsem-ddl/ (the ground truth, spec
-# §4.5). Every session era is one file: CREATE_SCHEMA then migrate() as Capsem ran them.
+# §4.5). Every session era is one file: CREATE_SCHEMA then migrate() as Capsem ran them. The
+# eras and their files are declared in ledger/eras.py; main.db's two shapes are named here.
+MAIN_V7 = "main_v7"  # main.db at HEAD (no total_mcp_calls)
+MAIN_OLD = "main_old"  # same, sessions as created before 06-24 (below)
 ERA_FILES: dict[str, str] = {
-    "v0_9": "session_0x_2026-03-01.sql",  # 0.x as first written (0.9, 03-01..03-13)
-    "v0_10": "session_0x_2026-03-13.sql",  # 0.x after mcp_calls.bytes_* (03-13..04-01)
-    "march2026": "session_0.16_2026-04-02.sql",  # 0.16, snapshot_events (the legacy dirs)
-    "v1_1": "session_1.1_2026-05-11.sql",  # 1.1 release (policy_hook_events)
-    "v1_2": "session_1.2_2026-05-24.sql",  # 1.2 release (ai_*, journal, session_identity)
-    "v1_3": "session_1.3_2026-06-27.sql",  # 1.3 release
-    "current": "session_head_2026-08-22.sql",  # HEAD: 15 tables, 81 indexes
-    "migrated": "session_migrated_1.2-1.3-head.sql",  # persistent VM: 1.2, then 1.3, then HEAD
-    "main_v7": "main_head_2026-08-22.sql",  # main.db at HEAD (no total_mcp_calls)
-    "main_old": "main_head_2026-08-22.sql",  # same, sessions as created before 06-24 (below)
+    **{era.name: era.ddl for era in eras.WRITTEN if era.ddl},
+    MAIN_V7: "main_head_2026-08-22.sql",
+    MAIN_OLD: "main_head_2026-08-22.sql",
 }
 MAIN_OLD_SESSIONS = "main_old_sessions.sql"
-USER_VERSION = {"main_v7": 7, "main_old": 7}
+USER_VERSION = {MAIN_V7: 7, MAIN_OLD: 7}
 
-SESSION_ERAS = ("v0_9", "v0_10", "march2026", "v1_1", "v1_2", "v1_3", "current", "migrated")
+SESSION_ERAS = tuple(era.name for era in eras.WRITTEN)
 
 
 def read_sql(name: str) -> str:
@@ -42,7 +40,7 @@ def read_sql(name: str) -> str:
 def era_sql(era: str) -> str:
     """The whole script that builds an empty database of ``era``."""
     sql = read_sql(ERA_FILES[era])
-    if era == "main_old":
+    if era == MAIN_OLD:
         start = sql.index("CREATE TABLE sessions (")
         end = sql.index(");", start) + 2
         sql = sql[:start] + read_sql(MAIN_OLD_SESSIONS) + sql[end:]

@@ -23,6 +23,7 @@ from datasette_capsem.generate import vocabulary
 from datasette_capsem.generate.content import Builder
 from datasette_capsem.generate.manifest import load_manifest
 from datasette_capsem.generate.rows import Ledger, insert_rows
+from datasette_capsem.ledger import eras
 
 READY = "capsem-live-writer ready"
 
@@ -113,7 +114,7 @@ def run_live(
     try:
         while not stop["now"] and (duration is None or time.monotonic() - began < duration):
             ledger = Ledger(next_ids)
-            builder = Builder(rng, "current", datetime.now(timezone.utc), ledger, ambient)
+            builder = Builder(rng, eras.HEAD.name, datetime.now(timezone.utc), ledger, ambient)
             ambient = builder.ambient
             builder.item_keys = item_keys
             provider = rng.choice(vocabulary.PROVIDER_NAMES)
@@ -123,7 +124,7 @@ def run_live(
                 rng.randint(1, 3),
             )
             conn.execute("BEGIN IMMEDIATE")
-            insert_rows(conn, "current", ledger)
+            insert_rows(conn, eras.HEAD.name, ledger)
             conn.execute("COMMIT")
             next_ids = ledger.next_ids()
             written += ledger.count()

@@ -14,6 +14,7 @@ from datasette_capsem.generate.hostile import PAYLOADS
 from datasette_capsem.generate.options import GenerateOptions
 from datasette_capsem.generate.plan import LEGACY_RUN_ZEROED, SessionSpec, legacy_run_zeros
 from datasette_capsem.generate.sessions import ROLLUP_ZERO, SessionResult
+from datasette_capsem.ledger import eras
 
 ROOTFS_HASH = blake3_ref("capsem rootfs 1.6.2")
 
@@ -28,10 +29,10 @@ def session_row(
     """The main.db row for ``spec``: HEAD rollup at stop, zeros while running (§3.5)."""
     rng = random.Random(f"{options.seed}:main:{spec.id}")
     legacy = spec.kind == "legacy" or spec.kind == "legacy_gz"
-    current = spec.era in ("current", None) and not legacy
+    current = spec.era in (eras.HEAD.name, None) and not legacy
     # A VM older than its main.db row (created by 1.2, reopened at HEAD) got its row when the
     # HEAD service started it: no persistent or ephemeral rows exist before 06-26 (§3.5).
-    start = migrated.head_start(spec) if spec.era == "migrated" else spec.start
+    start = migrated.head_start(spec) if spec.era == eras.MIGRATED.name else spec.start
     stopped = start + timedelta(minutes=rng.randint(3, 300))
     row: dict[str, Any] = {
         "id": spec.id,
@@ -94,7 +95,7 @@ def write_main_db(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Write main.db; returns the defect entries and the hostile entries that live in it."""
     path = home / "sessions" / "main.db"
-    era = "main_old" if options.old_main_db else "main_v7"
+    era = era_templates.MAIN_OLD if options.old_main_db else era_templates.MAIN_V7
     era_templates.create_db(path, era)
     columns = set(era_templates.table_columns(era)["sessions"])
     entries: list[dict[str, Any]] = []

@@ -24,6 +24,10 @@ Habits are what Capsem's own writer does that looks wrong but is normal (spec §
   (OAuth token, client telemetry, uploads): ordinary traffic, no model call expected;
 - ``end_turn_tool_calls``: model_calls ids that emitted tool calls with stop_reason end_turn
   (Gemini, OpenAI Responses API);
+- ``results_in_another_trace``: tool_responses ids of results the writer put in another trace
+  than their call, or under another id (a retry after a failed exchange, a resume, the Responses
+  API's history, Gemini CLI's ids: ``generate/writer_paths.py``); the checker's finding kind is
+  ``result_in_another_trace`` (info);
 - ``legacy_run_zeros``: the main.db row is a capsem run row rolled up before 2026-06-27, with 0
   tokens, cost, tool calls, exec_count and audit_event_count while the ledger has rows;
 - ``reader_left_wal``: a finished ledger someone read with sqlite3 mode=ro, leaving a 0-byte
@@ -31,7 +35,7 @@ Habits are what Capsem's own writer does that looks wrong but is normal (spec §
 
 The top-level ``habits`` list holds the same facts in the shape of ``defects`` (``kind``,
 ``session``, ``table``, ``row_id``): one entry per row for ``unpairable_tool_ids`` (tables
-tool_calls and tool_responses), ``truncated_blobs``, ``provider_posts`` and
+tool_calls and tool_responses), ``results_in_another_trace``, ``truncated_blobs``, ``provider_posts`` and
 ``end_turn_tool_calls``; one per session (row_id null) for ``gemini_reused_ids``,
 ``legacy_run_zeros`` (table ``sessions``) and ``reader_left_wal``.
 """
@@ -83,6 +87,7 @@ def session_entry(
 
 
 ROW_HABITS = {
+    "results_in_another_trace": "tool_responses",
     "truncated_blobs": "event_body_blobs",
     "provider_posts": "net_events",
     "end_turn_tool_calls": "model_calls",

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from datasette_capsem.generate.content import Builder, SessionShape, build_session, hex_id
 from datasette_capsem.generate.defects import Entry
 from datasette_capsem.generate.plan import SessionSpec
+from datasette_capsem.ledger import eras
 
 EVENT_ID_TABLES = (
     "net_events",
@@ -23,7 +24,10 @@ EVENT_ID_TABLES = (
 def build(rng: random.Random, spec: SessionSpec) -> tuple[Builder, list[Entry]]:
     """Old rows (NULL event ids, placeholder tool-call ids, no turn ids) then new rows."""
     old = build_session(
-        rng, "v1_2", spec.start, SessionShape(traces=2, calls=2, providers=spec.shape.providers)
+        rng,
+        eras.V1_2.name,
+        spec.start,
+        SessionShape(traces=2, calls=2, providers=spec.shape.providers),
     )
     # migrate() drops snapshot_events (06-11) with its rows.
     old.ledger.rows.pop("snapshot_events", None)
@@ -44,7 +48,7 @@ def build(rng: random.Random, spec: SessionSpec) -> tuple[Builder, list[Entry]]:
     _leftovers(old, spec)
     old_net_rows = len(old.ledger.rows["net_events"])
     new = build_session(
-        rng, "current", head_start(spec), spec.shape, ledger=old.ledger, ambient=old.ambient
+        rng, eras.HEAD.name, head_start(spec), spec.shape, ledger=old.ledger, ambient=old.ambient
     )
     if "bad_event_id" in spec.defects:
         row = new.ledger.rows["fs_events"][-1]

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from datasette_capsem.generate.content import SessionShape, hex_id, new_uuid
 from datasette_capsem.generate.defects import ROW_INJECTORS
 from datasette_capsem.generate.options import GenerateOptions
+from datasette_capsem.ledger import eras
 
 CURRENT_START = datetime(2026, 8, 1, 8, 0, tzinfo=timezone.utc)
 V1_1_START = datetime(2026, 5, 14, 10, 0, tzinfo=timezone.utc)
@@ -45,6 +46,7 @@ class SessionSpec:
     hostile: bool = False
     broken: str | None = None
     live: bool = False
+    writer_paths: tuple[str, ...] = ()  # writer_paths.PATHS keys: results away from their call
     alias_of: str | None = None
     registry: dict | None = None  # registry entry fields beyond id/name/session_dir
     forked_from: str | None = None
@@ -101,7 +103,7 @@ class Planner:
         kind: str,
         *,
         sid: str | None = None,
-        era: str | None = "current",
+        era: str | None = eras.HEAD.name,
         on_disk: bool = True,
         **fields,
     ) -> SessionSpec:
@@ -192,7 +194,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     p.add(
         "ephemeral",
         sid="bright-otter-tmp",
-        era="v1_1",
+        era=eras.V1_1.name,
         start=V1_1_START,
         shape=_with(shape, providers=("google",)),
     )
@@ -201,7 +203,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     p.add(
         "legacy",
         sid=legacy_id,
-        era="march2026",
+        era=eras.V0_16.name,
         start=LEGACY_START,
         ledger=f"sessions/{legacy_id}/session.db",
         mode="gui",
@@ -213,7 +215,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     p.add(
         "legacy_gz",
         sid=gz_id,
-        era="march2026",
+        era=eras.V0_16.name,
         start=gz_start,
         ledger=f"sessions/{gz_id}/session.db.gz",
         mode="cli",
@@ -226,7 +228,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     p.add(
         "persistent",
         sid=vm_id,
-        era="migrated",
+        era=eras.MIGRATED.name,
         start=MIGRATED_START,
         ledger="run/persistent/code-vm1/session.db",
         mode="persistent",
@@ -239,7 +241,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
     p.add(
         "persistent",
         sid="code-vm1",
-        era="migrated",
+        era=eras.MIGRATED.name,
         start=MIGRATED_START,
         ledger="run/persistent/code-vm1/session.db",
         mode="persistent",
@@ -271,6 +273,7 @@ def curated(planner: Planner, options: GenerateOptions) -> None:
             p.add("ephemeral", broken=kind, shape=SessionShape(traces=1, calls=2))
     if options.defects:
         headline_sessions(p)
+        writer_path_sessions(p)
 
 
 # The README's tour follows these: the headline cases on persistent VMs with display names.
@@ -280,6 +283,18 @@ HEADLINE_SESSIONS = (
     ("tour-rollup-mismatch", ("rollup_mismatch",), "stopped"),
     ("tour-live", (), "running"),
 )
+
+
+def writer_path_sessions(p: Planner) -> None:
+    """One session per writer path that puts a tool result away from its call (spec §4.4),
+    planned after the headline sessions so no other session of the home changed."""
+    for path in ("retry", "resume", "history", "gemini_cli"):
+        p.add(
+            "ephemeral",
+            status="stopped",
+            writer_paths=(path,),
+            shape=SessionShape(traces=1, calls=2, providers=("anthropic",)),
+        )
 
 
 def headline_sessions(p: Planner) -> None:
@@ -307,8 +322,8 @@ def other_eras(p: Planner, shape: SessionShape) -> None:
     """One ledger of each remaining DDL era (capsem-ddl/): two 0.x app dirs, a 1.2 capsem run
     (main.db row zeroed, spec §3.5) and a 1.3 VM."""
     for era, when, mode, providers, command in (
-        ("v0_9", V0_9_START, "gui", ("google", "anthropic"), None),
-        ("v0_10", V0_10_START, "cli", ("google",), "gemini -p 'summarise the repo'"),
+        (eras.V0_9.name, V0_9_START, "gui", ("google", "anthropic"), None),
+        (eras.V0_X_0313.name, V0_10_START, "cli", ("google",), "gemini -p 'summarise the repo'"),
     ):
         sid = session_stamp(p.rng, when)
         p.add(
@@ -320,13 +335,13 @@ def other_eras(p: Planner, shape: SessionShape) -> None:
             mode=mode,
             command=command,
             status="stopped",
-            reader_wal=era == "v0_10",
+            reader_wal=era == eras.V0_X_0313.name,
             shape=_with(shape, providers=providers),
         )
     p.add(
         "run",
         sid=f"vm-{int(V1_2_START.timestamp())}",
-        era="v1_2",
+        era=eras.V1_2.name,
         start=V1_2_START,
         mode="run",
         status="stopped",
@@ -335,7 +350,7 @@ def other_eras(p: Planner, shape: SessionShape) -> None:
     )
     p.add(
         "ephemeral",
-        era="v1_3",
+        era=eras.V1_3.name,
         start=V1_3_START,
         status="stopped",
         reader_wal=True,

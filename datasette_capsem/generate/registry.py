@@ -10,6 +10,7 @@ from typing import Any
 from datasette_capsem.generate.content import blake3_ref
 from datasette_capsem.generate.hostile import PAYLOADS
 from datasette_capsem.generate.plan import SessionSpec
+from datasette_capsem.ledger import eras
 
 REGISTRY = "run/persistent_registry.json"
 
@@ -34,7 +35,7 @@ def entry(home: Path, spec: SessionSpec, seed: int, hostile: bool) -> dict[str, 
         },
         "ram_mb": 4096,
         "cpus": rng.choice((2, 4, 8)),
-        "base_version": "1.6.2" if spec.era == "current" else "1.2.1",
+        "base_version": "1.6.2" if spec.era == eras.HEAD.name else "1.2.1",
         "created_at": str(int(spec.start.timestamp())),
         "session_dir": str(session_dir.absolute()),
         "suspended": False,

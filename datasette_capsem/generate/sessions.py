@@ -15,19 +15,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from datasette_capsem.generate import broken, defects, dirfiles, era_templates, hostile, migrated
+from datasette_capsem.generate import (
+    broken,
+    defects,
+    dirfiles,
+    era_templates,
+    hostile,
+    migrated,
+    writer_paths,
+)
 from datasette_capsem.generate.content import Builder, build_session
 from datasette_capsem.generate.options import GenerateOptions
 from datasette_capsem.generate.plan import SessionSpec, legacy_run_zeros
 from datasette_capsem.generate.rows import Ledger, insert_rows
 from datasette_capsem.generate.wal import append_uncheckpointed
+from datasette_capsem.ledger import eras
 
 
 @functools.cache
 def current_tables() -> frozenset[str]:
     """Tables of the current era. Built on first use, not at import: building the template
     takes ~0.3 s, and every `datasette` command imports this module through the plugin."""
-    return frozenset(era_templates.table_columns("current"))
+    return frozenset(era_templates.table_columns(eras.HEAD.name))
 
 
 ROLLUP_ZERO = {
@@ -74,7 +83,7 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
     rng = session_rng(options.seed, spec)
     path = home / spec.ledger
     result = SessionResult(spec.id)
-    if spec.era == "migrated":
+    if spec.era == eras.MIGRATED.name:
         b, era_entries = migrated.build(rng, spec)
     else:
         parent = fork_rows(spec, options)
@@ -94,6 +103,8 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
             entries += defects.ROW_INJECTORS[kind](b)
     if spec.shape.interrupted:
         entries += defects.tool_call_without_response(b)
+    for writer_path in spec.writer_paths:
+        b.results_in_another_trace += writer_paths.PATHS[writer_path](b)
     post: list[tuple[str, tuple]] = []
     if spec.hostile:
         result.hostile, post = hostile.inject(b, spec.id)
@@ -109,18 +120,15 @@ def write_session(home: Path, spec: SessionSpec, options: GenerateOptions) -> Se
         entries.append(("schema_not_ready", None, None))
     if "unclean_wal" in spec.defects:
         entries.append(("unclean_wal", None, None))
-    era_schema = "migrated" if spec.era == "migrated" else spec.era
     entries += [
         ("legacy_tables", table, None)
-        for table in sorted(set(era_templates.table_columns(era_schema)) - current_tables())
+        for table in sorted(set(era_templates.table_columns(spec.era)) - current_tables())
     ]
     result.defects = [
         {"kind": k, "session": spec.id, "table": t, "row_id": r} for k, t, r in entries
     ]
     result.habits = habits(spec, b)
-    write_file(
-        path, era_schema, b.ledger, post, wal_tail=spec.live or "unclean_wal" in spec.defects
-    )
+    write_file(path, spec.era, b.ledger, post, wal_tail=spec.live or "unclean_wal" in spec.defects)
     summarise(result, b)
     dirfiles.write_dir_files(path.parent, spec)
     if spec.kind == "legacy_gz":

@@ -15,12 +15,13 @@ from typing import Any
 
 from datasette_capsem.graph.drawing import NODE_TYPES, Drawing
 from datasette_capsem.graph.exchanges import correlate_net
-from datasette_capsem.graph.labels import body_label, missing_event_row, other_label
+from datasette_capsem.graph.labels import body_label, missing_event_row, row_label
 from datasette_capsem.graph.trace_rows import EVENT_TYPE_TABLES, row_start_ms
 from datasette_capsem.graph.values import text, usable_event_id
+from datasette_capsem.ledger.tables import TABLE, joined_by
 
 EXPECTED_UNJOINED = ("mcp.tool_list", "mcp.event")  # spec §4.4: chatter with no primary row
-SECURITY_TABLES = ("security_rule_events", "security_decision_events", "security_ask_events")
+SECURITY_TABLES = tuple(table.name for table in joined_by("event_id"))
 
 
 def draw_attached(drawing: Drawing) -> None:
@@ -34,7 +35,7 @@ def _other_rows(drawing: Drawing) -> None:
     correlated = correlate_net(drawing.rows)
     for table, rows in drawing.rows.other.items():
         for row in rows:
-            label, detail = other_label(table, row)
+            label, detail = row_label(table, row)
             mc_id = correlated.get(row["id"]) if table == "net_events" else None
             group = drawing.groups.of_row(row, mc_id)
             node = drawing.row_node(table, row, label, detail=detail, group=group)
@@ -81,16 +82,13 @@ def _security_rows(drawing: Drawing) -> None:
 
 
 def _security_node(drawing: Drawing, table: str, row: dict[str, Any]) -> dict:
-    outcome = row.get("rule_action") or row.get("effective_decision") or row.get("status")
-    kind = {"security_rule_events": "rule", "security_decision_events": "decision"}.get(
-        table, "ask"
-    )
+    label, detail = row_label(table, row)
     return drawing.row_node(
         table,
         row,
-        f"{kind}: {text(row.get('event_type'), 22)} {text(outcome, 10)}",
-        detail=text(row.get("rule_id"), 40),
-        subtype=kind,
+        label,
+        detail=detail,
+        subtype=TABLE[table].subtype,
         group=drawing.groups.at(row_start_ms(row)),
         href=drawing.links.event(row["event_id"])
         if usable_event_id(row.get("event_id"))

@@ -15,7 +15,7 @@ from typing import Any
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.findings import Severity
 from datasette_capsem.graph.attach import draw_attached
-from datasette_capsem.graph.drawing import LANES, Drawing
+from datasette_capsem.graph.drawing import LANE_INFO, LANES, Drawing
 from datasette_capsem.graph.spine import draw_spine
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_int
@@ -45,6 +45,7 @@ def build_graph(
         "findings": findings,
         "groups": _group_summaries(drawing, nodes),
         "lanes": list(LANES),
+        "lane_info": [{"lane": lane, "name": name, "slot": slot} for lane, name, slot in LANE_INFO],
         # What one column (group) of the drawing holds: a model call and what it owns, or,
         # in a trace with no model call, one row.
         "group_unit": "model call" if rows.model_calls else "row",

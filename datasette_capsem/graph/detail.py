@@ -18,35 +18,11 @@ from datasette_capsem.graph.drawing import NODE_TYPES
 from datasette_capsem.graph.events import INLINE_BODY_BYTES, load_body, pretty_json
 from datasette_capsem.graph.values import clip, usable_event_id
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLES
 
 CELL_CHARS = 4000
 # Columns shown first, per table, in this order; the rest follow in the file's order.
-IMPORTANT: dict[str, tuple[str, ...]] = {
-    "model_calls": (
-        "provider", "model", "stop_reason", "status_code", "duration_ms", "input_tokens",
-        "output_tokens", "usage_details", "estimated_cost_usd", "timestamp", "method", "path",
-        "stream", "messages_count", "tools_count", "text_content", "thinking_content",
-    ),
-    "tool_calls": (
-        "tool_name", "status", "origin", "decision", "duration_ms", "call_id", "arguments",
-        "error_message", "timestamp", "server_name", "transport",
-    ),
-    "tool_responses": ("call_id", "is_error", "content_preview", "model_call_id"),
-    "model_items": ("kind", "item_index", "tool_name", "call_id", "content", "timestamp"),
-    "net_events": (
-        "method", "domain", "path", "status_code", "decision", "duration_ms", "bytes_sent",
-        "bytes_received", "timestamp",
-    ),
-    "dns_events": ("qname", "qtype", "rcode", "decision", "upstream_resolver_ms", "timestamp"),
-    "exec_events": ("command", "exit_code", "duration_ms", "source", "timestamp"),
-    "security_rule_events": ("event_type", "rule_id", "rule_action", "detection_level"),
-    "security_decision_events": ("event_type", "effective_decision", "stage", "reason"),
-    "security_ask_events": ("event_type", "status", "rule_name", "rule_id"),
-    "event_body_blobs": (
-        "direction", "source_table", "content_type", "original_bytes", "stored_bytes",
-        "truncated", "body_hash",
-    ),
-}  # fmt: skip
+IMPORTANT = {t.name: t.detail_columns for t in TABLES if t.detail_columns}
 JSON_HINTS = ("json", "usage_details", "arguments", "context", "argv")
 
 

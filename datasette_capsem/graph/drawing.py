@@ -18,37 +18,29 @@ from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.graph.groups import Groups
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, usable_event_id
+from datasette_capsem.ledger.tables import TABLES
 from datasette_capsem.urls import SessionUrls
 
-LANES = (
-    "trace", "net", "model_call", "model_item", "tool_call", "tool_response", "body",
-    "security_event", "host", "ambient",
-)  # fmt: skip
-NODE_TYPES = {
-    "net_events": "net_event",
-    "dns_events": "dns_event",
-    "fs_events": "fs_event",
-    "exec_events": "exec_event",
-    "audit_events": "audit_event",
-    "substitution_events": "substitution_event",
-    "mcp_calls": "mcp_call",
-    "snapshot_events": "snapshot_event",
-    "model_calls": "model_call",
-    "tool_calls": "tool_call",
-    "tool_responses": "tool_response",
-    "model_items": "model_item",
-    "event_body_blobs": "body",
-    "security_rule_events": "security_event",
-    "security_decision_events": "security_event",
-    "security_ask_events": "security_event",
+# The drawing's lanes, top to bottom: (lane, name on the page, spine slot). A same-column edge
+# runs down a spine left of the column, one per source lane. The page's script reads them from
+# graph.json's `lane_info`.
+LANE_INFO: tuple[tuple[str, str, int], ...] = (
+    ("trace", "trace / turn", 0),
+    ("net", "net / dns", 2),
+    ("model_call", "model calls", 1),
+    ("model_item", "model items", 4),
+    ("tool_call", "tool calls", 3),
+    ("tool_response", "tool responses", 4),
+    ("body", "bodies", 4),
+    ("security_event", "security", 4),
+    ("host", "fs / exec / audit", 2),
+    ("ambient", "ambient (session-wide)", 2),
+)
+LANES = tuple(lane for lane, _, _ in LANE_INFO)
+NODE_TYPES = {table.name: table.node_type for table in TABLES if table.node_type}
+LANE_OF_TYPE = {"trace": "trace", "turn": "trace"} | {
+    table.node_type: table.lane for table in TABLES if table.node_type
 }
-LANE_OF_TYPE = {
-    "trace": "trace", "turn": "trace", "net_event": "net", "dns_event": "net",
-    "model_call": "model_call", "model_item": "model_item", "tool_call": "tool_call",
-    "mcp_call": "tool_call", "tool_response": "tool_response", "body": "body",
-    "security_event": "security_event", "fs_event": "host", "exec_event": "host",
-    "audit_event": "host", "substitution_event": "host", "snapshot_event": "host",
-}  # fmt: skip
 UNPAIRABLE = "unpairable_tool_ids"
 
 
@@ -119,7 +111,8 @@ class Drawing:
             entry["count"] += 1
         self.nodes[node_id]["findings"].append(kind)
 
-    def relation(self, row_node: str, source: str, target: str, edge_type: str, kind: str):
+    def relation(self, row_node: str, source: str, target: str, edge_type: str, kind: str,
+                 **fields: Any) -> None:  # fmt: skip
         """An edge of the identity graph, drawn broken when the rule book found `kind` (or,
         for a pair Capsem could never match, `unpairable_tool_ids`) on the row at `row_node`."""
         for candidate in (kind, UNPAIRABLE):
@@ -127,9 +120,10 @@ class Drawing:
             if entry is not None and row_node in entry["nodes"]:
                 info = {k: entry[k] for k in ("severity", "title")}
                 broken = entry["severity"] != "info"  # an info finding is a writer's habit
-                self.edge(source, target, edge_type, broken=broken, finding=candidate, **info)
+                self.edge(source, target, edge_type, broken=broken, finding=candidate, **info,
+                          **fields)  # fmt: skip
                 return
-        self.edge(source, target, edge_type)
+        self.edge(source, target, edge_type, **fields)
 
     def placeholder(self, key: str, node_type: str, label: str, group: int, **fields) -> str:
         """The node of a row that should exist and does not (one per missing row)."""

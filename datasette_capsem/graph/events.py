@@ -16,12 +16,13 @@ from datasette_capsem.graph.bodies import body_summary, decode_body
 from datasette_capsem.graph.trace_rows import PRIMARY_TABLES
 from datasette_capsem.graph.values import clip
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import joined_by
 
 ROWS_PER_TABLE = 50  # '000000000000' (the migration placeholder) is shared by many rows
 SECURITY_ROWS = 200
 CELL_CHARS = 2000  # longer cells are cut on the page, with a link to the row
 INLINE_BODY_BYTES = 64 * 1024  # larger bodies load on request
-SECURITY_TABLES = ("security_rule_events", "security_decision_events", "security_ask_events")
+SECURITY_TABLES = tuple(table.name for table in joined_by("event_id"))
 JSON_COLUMNS = ("rule_json", "event_json", "context_json")
 
 

@@ -24,30 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.graph.values import clip
-from datasette_capsem.ledger.dialect import quote_identifier
+from datasette_capsem.ledger.dialect import quote_identifier, render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLES
 
 WINDOW = 200  # newest rows kept per table and file version
 MAX_CURSOR_CHARS = 4000
 # The columns that say what a row is, per table (those the file has are read, in this order).
-SUMMARY_COLUMNS: dict[str, tuple[str, ...]] = {
-    "net_events": ("method", "domain", "path", "decision", "status_code"),
-    "model_calls": ("provider", "model", "stop_reason", "input_tokens", "output_tokens"),
-    "model_items": ("kind", "provider", "tool_name", "call_id"),
-    "tool_calls": ("tool_name", "origin", "status", "decision", "server_name"),
-    "tool_responses": ("call_id", "is_error"),
-    "mcp_calls": ("server_name", "method", "tool_name", "decision"),
-    "exec_events": ("command", "exit_code", "duration_ms"),
-    "fs_events": ("action", "path", "size"),
-    "dns_events": ("qname", "decision", "rcode"),
-    "audit_events": ("exe", "argv", "exit_code"),
-    "substitution_events": ("provider", "outcome", "source"),
-    "security_rule_events": ("event_type", "rule_id", "rule_action", "detection_level"),
-    "security_decision_events": ("event_type", "stage", "effective_decision", "reason"),
-    "security_ask_events": ("event_type", "rule_name", "status"),
-    "event_body_blobs": ("source_table", "direction", "content_type", "stored_bytes"),
-    "profile_mutation_events": ("operation", "target_key", "status"),
-}
+SUMMARY_COLUMNS = {t.name: t.summary_columns for t in TABLES if t.summary_columns}
 TIME_COLUMNS = ("timestamp", "created_at")
 _CURSOR_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,100}):(\d{1,18})")
 
@@ -100,8 +84,11 @@ def _read_table(conn: sqlite3.Connection, schema: LedgerSchema, table: str, wind
     wanted = ["id", *(c for c in TIME_COLUMNS if c in present)]
     wanted += [c for c in ("timestamp_unix_ms", "event_id", "trace_id") if c in present]
     wanted += [c for c in SUMMARY_COLUMNS.get(table, ()) if c in present and c not in wanted]
-    columns = ", ".join(quote_identifier(c) for c in wanted)
-    sql = f"SELECT {columns} FROM {quote_identifier(table)} ORDER BY id DESC LIMIT ?"
+    sql = render_sql(
+        "SELECT {columns} FROM {table} ORDER BY id DESC LIMIT ?",
+        table=table,
+        fragments={"columns": ", ".join(quote_identifier(c) for c in wanted)},
+    )
     cursor = conn.execute(sql, (window,))
     names = [d[0] for d in cursor.description]
     rows = []

@@ -6,12 +6,42 @@ beyond its budget and break no line; the page draws them with textContent.
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from typing import Any
 
 from datasette_capsem.graph.values import as_float, as_int, text
+from datasette_capsem.ledger.tables import TABLE
 
-# Whose body a blob is, by its source table, as the picture and the tree label it.
-BODY_OWNERS = {"model_calls": "model call", "net_events": "HTTP", "tool_calls": "tool call"}
+_FIELD = re.compile(r"\{([^{}:]+):(\d+)\}")
+
+
+@lru_cache(maxsize=256)
+def _parts(template: str) -> tuple[tuple[str, tuple[str, ...], int], ...]:
+    """(literal text before, alternatives, width) per `{a|b:N}` field, and the tail."""
+    parts, at = [], 0
+    for match in _FIELD.finditer(template):
+        parts.append((template[at : match.start()], tuple(match.group(1).split("|")),
+                      int(match.group(2))))  # fmt: skip
+        at = match.end()
+    parts.append((template[at:], (), 0))
+    return tuple(parts)
+
+
+def fill(template: str, row: dict[str, Any]) -> str:
+    """A label template of the registry (ledger/tables.py) filled from a row: `{a|b:N}` is
+    `text(row[a] or row[b], N)`, `'x'` a literal; the template is read once, the values never."""
+    out = []
+    for literal, alternatives, width in _parts(template):
+        out.append(literal)
+        if not alternatives:
+            continue
+        value = None
+        for index, name in enumerate(alternatives):
+            found = name[1:-1] if name.startswith("'") else row.get(name)
+            value = found if index == 0 else (value or found)
+        out.append(text(value, width))
+    return "".join(out)
 
 
 def short(value: Any, size: int = 8) -> str:
@@ -45,32 +75,15 @@ def missing_event_row(node_type: str, event_id: Any) -> str:
 
 def body_label(row: dict[str, Any]) -> str:
     source = row.get("source_table")
-    owner = BODY_OWNERS.get(source) or text(source, 20)
+    spec = TABLE.get(source) if isinstance(source, str) else None
+    owner = (spec.body_owner if spec else None) or text(source, 20)
     size = fmt_bytes(row.get("stored_bytes"))
     return f"{owner} {text(row.get('direction'), 10)} body {size}"
 
 
-def other_label(table: str, row: dict[str, Any]) -> tuple[str, str]:
-    """Label and detail line of a row joined to the trace by trace_id only."""
-    if table == "net_events":
-        label = f"{text(row.get('method') or 'CONNECT', 8)} {text(row.get('domain'), 28)}"
-        return label, f"{text(row.get('status_code'), 4)} {text(row.get('decision'), 10)}"
-    if table == "dns_events":
-        return f"dns {text(row.get('qname'), 30)}", text(row.get("decision"), 12)
-    if table == "fs_events":
-        return f"{text(row.get('action'), 10)} {text(row.get('path'), 28)}", ""
-    if table == "exec_events":
-        return f"exec {text(row.get('command'), 30)}", f"exit {text(row.get('exit_code'), 6)}"
-    if table == "audit_events":
-        return f"audit {text(row.get('exe'), 30)}", text(row.get("argv"), 40)
-    if table == "substitution_events":
-        return f"credential {text(row.get('outcome'), 12)}", text(row.get("provider"), 20)
-    if table == "mcp_calls":
-        return f"MCP {text(row.get('tool_name') or row.get('method'), 28)}", text(
-            row.get("server_name"), 24
-        )
-    if table == "snapshot_events":
-        return f"snapshot {text(row.get('name') or row.get('slot'), 24)}", text(
-            row.get("origin"), 20
-        )
-    return table, ""
+def row_label(table: str, row: dict[str, Any]) -> tuple[str, str]:
+    """Label and detail line of a row joined to the trace by trace id or event id."""
+    spec = TABLE.get(table)
+    if spec is None or not spec.label:
+        return table, ""
+    return fill(spec.label, row), fill(spec.detail, row)

@@ -1,12 +1,12 @@
 """Run the SQL in `graph/sql/` against a ledger whose shape is known only by introspection.
 
 session.db drifted through a dozen shapes (spec §4.5), so one query text cannot name every
-column. The `.sql` files hold the queries; two markers in them are filled here, and only from
-constants in this package, never from data:
+column. The `.sql` files hold the queries; three markers of the one renderer
+(`ledger/dialect.py`) are filled here, and only from constants in this package, never from data:
 
-* ``/*COLUMNS*/``: a projection built from column specs; a column the file lacks reads NULL.
-* ``/*TABLE*/``: a ledger table name from `LEDGER_TABLES`, quoted.
-* ``/*COLUMN*/``: an identifier column from `ID_COLUMNS`, quoted (search only).
+* ``{columns}``: a projection built from column specs; a column the file lacks reads NULL.
+* ``{table}``: a ledger table name from `LEDGER_TABLES`, quoted.
+* ``{column}``: an identifier column from `ID_COLUMNS`, quoted (search only).
 
 Every value is bound as a parameter. Lists of values travel as one JSON parameter, read back
 with ``json_each``, so no query text depends on how many values there are.
@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from datasette_capsem.ledger.dialect import quote_identifier
+from datasette_capsem.ledger.dialect import quote_identifier, render_sql
 from datasette_capsem.ledger.schema import LEDGER_TABLES as ALL_LEDGER_TABLES
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
@@ -81,20 +81,18 @@ def query_text(
     `file_tables` widens the allowed table names to those the file's own sqlite_master lists
     (for row counts of legacy tables); they are quoted like every other identifier.
     """
-    sql = load_sql(PACKAGE, name)
-    if table is not None:
-        if table not in LEDGER_TABLES and table not in file_tables:
-            raise ValueError(f"not a ledger table: {table!r}")
-        sql = sql.replace("/*TABLE*/", quote_identifier(table))
-    if column is not None:
-        if column not in ID_COLUMNS:
-            raise ValueError(f"not an id column: {column!r}")
-        sql = sql.replace("/*COLUMN*/", quote_identifier(column))
+    if table is not None and table not in LEDGER_TABLES and table not in file_tables:
+        raise ValueError(f"not a ledger table: {table!r}")
+    if column is not None and column not in ID_COLUMNS:
+        raise ValueError(f"not an id column: {column!r}")
+    fragments = {}
     if columns is not None:
         if schema is None or table is None:
             raise ValueError("a projection needs the schema and the table")
-        sql = sql.replace("/*COLUMNS*/", projection(schema, table, columns))
-    return sql
+        fragments["columns"] = projection(schema, table, columns)
+    return render_sql(
+        load_sql(PACKAGE, name), schema, table=table, column=column, fragments=fragments
+    )
 
 
 def fetch(conn: sqlite3.Connection, sql: str, params: dict[str, Any] | None = None) -> list[dict]:

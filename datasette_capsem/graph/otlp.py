@@ -19,8 +19,9 @@ from typing import Any
 
 from datasette_capsem.graph.exchanges import ambient_rest, is_ambient, split_exchanges
 from datasette_capsem.graph.timeparse import parse_ns, sane_ns
-from datasette_capsem.graph.trace_rows import TraceRows
+from datasette_capsem.graph.trace_rows import SPLIT_PATHS, TraceRows
 from datasette_capsem.graph.values import as_float, as_int, text, usable_event_id
+from datasette_capsem.ledger.tables import TABLES, Span
 
 SCOPE = {"name": "datasette-capsem", "version": "0.1.0"}
 SPAN_KIND_INTERNAL, SPAN_KIND_CLIENT = 1, 3
@@ -28,17 +29,8 @@ STATUS_OK, STATUS_ERROR = 1, 2
 VALUE_CHARS = 4000
 HEX32 = re.compile(r"^[0-9a-f]{32}$")
 
-# Host rows exported as spans: table -> (span name prefix, OpenInference kind, duration column)
-HOST_SPANS: dict[str, tuple[str, str, str | None]] = {
-    "net_events": ("HTTP", "CHAIN", "duration_ms"),
-    "dns_events": ("DNS", "CHAIN", "upstream_resolver_ms"),
-    "fs_events": ("file", "CHAIN", None),
-    "exec_events": ("exec", "CHAIN", "duration_ms"),
-    "audit_events": ("audit", "CHAIN", None),
-    "substitution_events": ("credential", "GUARDRAIL", None),
-    "mcp_calls": ("MCP", "TOOL", "duration_ms"),
-    "snapshot_events": ("snapshot", "CHAIN", None),
-}
+# Host rows exported as spans (name prefix, OpenInference kind, attributes), from the registry.
+HOST_SPANS: dict[str, Span] = {table.name: table.span for table in TABLES if table.span}
 
 
 def otlp_trace_id(trace_id: str) -> str:
@@ -242,7 +234,25 @@ class OtlpExporter:
             ),
             "status": {"code": STATUS_OK},
         }
+        continued = self._continued_turns()
+        if continued:  # the writer split this turn from another trace (spec §4.4)
+            span["attributes"] += attributes({"capsem.continues_trace_id": continued[0][0]})
+            span["links"] = [
+                {"traceId": otlp_trace_id(trace), "spanId": span_id(otlp_trace_id(trace),
+                 "tool_calls", call_row), "attributes": attributes({"capsem.link": why})}
+                for trace, call_row, why in continued
+            ]  # fmt: skip
         return span
+
+    def _continued_turns(self) -> list[tuple[str, Any, str]]:
+        """(trace, tool call row, why) of the calls in other traces this trace's results
+        answer, where the writer split one user turn (retry, resume, Gemini CLI ids)."""
+        found = []
+        for pair in self.rows.paired_elsewhere.values():
+            why = SPLIT_PATHS.get(pair["writer_path"])
+            if why and pair.get("call_trace_id") not in (None, self.rows.trace_id):
+                found.append((str(pair["call_trace_id"]), pair["call_row"], why))
+        return sorted(set(found), key=str)
 
     def _model_spans(self) -> None:
         for call in self.rows.model_calls:
@@ -341,82 +351,47 @@ class OtlpExporter:
 
     def _host_spans(self) -> None:
         for table, rows in self.rows.other.items():
-            prefix, kind, duration_column = HOST_SPANS[table]
+            spec = HOST_SPANS[table]
             for row in rows:
                 self._span(
                     self.span_id(table, row["id"]),
                     self.root_id,
-                    f"{prefix} {_host_name(table, row)}",
-                    _times(row, duration_column),
+                    f"{spec.prefix} {_host_name(spec, row)}",
+                    _times(row, spec.duration),
                     {
-                        "openinference.span.kind": kind,
-                        **_host_attributes(table, row),
+                        "openinference.span.kind": spec.kind,
+                        **_host_attributes(spec, row),
                         "capsem.table": table,
                         "capsem.row_id": row["id"],
                         "capsem.event_id": row.get("event_id"),
                     },
-                    kind=SPAN_KIND_CLIENT if table == "net_events" else SPAN_KIND_INTERNAL,
-                    error=_host_error(table, row),
+                    kind=SPAN_KIND_CLIENT if spec.client else SPAN_KIND_INTERNAL,
+                    error=_host_error(spec, row),
                     event_id=row.get("event_id"),
                 )
 
 
-def _host_name(table: str, row: dict[str, Any]) -> str:
-    fields = {
-        "net_events": ("method", "domain"),
-        "dns_events": ("qname",),
-        "fs_events": ("action", "path"),
-        "exec_events": ("command",),
-        "audit_events": ("exe",),
-        "substitution_events": ("outcome", "provider"),
-        "mcp_calls": ("server_name", "tool_name"),
-        "snapshot_events": ("origin", "name"),
-    }[table]
+def _host_name(spec: Span, row: dict[str, Any]) -> str:
+    fields = spec.name_fields
     return " ".join(text(row.get(f), 60) for f in fields if row.get(f) is not None)
 
 
-def _host_attributes(table: str, row: dict[str, Any]) -> dict[str, Any]:
-    if table == "net_events":
-        return {
-            "http.request.method": row.get("method"),
-            "server.address": row.get("domain"),
-            "server.port": as_int(row.get("port")),
-            "url.path": row.get("path"),
-            "http.response.status_code": as_int(row.get("status_code")),
-            "capsem.decision": row.get("decision"),
-        }
-    if table == "dns_events":
-        return {"dns.question.name": row.get("qname"), "capsem.decision": row.get("decision")}
-    if table == "fs_events":
-        return {"file.path": row.get("path"), "capsem.action": row.get("action")}
-    if table == "exec_events":
-        return {
-            "process.command_line": row.get("command"),
-            "process.exit.code": as_int(row.get("exit_code")),
-        }
-    if table == "audit_events":
-        return {
-            "process.executable.path": row.get("exe"),
-            "process.command_line": row.get("argv"),
-            "process.pid": as_int(row.get("pid")),
-        }
-    if table == "mcp_calls":
-        return {
-            "gen_ai.tool.name": row.get("tool_name"),
-            "tool.name": row.get("tool_name"),
-            "capsem.server_name": row.get("server_name"),
-        }
-    return {"capsem.outcome": row.get("outcome"), "capsem.provider": row.get("provider")}
+def _host_attributes(spec: Span, row: dict[str, Any]) -> dict[str, Any]:
+    found = {}
+    for key, column in spec.attributes:
+        name, _, cast = column.partition(":")
+        found[key] = as_int(row.get(name)) if cast == "int" else row.get(name)
+    return found
 
 
-def _host_error(table: str, row: dict[str, Any]) -> str | None:
+def _host_error(spec: Span, row: dict[str, Any]) -> str | None:
     decision = row.get("decision")
     if decision in ("denied", "error"):
         return f"decision {decision}"
     status = as_int(row.get("status_code"))
     if status is not None and status >= 400:
         return f"HTTP {status}"
-    code = as_int(row.get("exit_code")) if table == "exec_events" else None
+    code = as_int(row.get("exit_code")) if spec.exit_code_error else None
     if code:
         return f"exit {code}"
     return None

@@ -10,17 +10,14 @@ import sqlite3
 from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
-from datasette_capsem.graph.trace_rows import TRACE_TABLES
+from datasette_capsem.graph.exchanges import is_ambient
+from datasette_capsem.graph.trace_rows import SPLIT_PATHS, TRACE_TABLES, pairs_elsewhere
 from datasette_capsem.graph.values import clip_row
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import NAMES
 
 # Tables listed first, in this order, on the overview; any other table of the file follows.
-TABLE_ORDER = (
-    "model_calls", "model_items", "tool_calls", "tool_responses", "net_events", "dns_events",
-    "fs_events", "exec_events", "audit_events", "substitution_events", "event_body_blobs",
-    "security_rule_events", "security_decision_events", "security_ask_events",
-    "profile_mutation_events", "mcp_calls", "snapshot_events",
-)  # fmt: skip
+TABLE_ORDER = NAMES  # the registry's order (ledger/tables.py)
 PROVIDER_COLUMNS = ("provider", "model", "input_tokens", "output_tokens", "estimated_cost_usd")
 AMBIENT_LIMIT = 50
 MCP_ROW_LIMIT = 200
@@ -58,14 +55,36 @@ def traces_page(
     if total["untraced_calls"]:
         notes.append(f"{total['untraced_calls']} model calls carry no trace_id.")
     turns, exchanges = total["turns"] or 0, total["exchanges"] or 0
+    continued = continuations(conn, schema)
+    listed = [clip_row(row) for row in rows]
+    for row in listed:
+        row["continues"] = continued.get((row["trace_id"], row.get("exchange")))
+    split = {key[0] for key in continued if key[1] is None}  # UUID traces a split made
     return {
-        "traces": [clip_row(row) for row in rows],
+        "traces": listed,
         "total": turns + exchanges,  # entries of the list, for paging
         "turns": turns,
+        "user_turns": turns - len(split),  # the writer split some turns into several traces
         "exchanges": exchanges,
         "untraced_calls": total["untraced_calls"] or 0,
         "notes": notes,
     }
+
+
+def continuations(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[tuple, dict]:
+    """(trace id, exchange) -> the trace it carries on, for traces and ambient exchanges whose
+    results answer calls of an earlier trace the writer split them from: the rule book's own
+    pairing (`tool_results_across_traces`). `exchange` is the model call id in the ambient
+    trace, None for a UUID trace."""
+    found: dict[tuple, dict] = {}
+    for pair in pairs_elsewhere(conn, schema, None, None):
+        why = SPLIT_PATHS.get(pair["writer_path"])
+        trace = pair["trace_id"]
+        if why is None or trace is None or trace == pair["call_trace_id"]:
+            continue
+        key = (trace, pair["consumed_by_model_call"] if is_ambient(str(trace)) else None)
+        found.setdefault(key, {"trace_id": pair["call_trace_id"], "why": why})
+    return found
 
 
 def ambient_traces(conn: sqlite3.Connection, schema: LedgerSchema) -> list[dict[str, Any]]:

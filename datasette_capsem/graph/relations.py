@@ -13,6 +13,7 @@ import sqlite3
 from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
+from datasette_capsem.graph.trace_rows import pairs_elsewhere
 from datasette_capsem.graph.values import PLACEHOLDER_EVENT_ID
 from datasette_capsem.ledger.schema import LedgerSchema
 
@@ -37,7 +38,7 @@ def model_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row_id:
 
 
 def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dict) -> dict:
-    found: dict[str, Any] = {"emitted_by": None, "answered_by": []}
+    found: dict[str, Any] = {"emitted_by": None, "answered_by": [], "answered_elsewhere": []}
     model_call_id = row.get("model_call_id")
     if model_call_id is not None and schema.has("model_calls", "event_id"):
         rows = lsql.run(conn, "relation_model_call", {"id": model_call_id})
@@ -51,6 +52,8 @@ def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dic
         params = {"call_id": row["call_id"], "trace_id": row.get("trace_id"),
                   "model_call_id": model_call_id, "limit": LIMIT}  # fmt: skip
         found["answered_by"] = lsql.run(conn, "relation_answers", params)
+    if not found["answered_by"] and row.get("id") is not None:
+        found["answered_elsewhere"] = pairs_elsewhere(conn, schema, [], [row["id"]])
     return found
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
+from datasette_capsem.ledger.tables import TABLES
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 
 HITS_PER_COLUMN = 20
@@ -27,22 +28,10 @@ SCAN_SECONDS = 3.0
 SCAN_WORKERS = 4
 
 # Which tables a value may be found in, per identifier kind (spec §6.1).
+ID_KINDS = ("trace_id", "turn_id", "event_id", "call_id", "message_id", "ask_id")
 SEARCH_TABLES: dict[str, tuple[str, ...]] = {
-    "trace_id": (
-        "model_calls", "tool_calls", "tool_responses", "model_items", "net_events",
-        "dns_events", "fs_events", "exec_events", "audit_events", "substitution_events",
-        "security_rule_events", "security_decision_events", "event_body_blobs", "mcp_calls",
-    ),
-    "turn_id": ("model_calls", "tool_calls", "model_items", "net_events"),
-    "event_id": (
-        "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
-        "exec_events", "audit_events", "substitution_events", "security_rule_events",
-        "security_decision_events", "security_ask_events", "event_body_blobs", "mcp_calls",
-    ),
-    "call_id": ("tool_calls", "tool_responses", "model_items"),
-    "message_id": ("model_calls",),
-    "ask_id": ("security_ask_events",),
-}  # fmt: skip
+    kind: tuple(t.name for t in TABLES if kind in t.search_ids) for kind in ID_KINDS
+}
 
 
 @dataclass

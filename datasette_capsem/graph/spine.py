@@ -165,6 +165,14 @@ def _tool_responses(drawing: Drawing) -> None:
 
 def _link_response_to_call(drawing: Drawing, node_id: str, row: dict, call: dict | None,
                            group: int) -> None:  # fmt: skip
+    pair = drawing.rows.paired_elsewhere.get(row.get("id"))
+    if call is None and pair is not None:  # the writer put the result away from its call
+        call_node = _elsewhere_node(drawing, "tool_calls", pair["call_row"], pair["call_trace_id"],
+                                    f"tool call #{pair['call_row']}", group,
+                                    event_id=pair.get("call_event_id"), why=pair["reason"])  # fmt: skip
+        drawing.relation(node_id, call_node, node_id, "responded-in", "result_in_another_trace",
+                         cross_trace=True, why=pair["reason"])  # fmt: skip
+        return
     if call is None:
         label = f"tool call {short(row.get('call_id'), 12)} — missing"
         missing = drawing.placeholder(
@@ -174,6 +182,19 @@ def _link_response_to_call(drawing: Drawing, node_id: str, row: dict, call: dict
         return
     call_node = f"tool_calls:{call['id']}"
     drawing.relation(node_id, call_node, node_id, "responded-in", "response_before_call")
+
+
+def _elsewhere_node(drawing: Drawing, table: str, row_id: Any, trace_id: Any, label: str,
+                    group: int, **fields: Any) -> str:  # fmt: skip
+    """The node of a row of another trace that pairs with a row of this one (spec §4.4)."""
+    node_id = f"{table}:{row_id}"
+    if node_id not in drawing.nodes:
+        row = {"id": row_id, "trace_id": trace_id, "event_id": fields.pop("event_id", None)}
+        label = f"{label} (trace {short(trace_id)})"
+        drawing.row_node(table, row, label, group=group, external=True, trace_id=trace_id,
+                         trace_href=drawing.links.trace(str(trace_id)), **fields)  # fmt: skip
+        drawing.nodes[node_id]["t"] = None
+    return node_id
 
 
 def _link_response_to_consumer(drawing: Drawing, node_id: str, mc_id: Any, group: int) -> None:
@@ -197,6 +218,14 @@ def _unanswered_calls(drawing: Drawing) -> None:
         if (key in answered) if has_trace else (row.get("call_id") in answered_ids):
             continue
         node_id = f"tool_calls:{row['id']}"
+        answers = drawing.rows.answered_elsewhere.get(row["id"])
+        if answers:  # answered in a later trace (spec §4.4): each answer drawn, none broken
+            for pair in answers:
+                answer = _elsewhere_node(drawing, "tool_responses", pair["id"], pair["trace_id"],
+                                         f"response {short(pair.get('call_id'), 12)}",
+                                         drawing.nodes[node_id]["group"], why=pair["reason"])  # fmt: skip
+                drawing.edge(node_id, answer, "responded-in", cross_trace=True, why=pair["reason"])
+            continue
         missing = drawing.placeholder(
             f"tool_responses:call_id:{row.get('call_id')}",
             "tool_response",

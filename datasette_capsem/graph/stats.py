@@ -5,7 +5,8 @@ Schema-tolerant: a section whose table the file lacks is absent, a figure whose 
 lacks is left out, never an error. Every figure is `{label, value, table, filters}`, where
 `filters` are Datasette table-page filters (`column=value`, `column__not=value`,
 `column__isnull=1`) on columns that carry no secret, so the page links each number to
-exactly the rows it counts. SQL is built here from fixed identifiers only; values are bound.
+exactly the rows it counts. SQL is rendered (`ledger/dialect.py`) from fixed identifiers only;
+values are bound.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from datasette_capsem.ledger.dialect import quote_identifier as q
+from datasette_capsem.ledger.dialect import quote_identifier, render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
 
 GROUP_LIMIT = 25
@@ -26,7 +27,10 @@ def _figure(label: str, value: Any, table: str, **filters: Any) -> dict[str, Any
 
 
 def _count(conn, table: str, where: str = "1", params: tuple = ()) -> int:
-    return conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {where}", params).fetchone()[0]
+    sql = render_sql(
+        "SELECT COUNT(*) FROM {table} WHERE {where}", table=table, fragments={"where": where}
+    )
+    return conn.execute(sql, params).fetchone()[0]
 
 
 def _total(conn, schema: LedgerSchema, table: str, label: str):
@@ -40,7 +44,7 @@ def _by_value(conn, table: str, column: str, values: tuple[str, ...]) -> list[di
     """One figure per value of `column` (its rows counted, its filter `column=value`)."""
     figures = []
     for value in values:
-        count = _count(conn, table, f"{q(column)} = ?", (value,))
+        count = _count(conn, table, render_sql("{column} = ?", column=column), (value,))
         figures.append(_figure(value.capitalize(), count, table, **{column: value}))
     return figures
 
@@ -66,9 +70,12 @@ def _group(
     null_label: str = "(none)",
 ) -> dict[str, Any]:
     """Rows of `table` counted by `column`, most first, each with its filter."""
-    sql = (
-        f"SELECT {q(column)} AS value, COUNT(*) AS n FROM {q(table)} WHERE {where} "
-        f"GROUP BY {q(column)} ORDER BY n DESC, value LIMIT {GROUP_LIMIT}"
+    sql = render_sql(
+        "SELECT {column} AS value, COUNT(*) AS n FROM {table} WHERE {where} "
+        "GROUP BY {column} ORDER BY n DESC, value LIMIT {limit}",
+        table=table,
+        column=column,
+        fragments={"where": where, "limit": str(GROUP_LIMIT)},
     )
     rows = []
     for value, count in conn.execute(sql, params):
@@ -91,7 +98,10 @@ def http(conn, schema: LedgerSchema) -> dict[str, Any] | None:
         figures += _by_value(conn, table, "decision", ("allowed", "denied", "error"))
     for column, label in (("bytes_received", "Bytes in"), ("bytes_sent", "Bytes out")):
         if column in has:
-            total = conn.execute(f"SELECT COALESCE(SUM({q(column)}), 0) FROM {q(table)}")
+            sql = render_sql(
+                "SELECT COALESCE(SUM({column}), 0) FROM {table}", table=table, column=column
+            )
+            total = conn.execute(sql)
             figures.append(_figure(label, total.fetchone()[0], table, **{f"{column}__gt": 0}))
     groups = []
     if "method" in has:
@@ -109,9 +119,8 @@ def dns(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     if "decision" in has:
         figures += _by_value(conn, table, "decision", ("denied", "redirected", "error"))
     if "upstream_resolver_ms" in has:
-        avg = conn.execute(
-            f"SELECT AVG(upstream_resolver_ms) FROM {q(table)} WHERE upstream_resolver_ms IS NOT NULL"
-        ).fetchone()[0]
+        sql = "SELECT AVG(upstream_resolver_ms) FROM {table} WHERE upstream_resolver_ms IS NOT NULL"
+        avg = conn.execute(render_sql(sql, table=table)).fetchone()[0]
         figures.append(
             _figure(
                 "Avg upstream (ms)",
@@ -199,9 +208,15 @@ def security(conn, schema: LedgerSchema) -> dict[str, Any] | None:
 def _latest(conn, table, title, columns, has, where) -> dict[str, Any]:
     """The newest rows matching `where`, with those of `columns` the table has."""
     shown = [c for c in columns if c in has]
-    sql = (
-        f"SELECT id, {', '.join(q(c) for c in shown)} FROM {q(table)} WHERE {where} "
-        f"ORDER BY {_newest_first(has)} LIMIT {LATEST_LIMIT}"
+    sql = render_sql(
+        "SELECT id, {columns} FROM {table} WHERE {where} ORDER BY {order} LIMIT {limit}",
+        table=table,
+        fragments={
+            "columns": ", ".join(quote_identifier(c) for c in shown),
+            "where": where,
+            "order": _newest_first(has),
+            "limit": str(LATEST_LIMIT),
+        },
     )
     rows = [dict(zip(("id", *shown), row, strict=True)) for row in conn.execute(sql)]
     return {"title": title, "table": table, "columns": shown, "rows": rows}
@@ -258,7 +273,9 @@ def mcp(conn, schema: LedgerSchema) -> dict[str, Any] | None:
 def _where(filters: dict[str, Any]) -> tuple[str, tuple]:
     if not filters:
         return "1", ()
-    return " AND ".join(f"{q(c)} = ?" for c in filters), tuple(filters.values())
+    return " AND ".join(render_sql("{column} = ?", column=c) for c in filters), tuple(
+        filters.values()
+    )
 
 
 SECTIONS = (http, dns, processes, credentials, security, mcp)

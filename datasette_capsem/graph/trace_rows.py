@@ -16,101 +16,29 @@ from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
 from datasette_capsem.ledger.bodies import UNVERIFIABLE, hash_verdict
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLE, TABLES, joined_by
+from datasette_capsem.queries import spec_for
 
-MODEL_CALL_COLUMNS = (
-    "id", "event_id", "timestamp", "provider", "protocol", "model", "method", "path", "stream",
-    "message_id", "status_code", "stop_reason", "input_tokens", "output_tokens", "duration_ms",
-    "estimated_cost_usd", "usage_details", "trace_id", "turn_id", "messages_count",
-    "tools_count", "request_bytes", "response_bytes", "text_content:preview",
-    "request_body_preview:isnull",
-)  # fmt: skip
-TOOL_CALL_COLUMNS = (
-    "id", "event_id", "timestamp", "model_call_id", "provider", "status", "call_index",
-    "call_id", "tool_name", "origin", "transport", "server_name", "method", "decision",
-    "duration_ms", "error_message:preview", "trace_id", "turn_id", "arguments:preview",
-)  # fmt: skip
-TOOL_RESPONSE_COLUMNS = (
-    "id", "model_call_id", "call_id", "is_error", "trace_id", "turn_id",
-    "content_preview:preview",
-)  # fmt: skip
-MODEL_ITEM_COLUMNS = (
-    "id", "event_id", "model_call_id", "timestamp", "kind", "item_index", "call_id",
-    "tool_name", "trace_id", "turn_id", "content:preview",
-)  # fmt: skip
-
+# The columns a trace reads per table, how each table joins a trace, and which tables a
+# security row's event type points at: all from the registry (ledger/tables.py).
+MODEL_CALL_COLUMNS = TABLE["model_calls"].trace_columns
+TOOL_CALL_COLUMNS = TABLE["tool_calls"].trace_columns
+TOOL_RESPONSE_COLUMNS = TABLE["tool_responses"].trace_columns
+MODEL_ITEM_COLUMNS = TABLE["model_items"].trace_columns
 # Tables joined to a trace only by trace_id, with the columns the pages show.
-TRACE_TABLES: dict[str, tuple[str, ...]] = {
-    "net_events": (
-        "id", "event_id", "timestamp", "domain", "port", "decision", "method", "path",
-        "status_code", "duration_ms", "bytes_sent", "bytes_received", "conn_type",
-        "process_name", "trace_id", "turn_id",
-    ),
-    "dns_events": (
-        "id", "event_id", "timestamp", "qname", "qtype", "rcode", "decision",
-        "upstream_resolver_ms", "trace_id", "turn_id",
-    ),
-    "fs_events": ("id", "event_id", "timestamp", "action", "path", "size", "trace_id", "turn_id"),
-    "exec_events": (
-        "id", "event_id", "timestamp", "exec_id", "command:preview", "exit_code", "duration_ms",
-        "source", "trace_id", "turn_id",
-    ),
-    "audit_events": (
-        "id", "event_id", "timestamp", "pid", "exe", "argv:preview", "exit_code",
-        "exec_event_id", "trace_id", "turn_id",
-    ),
-    "substitution_events": (
-        "id", "event_id", "timestamp", "event_type", "outcome", "provider", "trace_id", "turn_id",
-    ),
-    "mcp_calls": (
-        "id", "event_id", "timestamp", "server_name", "method", "tool_name", "request_id",
-        "decision", "duration_ms", "error_message:preview", "trace_id",
-    ),
-    "snapshot_events": (  # 0.16 .. 06-11 (dropped then); trace_id from 1.1
-        "id", "timestamp", "slot", "origin", "name", "files_count", "trace_id",
-    ),
-}  # fmt: skip
-
+TRACE_TABLES: dict[str, tuple[str, ...]] = {t.name: t.trace_columns for t in joined_by("trace_id")}
 # Tables joined to a trace's rows by event_id.
 SECURITY_TABLES: dict[str, tuple[str, ...]] = {
-    "security_rule_events": (
-        "id", "timestamp_unix_ms", "event_id", "event_type", "rule_id", "rule_action",
-        "detection_level", "trace_id", "turn_id",
-    ),
-    "security_decision_events": (
-        "id", "timestamp_unix_ms", "event_id", "event_type", "stage", "actor", "rule_id",
-        "effective_decision", "reason:preview", "trace_id", "turn_id",
-    ),
-    "security_ask_events": (
-        "id", "timestamp_unix_ms", "ask_id", "event_id", "event_type", "rule_id", "rule_name",
-        "status", "trace_id", "turn_id",
-    ),
-}  # fmt: skip
-BODY_COLUMNS = (
-    "id", "event_id", "event_type", "source_table", "direction", "content_type",
-    "original_bytes", "stored_bytes", "truncated", "body_hash", "body:length", "trace_id",
-    "created_at",
-)  # fmt: skip
-
+    t.name: t.trace_columns for t in joined_by("event_id")
+}
+BODY_COLUMNS = TABLE["event_body_blobs"].trace_columns
 # Primary tables whose rows carry an event_id that security rows and blobs join to.
-PRIMARY_TABLES = (
-    "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
-    "exec_events", "audit_events", "substitution_events", "mcp_calls",
-)  # fmt: skip
-
+PRIMARY_TABLES = tuple(table.name for table in TABLES if table.primary)
 # Spec §6.2 check 11: which primary table a security event type points at.
 EVENT_TYPE_TABLES: dict[str, str] = {
-    "http.request": "net_events",
-    "dns.query": "dns_events",
-    "model.call": "model_calls",
-    "mcp.tool_call": "tool_calls",
-    "file.event": "fs_events",
-    "file.import": "fs_events",
-    "file.export": "fs_events",
-    "process.exec": "exec_events",
-    "process.exec_complete": "exec_events",
-    "process.audit": "audit_events",
-    "credential.substitution": "substitution_events",
+    event_type: table.name for table in TABLES for event_type in table.event_types
 }
 
 START_KEY = "_start_ms"  # parsed start of a row, added by the loader
@@ -137,6 +65,10 @@ class TraceRows:
     present_event_ids: dict[str, set[str]] = field(default_factory=dict)
     present_response_call_ids: set[str] = field(default_factory=set)
     present_exec_ids: set[int] = field(default_factory=set)
+    # Pairs the writer split across traces (spec §4.4), as the rule book's
+    # tool_results_across_traces rows: by this trace's response id, and by this trace's call id.
+    paired_elsewhere: dict[Any, dict] = field(default_factory=dict)
+    answered_elsewhere: dict[Any, list[dict]] = field(default_factory=dict)
     # event id -> how many rows of any primary table carry it (only ids this trace uses).
     event_id_uses: dict[str, int] = field(default_factory=dict)
     body_hash: dict[int, str] = field(default_factory=dict)  # blob id -> ledger.bodies verdict
@@ -149,11 +81,7 @@ class TraceRows:
 
     def primary_rows(self) -> dict[str, list[dict]]:
         """Rows that carry their own event_id, by table."""
-        found = {
-            "model_calls": self.model_calls,
-            "tool_calls": self.tool_calls,
-            "model_items": self.model_items,
-        }
+        found = {t.name: getattr(self, t.name) for t in joined_by("spine") if t.primary}
         found.update(self.other)
         return found
 
@@ -263,6 +191,51 @@ def _load_link_targets(conn, rows: TraceRows) -> None:
     _load_present_responses(conn, rows)
     _load_present_execs(conn, rows)
     _load_event_id_uses(conn, rows)
+    _load_pairs_elsewhere(conn, rows)
+
+
+def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
+    """The calls this trace's loose results answer, and the results that answer its loose
+    calls, in other traces; read only when the trace has a result or call with no partner."""
+    calls_here = {c.get("call_id") for c in rows.tool_calls}
+    answers_here = {r.get("call_id") for r in rows.tool_responses}
+    loose_results = [r["id"] for r in rows.tool_responses if r.get("call_id") not in calls_here]
+    loose_calls = [c["id"] for c in rows.tool_calls if c.get("call_id") not in answers_here]
+    for pair in pairs_elsewhere(conn, rows.schema, loose_results, loose_calls):
+        if pair["id"] in loose_results:
+            rows.paired_elsewhere[pair["id"]] = pair
+        if pair["call_row"] in loose_calls:
+            rows.answered_elsewhere.setdefault(pair["call_row"], []).append(pair)
+
+
+# Writer paths that split ONE user turn into several traces (spec §4.4): a retry or a resume
+# carries on the same turn; a history re-sent by the Responses API is a new user turn.
+SPLIT_PATHS = {
+    "retry": "after a retry",
+    "resume": "after a resume",
+    "trace_completed": "after its trace was completed",
+    "id_scheme": "under Gemini CLI's ids",
+}
+
+
+def pairs_elsewhere(conn, schema: LedgerSchema, results: list | None,
+                    calls: list | None) -> list[dict]:  # fmt: skip
+    """The rule book's own pairing across traces (tool_results_across_traces, spec §4.4) of
+    these tool_responses ids and tool_calls ids (None and None: every pair of the file): one
+    row per result and the call it answers."""
+    spec = spec_for("tool_results_across_traces", schema)
+    if spec is None or results == [] and calls == []:
+        return []
+    if results is None and calls is None:
+        return lsql.fetch(conn, spec.render(schema) or "")
+    params = {"results": lsql.json_list(results or []), "calls": lsql.json_list(calls or [])}
+    sql = render_sql(  # the rule book's query, kept to the rows asked about
+        "SELECT * FROM ({pairs}) AS pairs"
+        " WHERE pairs.id IN (SELECT value FROM json_each(:results))"
+        " OR pairs.call_row IN (SELECT value FROM json_each(:calls))",
+        fragments={"pairs": spec.render(schema) or ""},
+    )
+    return lsql.fetch(conn, sql, params)
 
 
 def _load_outside_model_calls(conn, rows: TraceRows) -> None:
@@ -395,13 +368,8 @@ def row_start_ms(row: dict[str, Any]) -> float | None:
 
 def row_summary(rows: TraceRows) -> dict[str, Any]:
     """How many rows of each table the trace has."""
-    counts = {
-        "model_calls": len(rows.model_calls),
-        "tool_calls": len(rows.tool_calls),
-        "tool_responses": len(rows.tool_responses),
-        "model_items": len(rows.model_items),
-        "event_body_blobs": len(rows.bodies),
-    }
+    counts = {table.name: len(getattr(rows, table.name)) for table in joined_by("spine")}
+    counts["event_body_blobs"] = len(rows.bodies)
     counts.update({table: len(found) for table, found in rows.other.items()})
     counts.update({table: len(found) for table, found in rows.security.items()})
     return {table: n for table, n in counts.items() if n}

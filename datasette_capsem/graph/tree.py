@@ -21,6 +21,7 @@ from typing import Any
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import critical_path
+from datasette_capsem.ledger.tables import TABLES
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "thinking_tokens")
 # Edge type -> True when the edge's source is the parent of its target (else the reverse).
@@ -35,27 +36,24 @@ PARENT_EDGES: dict[str, bool] = {
 }
 # When a node could hang under several edges, the first of these wins.
 EDGE_RANK = ("contains", "emitted", "responded-in", "correlated", "spawned", "event_id", "owns")
-KIND_OF_TYPE = {
-    "net_event": "http",
-    "dns_event": "dns",
-    "fs_event": "file",
-    "exec_event": "process",
-    "audit_event": "process",
-    "substitution_event": "credential",
-    "snapshot_event": "file",
-    "security_event": "security",
-    "mcp_call": "tool_call",
-}
+# A node type's kind in the tree (the type itself unless the registry says otherwise).
+KIND_OF_TYPE = {t.node_type: t.kind for t in TABLES if t.node_type and t.kind != t.node_type}
 # Keys a model-call span always has (null when the ledger does not say).
 MODEL_KEYS = (*TOKEN_FIELDS, "cost_usd", "model", "provider", "stop_reason", "duration_ms")
-CHILD_RANK = {"net_event": 0, "security_event": 1, "body": 2, "model_item": 4}
+CHILD_RANK = {t.node_type: t.child_rank for t in TABLES if t.node_type and t.child_rank != 3}
 # Node types that can be on the critical path (waterfall.CRITICAL_KINDS, by graph type).
-CRITICAL_TYPES = ("model_call", "tool_call", "mcp_call", "exec_event")
+CRITICAL_TYPES = tuple(dict.fromkeys(t.node_type for t in TABLES if t.critical))
 # Lanes of the timeline that can be toggled on the page: kind -> lane.
-LANE_OF_KIND = {
-    "http": "net", "dns": "dns", "file": "file", "process": "process", "credential": "process",
-    "security": "security", "body": "body", "model_item": "item",
-}  # fmt: skip
+LANE_OF_KIND = {t.kind: t.timeline_lane for t in TABLES if t.timeline_lane}
+# The toggleable lanes' names, in the order the page offers them (tree.json `timeline_lanes`).
+TIMELINE_LANES = (
+    ("net", "HTTP"), ("dns", "DNS"), ("file", "files"), ("process", "processes"),
+    ("security", "security"), ("body", "bodies"), ("item", "model items"),
+)  # fmt: skip
+# A kind's short label on the page (tree.json `kinds`).
+KIND_LABELS = {"trace": "trace", "turn": "turn"} | {
+    t.kind: t.kind_label for t in TABLES if t.kind and t.kind_label
+}
 
 
 def usage_tokens(usage_details: Any) -> tuple[int | None, int | None]:
@@ -267,6 +265,8 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
         "critical_path": path,
         "findings": findings,
         "node_count": len(spans),
+        "kinds": KIND_LABELS,
+        "timeline_lanes": [list(lane) for lane in TIMELINE_LANES],
     }
 
 

@@ -20,34 +20,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from datasette_capsem.graph.labels import fill
 from datasette_capsem.graph.timeparse import iso_from_ms
 from datasette_capsem.graph.trace_rows import TraceRows, row_start_ms
-from datasette_capsem.graph.values import as_float, text, usable_event_id
+from datasette_capsem.graph.values import as_float, usable_event_id
+from datasette_capsem.ledger.tables import TABLES, Bar
 from datasette_capsem.urls import SessionUrls
 
-# table -> (kind shown in the timeline, column holding the duration in ms)
-WATERFALL_TABLES: dict[str, tuple[str, str | None]] = {
-    "model_calls": ("model", "duration_ms"),
-    "tool_calls": ("tool", "duration_ms"),
-    "net_events": ("net", "duration_ms"),
-    "dns_events": ("dns", "upstream_resolver_ms"),
-    "fs_events": ("fs", None),
-    "exec_events": ("exec", "duration_ms"),
-    "audit_events": ("audit", None),
-    "substitution_events": ("credential", None),
-    "mcp_calls": ("mcp", "duration_ms"),
-    "snapshot_events": ("snapshot", None),
-    "security_rule_events": ("security", None),
-    "security_decision_events": ("security", None),
-    "security_ask_events": ("security", None),
-}
-KIND_ORDER = (
-    "model", "tool", "mcp", "net", "dns", "exec", "audit", "fs", "snapshot", "credential",
-    "security",
-)  # fmt: skip
-
-
-CRITICAL_KINDS = frozenset({"model", "tool", "mcp", "exec"})
+# The tables on the timeline and their bars (kind, duration column, label), from the registry.
+BARS: dict[str, Bar] = {table.name: table.bar for table in TABLES if table.bar}
+KIND_RANK: dict[str, int] = {bar.kind: bar.rank for bar in BARS.values()}
+CRITICAL_KINDS = frozenset(table.bar.kind for table in TABLES if table.critical and table.bar)
 CRITICAL_SLACK_MS = 1.0  # timestamps are in ms: an end within 1 ms of a start counts as before it
 
 
@@ -70,31 +53,6 @@ def critical_path(spans: list[tuple[str, float, float]]) -> list[str]:
     return path[::-1]
 
 
-def _label(table: str, row: dict[str, Any]) -> str:
-    if table == "model_calls":
-        return f"{text(row.get('provider'), 12)} {text(row.get('model'), 30)} → {text(row.get('stop_reason'), 14)}"
-    if table == "tool_calls":
-        return f"{text(row.get('tool_name'), 30)} ({text(row.get('origin'), 10)})"
-    if table == "net_events":
-        return f"{text(row.get('method') or 'CONNECT', 8)} {text(row.get('domain'), 30)}{text(row.get('path'), 40)} {text(row.get('status_code'), 4)}"
-    if table == "dns_events":
-        return f"{text(row.get('qname'), 50)} {text(row.get('decision'), 10)}"
-    if table == "fs_events":
-        return f"{text(row.get('action'), 10)} {text(row.get('path'), 60)}"
-    if table == "exec_events":
-        return f"{text(row.get('command'), 60)} (exit {text(row.get('exit_code'), 5)})"
-    if table == "audit_events":
-        return f"{text(row.get('exe'), 40)} {text(row.get('argv'), 40)}"
-    if table == "substitution_events":
-        return f"{text(row.get('outcome'), 12)} {text(row.get('provider'), 20)}"
-    if table == "mcp_calls":
-        return f"MCP {text(row.get('server_name'), 20)} {text(row.get('tool_name'), 30)}"
-    if table == "snapshot_events":
-        return f"snapshot {text(row.get('name') or row.get('slot'), 30)} ({text(row.get('origin'), 20)})"
-    outcome = row.get("rule_action") or row.get("effective_decision") or row.get("status")
-    return f"{text(row.get('event_type'), 24)} {text(outcome, 10)} {text(row.get('rule_id'), 40)}"
-
-
 def _security_rows(rows: TraceRows) -> list[tuple[str, dict[str, Any]]]:
     return [(table, row) for table, found in rows.security.items() for row in found]
 
@@ -107,7 +65,8 @@ def waterfall_rows(rows: TraceRows, links: SessionUrls) -> dict[str, Any]:
     tables += _security_rows(rows)
     bars, unplaced = [], 0
     for table, row in tables:
-        kind, duration_column = WATERFALL_TABLES[table]
+        bar = BARS[table]
+        kind, duration_column = bar.kind, bar.duration
         start = row_start_ms(row)
         unplaced += start is None
         duration = as_float(row.get(duration_column)) if duration_column else None
@@ -118,7 +77,7 @@ def waterfall_rows(rows: TraceRows, links: SessionUrls) -> dict[str, Any]:
                 "kind": kind,
                 "table": table,
                 "row_id": row.get("id"),
-                "label": _label(table, row),
+                "label": fill(bar.label, row),
                 "start": iso_from_ms(start),
                 "start_ms": start,
                 "duration_ms": max(duration, 0.0) if duration is not None else 0.0,
@@ -153,7 +112,7 @@ def _placed(bars: list[dict[str, Any]], unplaced: int) -> dict[str, Any]:
         key=lambda b: (
             b["start_ms"] is None,
             b["start_ms"] or 0.0,
-            KIND_ORDER.index(b["kind"]),
+            KIND_RANK[b["kind"]],
             b["row_id"] if isinstance(b["row_id"], int) else 0,
         )
     )

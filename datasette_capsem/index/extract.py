@@ -1,8 +1,8 @@
 """Read the facts the cross-session index keeps from one session.db, whatever its era.
 
 session.db has no version marker and its shape drifted many times (spec §4.5), so the SQL in
-`sql/ledger_*.sql` names columns through placeholders: a column the file has becomes its
-quoted name, one it lacks becomes NULL. Table names come only from fixed tuples here and from
+`sql/ledger_*.sql` names columns through `{opt:column}` markers (`ledger/dialect.py`): a column
+the file has becomes its quoted name, one it lacks becomes NULL. Table names come only from fixed tuples here and from
 the file's own `sqlite_master`, always quoted; no value from a ledger is ever put into SQL text.
 
 A fork's ledger starts as a copy of its parent's (spec §1.3). When the parent's ledger is
@@ -19,17 +19,13 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from datasette_capsem.ledger.dialect import quote_identifier
+from datasette_capsem.ledger.dialect import quote_identifier, render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.ledger.tables import TABLES
 from datasette_capsem.sqlfiles import load_sql
 
 # Tables whose row count is a figure of the session list (name in the index -> ledger table).
-COUNTED_TABLES = {
-    "file_events": "fs_events",
-    "exec_events": "exec_events",
-    "audit_events": "audit_events",
-    "dns_queries": "dns_events",
-}
+COUNTED_TABLES = {t.counted_as: t.name for t in TABLES if t.counted_as}
 # Identifier kinds of the lookup table, and how their rows are read.
 EACH_ROW_KINDS = ("event_id", "message_id")
 GROUPED_KINDS = ("trace_id", "call_id")
@@ -84,9 +80,16 @@ class Inherited:
             return "0" if self.copied else "1"
         mine = _row_key(shared, f"{alias}." if alias else "")
         theirs = _row_key(shared, "capsem_p.")
-        source = f"{PARENT_SCHEMA}.{quote_identifier(table)}"
-        test = "IN" if self.copied else "NOT IN"
-        return f"({mine} {test} (SELECT {theirs} FROM {source} AS capsem_p))"
+        return render_sql(
+            "({mine} {test} (SELECT {theirs} FROM {parent}.{table} AS capsem_p))",
+            table=table,
+            fragments={
+                "mine": mine,
+                "test": "IN" if self.copied else "NOT IN",
+                "theirs": theirs,
+                "parent": PARENT_SCHEMA,
+            },
+        )
 
 
 def _row_key(columns: set[str], prefix: str) -> str:
@@ -105,10 +108,11 @@ def _row_key(columns: set[str], prefix: str) -> str:
     )
 
 
-class Columns(dict):
-    """`str.format_map` mapping: a column of `table` if the file has it, else SQL NULL.
-
-    `{own}` is the filter keeping a fork's own rows (`1` unless `inherited` is given).
+class Columns:
+    """How one statement over `of` is rendered (`ledger/dialect.py`): `{opt:column}` is a
+    column of `of` if the file has it, else SQL NULL; `{table}` is `of`, quoted; `{column}` an
+    identifier column; `{own}` the filter keeping a fork's own rows (`1` unless `inherited` is
+    given); other `fragments` are SQL text built here.
     """
 
     def __init__(
@@ -117,20 +121,27 @@ class Columns(dict):
         of: str,
         alias: str | None = None,
         inherited: Inherited | None = None,
-        **extra: str,
+        column: str | None = None,
+        **fragments: str,
     ):
-        super().__init__(extra)
-        columns = schema.tables.get(of, ())
-        self.present = set(columns)
-        self.prefix = f"{alias}." if alias else ""
-        self["own"] = inherited.own(schema, of, alias) if inherited else "1"
+        self.schema, self.of, self.alias, self.column = schema, of, alias, column
+        own = inherited.own(schema, of, alias) if inherited else "1"
+        self.fragments = {"own": own, **fragments}
         # What a rendered template depends on (see `render`); a fork's filter is not memoized.
-        self.key = None if inherited else (of, alias, columns, tuple(sorted(extra.items())))
+        columns = schema.tables.get(of, ())
+        self.key = (
+            None if inherited else (of, alias, column, columns, tuple(sorted(fragments.items())))
+        )
 
-    def __missing__(self, column: str) -> str:
-        if column in self.present:
-            return self.prefix + quote_identifier(column)
-        return "NULL"
+    def render(self, sql: str, **fragments: str) -> str:
+        return render_sql(
+            sql,
+            self.schema,
+            table=self.of,
+            alias=self.alias,
+            column=self.column,
+            fragments={**self.fragments, **fragments},
+        )
 
 
 @dataclass
@@ -157,9 +168,9 @@ _rendered: dict[tuple, str] = {}
 
 
 def render(template: str, columns: Columns, package: str = __package__) -> str:
-    """`load_sql(package, template).format_map(columns)`, once per table shape."""
+    """`columns.render(load_sql(package, template))`, once per table shape."""
     return render_once(
-        (package, template), columns, lambda: load_sql(package, template).format_map(columns)
+        (package, template), columns, lambda: columns.render(load_sql(package, template))
     )
 
 
@@ -219,9 +230,7 @@ def read_totals(
         totals["tool_calls"] = tools["tool_calls"]
         mcp += tools["mcp_calls"]
     if "mcp_calls" in schema.tables:
-        columns = Columns(
-            schema, "mcp_calls", inherited=inherited, table=quote_identifier("mcp_calls")
-        )
+        columns = Columns(schema, "mcp_calls", inherited=inherited)
         legacy = _one(conn, "ledger_count", columns)
         last.append(legacy["last_at"])
         mcp += legacy["n"]
@@ -229,7 +238,7 @@ def read_totals(
         totals["mcp_calls"] = mcp
     for figure, table in COUNTED_TABLES.items():
         if table in schema.tables:
-            columns = Columns(schema, table, inherited=inherited, table=quote_identifier(table))
+            columns = Columns(schema, table, inherited=inherited)
             counted = _one(conn, "ledger_count", columns)
             totals[figure] = counted["n"]
             last.append(counted["last_at"])
@@ -287,13 +296,7 @@ def read_policy_events(
     for name, table, needs in POLICY_SOURCES:
         if not schema.has(table, *needs):
             continue
-        columns = Columns(
-            schema,
-            table,
-            inherited=inherited,
-            table=quote_identifier(table),
-            table_name=quote_literal(table),
-        )
+        columns = Columns(schema, table, inherited=inherited, table_name=quote_literal(table))
         rows += [tuple(row) for row in _query(conn, name, columns)]
     return rows
 
@@ -301,13 +304,12 @@ def read_policy_events(
 def _id_query(
     kind: str, table: str, schema: LedgerSchema, inherited: Inherited | None
 ) -> tuple[str, Columns]:
-    extra = {"table": quote_identifier(table), "column": quote_identifier(kind)}
     if kind in EACH_ROW_KINDS:
-        return "ledger_ids_each", Columns(schema, table, inherited=inherited, **extra)
+        return "ledger_ids_each", Columns(schema, table, inherited=inherited, column=kind)
     if kind == "turn_id":
-        return "ledger_ids_turn", Columns(schema, table, inherited=inherited, **extra)
+        return "ledger_ids_turn", Columns(schema, table, inherited=inherited, column=kind)
     # JSON-RPC ids are all digits; real call ids (toolu_…, call_…) are not.
-    columns = Columns(schema, table, inherited=inherited, numeric_ok="0", **extra)
+    columns = Columns(schema, table, inherited=inherited, column=kind, numeric_ok="0")
     return "ledger_ids_grouped", columns
 
 

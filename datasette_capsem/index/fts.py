@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datasette_capsem.index.text import KINDS, MARK_CLOSE, MARK_OPEN
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.sqlfiles import load_sql
 
 MAX_QUERY_CHARS = 512
@@ -125,9 +126,9 @@ def search(
     clauses, params = _where(filters)
     params.update(fts=expression, limit=max(1, min(limit, MAX_LIMIT)), offset=max(0, offset))
     where = "".join(f" AND {c}" for c in clauses)
-    ranked_sql = load_sql(__package__, "text_ranked").format(where=where)
+    ranked_sql = render_sql(load_sql(__package__, "text_ranked"), fragments={"where": where})
     count_sql = load_sql(__package__, "text_count" if clauses else "text_count_plain")
-    count_sql = count_sql.format(where=where)
+    count_sql = render_sql(count_sql, fragments={"where": where})
     try:
         ranked = conn.execute(ranked_sql, params).fetchall()
         total = conn.execute(count_sql, {**params, "cap": COUNT_CAP + 1}).fetchone()[0]
@@ -149,7 +150,7 @@ def search(
 def _snippets(conn: sqlite3.Connection, expression: str, rowids: list[int]) -> dict[int, str]:
     """Snippets of the few rows shown (computed after ranking, not for every match)."""
     placeholders = ", ".join("?" for _ in rowids)
-    sql = load_sql(__package__, "text_snippets").format(rowids=placeholders)
+    sql = render_sql(load_sql(__package__, "text_snippets"), fragments={"rowids": placeholders})
     params = [MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, expression, *rowids]
     return dict(conn.execute(sql, params).fetchall())
 

@@ -32,7 +32,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 from datasette.utils import tilde_encode
@@ -41,6 +40,7 @@ from datasette_capsem.catalog import CatalogSnapshot, Session
 from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
+from datasette_capsem.ledger.times import parse_time
 from datasette_capsem.memory import CompactRow, ValuePool, trim_malloc
 from datasette_capsem.urls import Urls
 
@@ -75,17 +75,6 @@ ROOT_URLS = Urls()
 # (which source each figure came from, a verdict's kinds, "4h25m") are one shared object each.
 # Rows are read-only once built; views copy a row to change it (views/home.py).
 SHARED = ValuePool()
-
-
-def parse_time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    text = str(value).strip().replace("Z", "+00:00")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def format_duration(seconds: float | None) -> str | None:
@@ -132,7 +121,7 @@ def stale_reason(
         return "running: main.db counters are written only when a session stops"
     if ledger is None:
         return None
-    if session.writer_wal:
+    if session.live:  # a dead writer's WAL rows were in the rollup (session_index.rs:87-99)
         return "the ledger has a live WAL: it is being written after main.db's rollup"
     comparison = comparison or compare(session, ledger)
     if comparison.verdict == rollup.AHEAD:

@@ -56,6 +56,15 @@ def connect_writer(path: Path) -> sqlite3.Connection:
     return conn
 
 
+# Identifier rows (extract.read_ids): the same columns in both tables.
+ID_INSERTS = {
+    "id_lookup": "INSERT INTO id_lookup (session_id, value, id_kind, table_name, row_id) "
+    "VALUES (?, ?, ?, ?, ?)",
+    "copied_ids": "INSERT INTO copied_ids (session_id, value, id_kind, table_name, row_id) "
+    "VALUES (?, ?, ?, ?, ?)",
+}
+
+
 def connect_reader(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     conn.row_factory = sqlite3.Row
@@ -64,7 +73,10 @@ def connect_reader(path: Path) -> sqlite3.Connection:
 
 def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, StoredLedger]:
     """session id -> (ledger path, fingerprint, parent key) of what was indexed."""
-    rows = conn.execute(load_sql(__package__, "stored_fingerprints"))
+    rows = conn.execute(
+        "SELECT session_id, ledger_path, size, mtime_ns, wal_size, wal_mtime_ns, parent_key "
+        "FROM ledgers"
+    )
     return {row[0]: (row[1], tuple(row[2:6]), row[6]) for row in rows}
 
 
@@ -73,9 +85,9 @@ def forget(conn: sqlite3.Connection, session_id: str) -> None:
         conn.execute(statement, {"session_id": session_id})
 
 
-def _insert_many(conn, name: str, session_id: str, rows: list[tuple]) -> None:
+def _insert_many(conn, sql: str, session_id: str, rows: list[tuple]) -> None:
     if rows:
-        conn.executemany(load_sql(__package__, name), [(session_id, *row) for row in rows])
+        conn.executemany(sql, [(session_id, *row) for row in rows])
 
 
 def write_ledger(
@@ -115,20 +127,32 @@ def write_ledger(
     if facts.file_totals is not None:
         whole = [facts.file_totals.get(name) for name in TOTAL_FIELDS]
         conn.execute(load_sql(__package__, "insert_file_totals"), [session_id, *whole])
-    _insert_many(conn, "insert_model_usage", session_id, facts.model_usage)
-    _insert_many(conn, "insert_tool_call", session_id, facts.tool_calls)
-    _insert_many(conn, "insert_failing_domain", session_id, facts.failing_domains)
-    _insert_many(conn, "insert_id", session_id, facts.ids)
-    _insert_many(conn, "insert_copied_id", session_id, facts.copied_ids)
-    _insert_many(conn, "insert_policy_event", session_id, facts.policy_events)
+    _insert_many(conn, load_sql(__package__, "insert_model_usage"), session_id, facts.model_usage)
+    _insert_many(conn, load_sql(__package__, "insert_tool_call"), session_id, facts.tool_calls)
+    _insert_many(
+        conn, load_sql(__package__, "insert_failing_domain"), session_id, facts.failing_domains
+    )
+    _insert_many(conn, ID_INSERTS["id_lookup"], session_id, facts.ids)
+    _insert_many(conn, ID_INSERTS["copied_ids"], session_id, facts.copied_ids)
+    _insert_many(
+        conn, load_sql(__package__, "insert_policy_event"), session_id, facts.policy_events
+    )
     if facts.texts:
-        _insert_many(conn, "insert_text", session_id, facts.texts)
-        conn.execute(load_sql(__package__, "insert_text_fts"), {"session_id": session_id})
+        _insert_many(conn, load_sql(__package__, "insert_text"), session_id, facts.texts)
+        # External-content FTS5: the text lives once, in text_rows.
+        conn.execute(
+            "INSERT INTO text_search (rowid, body) "
+            "SELECT id, body FROM text_rows WHERE session_id = :session_id",
+            {"session_id": session_id},
+        )
 
 
 def stored_checks(conn: sqlite3.Connection) -> dict[str, tuple]:
     """session id -> (ledger fingerprint, row signature) each stored verdict was computed from."""
-    rows = conn.execute(load_sql(__package__, "stored_checks"))
+    rows = conn.execute(
+        "SELECT session_id, ledger_size, ledger_mtime_ns, ledger_wal_size, ledger_wal_mtime_ns, "
+        "row_sig FROM session_checks"
+    )
     return {row[0]: (tuple(row[1:5]), row[5]) for row in rows}
 
 
@@ -170,13 +194,14 @@ def write_check(
             "row_sig": row_sig,
         },
     )
-    _insert_many(conn, "insert_finding", session_id, checked.findings)
+    _insert_many(conn, load_sql(__package__, "insert_finding"), session_id, checked.findings)
 
 
 def update_check_names(conn: sqlite3.Connection, sessions: dict[str, tuple]) -> None:
     """Keep the verdicts' names, kinds and creation times current (registry renames)."""
     conn.executemany(
-        load_sql(__package__, "update_check_name"),
+        "UPDATE session_checks SET session_name = ?1, kind = ?2, created_at = ?3 WHERE "
+        "session_id = ?4 AND (session_name IS NOT ?1 OR kind IS NOT ?2 OR created_at IS NOT ?3)",
         [(*values, sid) for sid, values in sessions.items()],
     )
 
@@ -186,22 +211,26 @@ def replace_aliases(conn: sqlite3.Connection, aliases: dict[str, str]) -> bool:
     stored = dict(conn.execute(load_sql(__package__, "load_aliases")).fetchall())
     if stored == aliases:
         return False
-    conn.execute(load_sql(__package__, "delete_aliases"))
-    conn.executemany(load_sql(__package__, "insert_alias"), sorted(aliases.items()))
+    conn.execute("DELETE FROM ledger_aliases")
+    conn.executemany(
+        "INSERT INTO ledger_aliases (session_id, owner_id) VALUES (?, ?)", sorted(aliases.items())
+    )
     return True
 
 
 def update_names(conn: sqlite3.Connection, names: dict[str, tuple[str | None, str]]) -> None:
     """Keep displayed names and kinds current without re-reading ledgers (registry renames)."""
     conn.executemany(
-        load_sql(__package__, "update_name"),
+        "UPDATE ledgers SET session_name = ?1, kind = ?2 "
+        "WHERE session_id = ?3 AND (session_name IS NOT ?1 OR kind IS NOT ?2)",
         [(name, kind, sid) for sid, (name, kind) in names.items()],
     )
 
 
 def set_meta(conn: sqlite3.Connection, **values: Any) -> None:
     conn.executemany(
-        load_sql(__package__, "set_meta"), [(key, str(value)) for key, value in values.items()]
+        "INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)",
+        [(key, str(value)) for key, value in values.items()],
     )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from datasette_capsem.index.extract import Columns, Inherited, render, render_once
-from datasette_capsem.ledger.dialect import quote_identifier
+from datasette_capsem.ledger.dialect import optional_column
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.redaction import mask_text
 from datasette_capsem.sqlfiles import load_sql
@@ -35,7 +35,7 @@ MAX_DOC_CHARS = 8192
 # The snippet markers of the search (private-use characters): removed from indexed text, so
 # a ledger value can never forge a highlight.
 MARK_OPEN, MARK_CLOSE = "\ue000", "\ue001"
-UNIX_MS_AT = "strftime('%Y-%m-%dT%H:%M:%fZ', {timestamp_unix_ms} / 1000.0, 'unixepoch')"
+UNIX_MS_AT = "strftime('%Y-%m-%dT%H:%M:%fZ', {opt:timestamp_unix_ms} / 1000.0, 'unixepoch')"
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Source:
     kind: str
     table: str
     texts: tuple[str, ...]
-    at: str = "{timestamp}"
+    at: str = "{opt:timestamp}"  # in the SQL dialect of ledger/dialect.py
 
 
 SOURCES: tuple[Source, ...] = (
@@ -163,13 +163,6 @@ def prompt_of(request_body: Any) -> str | None:
     return None
 
 
-class _Partial(dict):
-    """Keeps `{name}` placeholders for the second pass."""
-
-    def __missing__(self, key: str) -> str:
-        return "{" + key + "}"
-
-
 def _calls(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[int, tuple]:
     if not schema.has("model_calls", "id"):
         return {}
@@ -224,15 +217,11 @@ def _rows(
 
 
 def _source_sql(source: Source, columns: Columns) -> str:
-    selects = [f"{{{name}}} AS text{i}" for i, name in enumerate(source.texts)]
-    if source.table == "model_calls":
-        selects.append("{request_body_preview} AS request_body")
-    shape = load_sql(__package__, "text_rows").format_map(
-        _Partial(
-            table=quote_identifier(source.table),
-            texts=", ".join(selects),
-            at=source.at,
-            own=columns["own"],
-        )
-    )
-    return shape.format_map(columns)
+    schema, table = columns.schema, source.table
+    selects = [
+        f"{optional_column(schema, table, name)} AS text{i}" for i, name in enumerate(source.texts)
+    ]
+    if table == "model_calls":
+        selects.append(f"{optional_column(schema, table, 'request_body_preview')} AS request_body")
+    at = columns.render(source.at)
+    return columns.render(load_sql(__package__, "text_rows"), texts=", ".join(selects), at=at)

@@ -9,49 +9,18 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from datasette_capsem.ledger import eras
+from datasette_capsem.ledger.tables import NAMES, TABLES
 from datasette_capsem.sqlfiles import load_sql
 
-# Newest first: the first marker a file has names its era (dates from spec §4.5). The 1.3
-# release (2026-06-27) already has every table and column of HEAD (capsem-ddl: the two DDLs
-# differ in no column), so "1.3" means 1.3 or later.
-ERA_MARKERS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("1.3", "tool_calls", ("transport", "turn_id")),
-    ("2026-06-24", "tool_calls", ("turn_id",)),
-    ("2026-06-22", "tool_calls", ("decision",)),
-    ("2026-06-15", "event_body_blobs", ()),
-    ("2026-06-14", "model_items", ()),
-    ("1.3-dev", "security_rule_events", ()),
-    ("1.1", "dns_events", ()),
-    ("1.0", "exec_events", ()),
-    ("0.16", "snapshot_events", ()),
-    ("0.9", "mcp_calls", ()),
-    ("0.8", "model_calls", ()),
-)
-
-# Every ledger table of any era (spec §4.2, §4.5), check_session.py's five first. Code that
-# names a table in SQL takes it from here or from introspection, never from a request.
-LEDGER_TABLES: tuple[str, ...] = (
-    "net_events",
-    "model_calls",
-    "tool_calls",
-    "tool_responses",
-    "fs_events",
-    "model_items",
-    "event_body_blobs",
-    "exec_events",
-    "dns_events",
-    "audit_events",
-    "substitution_events",
-    "security_rule_events",
-    "security_decision_events",
-    "security_ask_events",
-    "profile_mutation_events",
-    "mcp_calls",
-    "snapshot_events",
-)
+# Every ledger table of any era (spec §4.2, §4.5), from the registry (ledger/tables.py). Code
+# that names a table in SQL takes it from here or from introspection, never from a request.
+LEDGER_TABLES: tuple[str, ...] = NAMES
 
 # Tables a current writer never creates; their presence marks a migrated or legacy file.
-LEGACY_TABLES = ("mcp_calls", "snapshot_events", "session_identity", "policy_hook_events")
+LEGACY_TABLES = (
+    *(table.name for table in TABLES if table.legacy), "session_identity", "policy_hook_events"
+)
 LEGACY_PREFIXES = ("ai_", "security_event", "detection_")
 
 
@@ -81,10 +50,11 @@ class LedgerSchema:
 
     @property
     def era(self) -> str:
-        for era, table, columns in ERA_MARKERS:
-            if self.has(table, *columns):
-                return era
-        return "unknown"
+        """Capsem's name of the newest era whose marker this file has (ledger/eras.py)."""
+        for era in eras.ERAS:
+            if era.marker is not None and self.has(era.marker[0], *era.marker[1]):
+                return era.name
+        return eras.UNKNOWN
 
     @property
     def legacy_tables(self) -> list[str]:

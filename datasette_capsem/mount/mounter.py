@@ -44,8 +44,12 @@ TRIM_EVERY_EVICTIONS = 32
 class Mounter:
     """Owns which Capsem files are attached to Datasette, and detaches the idle ones."""
 
-    def __init__(self, datasette, catalog: Catalog, settings: Settings):
+    def __init__(
+        self, datasette, catalog: Catalog, settings: Settings, taken: frozenset[str] = frozenset()
+    ):
         self.datasette = datasette
+        # Names the user's own databases hold (state.Role): never a Capsem database here.
+        self.taken = taken
         self.catalog = catalog
         self.settings = settings
         self.mounted: OrderedDict[str, LedgerDatabase] = OrderedDict()
@@ -103,7 +107,10 @@ class Mounter:
 
     def main_label(self, name: str) -> str | None:
         """The label of the home whose main.db the database `name` is ("" for `main` of an
-        unlabelled instance; `<label>--main` for a labelled home's), None for any other."""
+        unlabelled instance; `<label>--main` for a labelled home's), None for any other (and
+        for a database of the user's own that holds the name)."""
+        if name in self.taken:
+            return None
         if not self.catalog.labelled:
             return "" if name == MAIN_DATABASE else None
         qualified = split_qualified(name)
@@ -114,7 +121,8 @@ class Mounter:
     def ensure_mains(self) -> None:
         """Mount every home's main.db that is there."""
         for name in self.catalog.main_database_names():
-            self.ensure_main(name)
+            if name not in self.taken:
+                self.ensure_main(name)
 
     def ensure_main(self, name: str = MAIN_DATABASE) -> LedgerDatabase | None:
         """Mount a home's main.db as `name` (`main`, or `<label>--main`), or re-mount it if it

@@ -25,6 +25,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+from datasette_capsem.ledger.dialect import render_sql
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS spans (
     trace_hex TEXT NOT NULL,
@@ -93,7 +95,9 @@ class DeliveryState:
 
     def counts(self) -> dict[str, int]:
         return {
-            table: self.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            table: self.conn.execute(
+                render_sql("SELECT count(*) FROM {table}", table=table)
+            ).fetchone()[0]
             for table in ("sessions", "traces", "spans")  # constants, not data
         }
 

@@ -7,8 +7,11 @@ schema-driven templating features keep era differences out of Python and out of 
 * variants: several specs may share one query `name`; the highest `priority` whose
   requirements hold is offered (e.g. MCP usage from `mcp_calls` on old files);
 * `{opt:alias.column}`: the column when the aliased table has it, else `NULL`;
-* `/* parts */`: a UNION ALL of fragments, each kept only if its own requirements hold, so a
-  timeline covers whatever tables a file has. `__KEY__` in fragments names the chain column.
+* `{parts}`: a UNION ALL of fragments, each kept only if its own requirements hold, so a
+  timeline covers whatever tables a file has. `{key}` names the chain column (also in
+  `requires`).
+
+The markers are those of the one renderer, `ledger/dialect.py`.
 
 Only identifiers from our own metadata and the file's own schema are substituted; every value
 a user supplies is a bound `:parameter`.
@@ -23,13 +26,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from datasette_capsem.ledger.dialect import render_optional_columns
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.sqlfiles import load_sql
 
 DATABASE_KINDS = ("session", "main", "index")
-PARTS_MARKER = "/* parts */"
-KEY_MARKER = "__KEY__"
+PARTS_MARKER = "{parts}"
+KEY_MARKER = "{key}"
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 PARAM_RE = re.compile(r"(?<![:\w]):([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -37,7 +40,7 @@ Requirements = Mapping[str, tuple[str, ...]]
 
 
 def _requirements(raw: Mapping[str, Any] | None, key: str | None = None) -> dict:
-    """{table: (columns...)} with `__KEY__` resolved to the chain column."""
+    """{table: (columns...)} with `{key}` resolved to the chain column."""
     resolved = {}
     for table, columns in (raw or {}).items():
         resolved[table] = tuple(key if c == KEY_MARKER and key else c for c in columns)
@@ -53,10 +56,10 @@ class QueryPart:
     aliases: Mapping[str, str] = field(default_factory=dict)
     group: str | None = None
 
-    def render(self, schema: LedgerSchema) -> str | None:
+    def render(self, schema: LedgerSchema, key: str | None = None) -> str | None:
         if not schema.has_all(self.requires):
             return None
-        return render_optional_columns(self.sql, self.aliases, schema)
+        return render_sql(self.sql, schema, aliases=self.aliases, key=key)
 
 
 @dataclass(frozen=True)
@@ -93,26 +96,22 @@ class QuerySpec:
 
     def render(self, schema: LedgerSchema) -> str | None:
         """The SQL for this file, or None when no part of a composite query applies."""
-        sql = self.sql
-        if self.key:
-            sql = sql.replace(KEY_MARKER, self.key)
-        if PARTS_MARKER in sql:
+        fragments = {}
+        if PARTS_MARKER in self.sql:
             arms = self._rendered_parts(schema)
             if not arms:
                 return None
-            sql = sql.replace(PARTS_MARKER, "\n    UNION ALL\n".join(arms))
-        return render_optional_columns(sql, self.aliases, schema)
+            fragments["parts"] = "\n    UNION ALL\n".join(arms)
+        return render_sql(self.sql, schema, aliases=self.aliases, key=self.key, fragments=fragments)
 
     def _rendered_parts(self, schema: LedgerSchema) -> list[str]:
         arms, groups_done = [], set()
         for part in self.parts:
             if part.group and part.group in groups_done:
                 continue
-            rendered = part.render(schema)
+            rendered = part.render(schema, self.key)
             if rendered is None:
                 continue
-            if self.key:
-                rendered = rendered.replace(KEY_MARKER, self.key)
             arms.append(rendered.strip().rstrip(";"))
             if part.group:
                 groups_done.add(part.group)

@@ -29,21 +29,6 @@
   var LEFT = 150;
   var TOP = 28;
   var LANE_PAD = 10;
-  var SPINE_SLOT = {trace: 0, model_call: 1, net: 2, tool_call: 3, tool_response: 4, model_item: 4,
-    security_event: 4, body: 4, host: 2, ambient: 2};
-  var LANE_NAMES = {
-    trace: "trace / turn",
-    net: "net / dns",
-    model_call: "model calls",
-    model_item: "model items",
-    tool_call: "tool calls",
-    tool_response: "tool responses",
-    body: "bodies",
-    security_event: "security",
-    host: "fs / exec / audit",
-    ambient: "ambient (session-wide)"
-  };
-
   function svg(name, attrs, parent) {
     var node = document.createElementNS(SVG_NS, name);
     Object.keys(attrs || {}).forEach(function (key) {
@@ -79,9 +64,7 @@
   var MAX_SCALE = 4;
   var MINIMAP_W = 220;
   var MINIMAP_H = 110;
-  var MINIMAP_FILL = {trace: "#3b5ba9", turn: "#3b5ba9", model_call: "#2f7d45", model_item: "#7ba36b",
-    tool_call: "#b7791f", mcp_call: "#b7791f", tool_response: "#c26a2e", security_event: "#7a4cab",
-    body: "#3f8297", net_event: "#56708f", dns_event: "#56708f", cluster: "#56708f"};
+  var MINIMAP_DEFAULT = "#8895a7";
   var measurer = null;
 
   /* Width in px of `text` drawn in `font` (a canvas measures without a layout pass). */
@@ -125,6 +108,15 @@
     data.nodes.forEach(function (node) {
       self.nodesById[node.id] = node;
     });
+    /* The lanes' names and spine slots come with the data (graph.json's lane_info, from the
+       graph's one list of lanes); a node's minimap colour is its box's stroke in the CSS. */
+    this.laneName = table();
+    this.spineSlot = table();
+    (data.lane_info || []).forEach(function (lane) {
+      self.laneName[lane.lane] = lane.name;
+      self.spineSlot[lane.lane] = lane.slot;
+    });
+    this.fills = table();
     this.groups = data.groups.map(function (g) { return g.index; });
     this.groupInfo = {};
     data.groups.forEach(function (g) { self.groupInfo[g.index] = g; });
@@ -267,7 +259,7 @@
       svg("rect", {x: 0, y: lane.top, width: layout.width, height: lane.height,
         "class": i % 2 ? "lane lane-odd" : "lane"}, root);
       var label = svg("text", {x: 6, y: lane.top + 17, "class": "lane-label"}, root);
-      label.textContent = fit(LANE_NAMES[lane.lane] || lane.lane, LEFT - 22, BOLD_FONT);
+      label.textContent = fit(self.laneName[lane.lane] || lane.lane, LEFT - 22, BOLD_FONT);
     });
     var labels = this.drawEdges(root, layout, representative);
     layout.items.forEach(function (item) {
@@ -425,11 +417,28 @@
       var broken = node && (node.missing || (self.brokenNodes && self.brokenNodes[id]));
       var matched = node ? self.matches[id] : item.cluster.groups.some(function (g) { return self.matchGroups[g]; });
       context.fillStyle = id === self.selected ? "#0b5cd5" : matched ? "#e0b400" :
-        broken ? "#c62828" : (MINIMAP_FILL[type] || "#8895a7");
+        broken ? "#c62828" : self.fillOf(type);
       var height = item.cluster ? NODE_H * 2 + GAP_Y : NODE_H;
       context.fillRect(item.x * ratio, item.y * ratio, Math.max(item.w * ratio, 1.5), Math.max(height * ratio, 1.5));
     });
     this.drawViewport();
+  };
+
+  /* The minimap colour of a node type: the stroke capsem-graph.css gives its box, read once
+     from a probe drawn in the picture (one home for the colours: the stylesheet). */
+  CapsemGraph.prototype.fillOf = function (type) {
+    if (!(type in this.fills)) {
+      var root = this.svgRoot;
+      var colour = "";
+      if (root) {
+        var probe = svg("g", {"class": type === "cluster" ? "node cluster" : "node node-" + type,
+          visibility: "hidden"}, root);
+        colour = window.getComputedStyle(svg("rect", {width: 1, height: 1}, probe)).stroke;
+        root.removeChild(probe);
+      }
+      this.fills[type] = colour && colour !== "none" ? colour : MINIMAP_DEFAULT;
+    }
+    return this.fills[type];
   };
 
   CapsemGraph.prototype.drawViewport = function () {
@@ -567,7 +576,7 @@
       } else if (b.x === a.x) {
         /* Same column: an elbow down a spine left of the column, one spine per source lane,
            so a parent's children read as a bracket instead of a bundle of curves. */
-        var spine = a.x - 5 - 5 * (SPINE_SLOT[a.lane] || 0);
+        var spine = a.x - 5 - 5 * (self.spineSlot[a.lane] || 0);
         d = "M" + a.x + " " + sy + " H" + spine + " V" + ty + " H" + (b.x - 3);
       } else {
         d = "M" + a.x + " " + sy + " C" + (a.x - 40) + " " + sy + " " + (b.x - 40) + " " + ty +

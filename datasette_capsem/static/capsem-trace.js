@@ -21,10 +21,10 @@
 
   var el = window.capsemDom.el;
   var safeHref = window.capsemDom.safeHref;
-  var LANES = [
-    ["net", "HTTP"], ["dns", "DNS"], ["file", "files"], ["process", "processes"],
-    ["security", "security"], ["body", "bodies"], ["item", "model items"]
-  ];
+  /* The toggleable lanes ([lane, name]) and the kinds' short labels come with the data
+     (tree.json's timeline_lanes and kinds, from the registry of ledger tables). */
+  var LANES = [];
+  var KIND_LABEL = Object.create(null);
   var HIDDEN_BY_DEFAULT = {item: true};
   var CRITICAL_TITLE = "The critical path: the chain of spans that determines when the trace " +
     "ends. From the span that ends last, step back again and again to the span that ends last " +
@@ -32,12 +32,6 @@
     "calls and processes are candidates; a span off the path could have taken longer without " +
     "moving the end.";
   var ZOOM_STEP = 1.6;
-  var KIND_LABEL = {
-    trace: "trace", turn: "turn", model_call: "model", tool_call: "tool", tool_response: "result",
-    http: "http", dns: "dns", file: "file", process: "proc", credential: "cred",
-    security: "sec", body: "body", model_item: "item"
-  };
-
   function fmtMs(ms) {
     if (ms === null || ms === undefined) {
       return "";
@@ -89,6 +83,10 @@
   }
 
   function Explorer(root, tree) {
+    LANES = tree.timeline_lanes || [];
+    Object.keys(tree.kinds || {}).forEach(function (kind) {
+      KIND_LABEL[kind] = tree.kinds[kind];
+    });
     this.root = root;
     this.tree = tree;
     this.spans = table();

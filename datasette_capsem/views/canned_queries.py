@@ -11,16 +11,23 @@ import functools
 import sqlite3
 from typing import Any
 
+from datasette_capsem import permissions
+from datasette_capsem.config import PLUGIN_NAME
+from datasette_capsem.index import index_queries
 from datasette_capsem.index.database import INDEX_DATABASE  # noqa: E402
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import LedgerUnavailable
-from datasette_capsem.state import get_state
+from datasette_capsem.state import get_role, get_state
 
 
 def database_kind(datasette, name: str) -> str | None:
-    """'main', 'index' or 'session' for a Capsem database name; None for anything else."""
+    """'main', 'index' or 'session' for a Capsem database name; None for anything else (a
+    database of the user's own, whatever its name)."""
+    role = get_role(datasette)
+    if not role.serving or name in role.own_databases:
+        return None
     if get_state(datasette).mounter.main_label(name) is not None:
         return "main"
     if name == INDEX_DATABASE:
@@ -73,3 +80,45 @@ async def canned_queries_for_database(datasette, name: str) -> dict[str, dict[st
 
 # id(schema) -> (schema, key, queries); the schema is held so its id cannot be reused.
 _by_schema: dict[int, tuple[LedgerSchema, tuple, dict[str, dict[str, Any]]]] = {}
+
+
+async def store_queries(datasette, name: str) -> None:
+    """Datasette 1.0 keeps stored queries in its internal database (`add_query`) and has no
+    `canned_queries` hook: a Capsem database gets the same queries when it is mounted, again
+    only when they changed (a re-mounted ledger of the same shape costs nothing). 0.65 asks the
+    hook instead, and this does nothing there."""
+    if not permissions.DATASETTE_1:
+        return
+    found = await all_queries_for_database(datasette, name)
+    stored = datasette.__dict__.setdefault("_capsem_stored_queries", {})
+    # A database removed and mounted again (eviction) is a new object: its queries again.
+    queries = tuple(sorted((query_name, query["sql"]) for query_name, query in found.items()))
+    key = (id(datasette.databases.get(name)), queries)
+    if stored.get(name) == key:
+        return
+    # A database just mounted: 1.0 lists tables and queries through its internal catalog,
+    # which it refreshes at most once a second; bring it up to date now.
+    await datasette.refresh_schemas(force=True)
+    for query_name, query in found.items():
+        await datasette.add_query(
+            name,
+            query_name,
+            query["sql"],
+            title=query.get("title"),
+            description=query.get("description"),
+            hide_sql=bool(query.get("hide_sql")),
+            parameters=query.get("params"),
+            # The plugin's own SQL, runnable without execute-sql (as a 0.65 canned query is);
+            # the files are opened read-only and the secret policy applies as to any query.
+            is_trusted=True,
+            source=PLUGIN_NAME,
+        )
+    stored[name] = key
+
+
+async def all_queries_for_database(datasette, name: str) -> dict[str, dict[str, Any]]:
+    """Capsem's canned queries for main, index and every session database: the index's own,
+    then those its schema admits; results first (the SQL behind a "show" toggle)."""
+    found = index_queries() if name == INDEX_DATABASE else {}
+    found.update(await canned_queries_for_database(datasette, name))
+    return {query_name: {**query, "hide_sql": True} for query_name, query in found.items()}

@@ -16,7 +16,7 @@ from markupsafe import Markup, escape
 from datasette_capsem.config import qualify
 from datasette_capsem.graph.relations import usable_event_id
 from datasette_capsem.index import INDEX_DATABASE
-from datasette_capsem.state import get_state
+from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
 
 SESSION_COLUMNS = frozenset({"session_id", "owner_id", "inherited_from"})
@@ -44,6 +44,9 @@ def render_cell(row, value, column, table, database, datasette) -> Markup | None
     if column not in ALL_COLUMNS or value is None or isinstance(value, (bytes, float)):
         return None
     if isinstance(value, str) and (not value or len(value) > 256):
+        return None
+    role = get_role(datasette)
+    if not role.serving or database in role.own_databases:  # not Capsem's data
         return None
     state = get_state(datasette)
     urls = Urls.of(datasette)

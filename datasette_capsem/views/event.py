@@ -78,8 +78,15 @@ def _relations(opened, conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
                               "text": str(response["model_call_id"]), "detail": None,
                               "href": _event_or_row(links, "model_calls", response["model_call_id"],
                                                     response["model_event_id"])})  # fmt: skip
-            if not related["answered_by"]:
-                found.append({"label": "answered by", "text": "no response in this trace",
+            for pair in related["answered_elsewhere"]:  # the writer's split (spec §4.4)
+                found.append({"label": "answered in trace", "text": str(pair["trace_id"]),
+                              "detail": pair["reason"],
+                              "href": links.trace(str(pair["trace_id"]))})  # fmt: skip
+                found.append({"label": "answered by", "text": f"tool_responses {pair['id']}",
+                              "detail": None,
+                              "href": links.row("tool_responses", pair["id"])})  # fmt: skip
+            if not related["answered_by"] and not related["answered_elsewhere"]:
+                found.append({"label": "answered by", "text": "no response in this session",
                               "detail": None, "href": None})  # fmt: skip
         row["relations"] = found
     return rows

@@ -16,7 +16,7 @@ from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.findings import KINDS as FINDING_KINDS
 from datasette_capsem.index import charts, filters
 from datasette_capsem.index.listing import FIGURES, SORTABLE
-from datasette_capsem.state import get_state
+from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 
@@ -87,7 +87,8 @@ async def _rows_html(datasette, built, query: filters.ListQuery, shown: list[dic
     )
     found = built.rendered.get(key)
     if found is None:
-        template = datasette.jinja_env.get_template(f"{render.TEMPLATE_DIR}/_session_rows.html")
+        environment = permissions.jinja_environment(datasette)
+        template = environment.get_template(f"{render.TEMPLATE_DIR}/_session_rows.html")
         found = Markup(await template.render_async(sessions=render.redacted(shown)))
         built.remember(key, found)
     return found
@@ -178,6 +179,11 @@ async def home(datasette, request):
         "chart_query": urlencode([(k, v) for k, v in _pairs(request) if k not in PAGING]),
     }
     page_context = render.redacted(page_context)
+    page_context["own_databases"] = [  # a mixed instance: the user's databases, listed too
+        name
+        for name in sorted(get_role(datasette).own_databases)
+        if await permissions.can_view_database(datasette, request.actor, name)
+    ]
     page_context["rows_html"] = await _rows_html(datasette, built, query, shown)
     html = await datasette.render_template(
         f"{render.TEMPLATE_DIR}/home.html", page_context, request=request

@@ -8,10 +8,7 @@ that cannot be read gets a page naming the file and the problem.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
-from importlib import resources
 from urllib.parse import parse_qsl
 
 from datasette.utils import tilde_decode
@@ -21,46 +18,35 @@ from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
-from datasette_capsem.state import get_state
-from datasette_capsem.views import render, secrets_guard
+from datasette_capsem.state import get_role, get_state
+from datasette_capsem.views import inline_scripts, render, secrets_guard
+from datasette_capsem.views.canned_queries import store_queries
 
 # First path segments that are Datasette's own, never a database.
 NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
 PLUGIN_PAGE_PREFIX = "/-/capsem"
+STATIC_PREFIX = "/-/static-plugins/datasette-capsem"
 SESSION_PAGE_PREFIX = "/-/capsem/sessions/"
 
 
-def _csp_hash(script: str) -> str:
-    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
-    return f"'sha256-{digest}'"
-
-
-def _inline_script_hashes() -> str:
-    """CSP hashes of the fixed inline scripts Datasette's own templates emit (menus, the SQL
-    editor, the table page's facet flag); no other inline script runs on any page."""
-    scripts = []
-    for name in ("_close_open_menus.html", "_codemirror_foot.html"):
-        template = resources.files("datasette").joinpath("templates", name)
-        scripts.append(template.read_text().split("<script>", 1)[1].rsplit("</script>", 1)[0])
-    scripts += [f"DATASETTE_ALLOW_FACET = {flag};" for flag in ("true", "false")]
-    return " ".join(_csp_hash(script) for script in scripts)
-
-
-def _policy(script_src: str) -> str:
+def _policy(script_src: str, extra: str = "") -> str:
     return (
         "default-src 'self'; "
-        f"script-src {script_src}; "
+        f"script-src {script_src}{extra}; "
         "style-src 'self' 'unsafe-inline'; img-src 'self' data:; object-src 'none'; "
         "base-uri 'none'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"
     )
 
 
-# Plugin pages: no inline script but Datasette's fixed, hashed ones, and no string evaluation.
-CONTENT_SECURITY_POLICY = _policy(f"'self' {_inline_script_hashes()}")
+# Plugin pages: no inline script but Datasette's templates' and other plugins' body scripts,
+# hashed (views/inline_scripts.py), and no string evaluation.
+STRICT_SCRIPT_SRC = f"'self' {inline_scripts.static_hashes()}"
+CONTENT_SECURITY_POLICY = _policy(STRICT_SCRIPT_SRC)
 # Datasette's own pages load the bundles other installed plugins add (datasette-vega's
 # evaluates strings): they keep the same script origins and hashes, plus 'unsafe-eval'. No
 # inline script from a page's data can run on either.
-CORE_CONTENT_SECURITY_POLICY = _policy(f"'self' 'unsafe-eval' {_inline_script_hashes()}")
+CORE_SCRIPT_SRC = f"'self' 'unsafe-eval' {inline_scripts.static_hashes()}"
+CORE_CONTENT_SECURITY_POLICY = _policy(CORE_SCRIPT_SRC)
 
 
 def route_path(datasette, scope) -> str:
@@ -73,6 +59,23 @@ def route_path(datasette, scope) -> str:
 
 def is_plugin_page(path: str) -> bool:
     return path == "/" or path.startswith(PLUGIN_PAGE_PREFIX)
+
+
+def is_own_database_page(datasette, path: str) -> bool:
+    """A page of a database the user gave Datasette beside the Capsem home (a mixed instance):
+    left to Datasette and the other plugins, untouched by this layer."""
+    own = get_role(datasette).own_databases
+    return bool(own) and not is_plugin_page(path) and database_segment(path) in own
+
+
+def shows_capsem_data(path: str) -> bool:
+    """Plugin pages and the Capsem databases' pages (any database segment that is not one of
+    the user's, which `is_own_database_page` let through before): read-only. Datasette's other
+    `/-/` pages and other plugins' (a login form) keep their own methods."""
+    if is_plugin_page(path) or path.startswith(STATIC_PREFIX):
+        return True
+    name = database_segment(path)
+    return name not in NON_DATABASE_SEGMENTS and name != "_internal"
 
 
 def database_segment(path: str) -> str:
@@ -107,9 +110,9 @@ async def _mount_for(datasette, path: str, actor) -> None:
             snapshot = snapshot.home_snapshots.get(main_label, snapshot) if main_label else snapshot
             problem = snapshot.main_db_problem or "main.db cannot be read"
             raise errors.not_found("No session index", problem)
-        return
+        return await store_queries(datasette, name)
     if name in datasette.databases:
-        return
+        return await store_queries(datasette, name)
     session = state.catalog.session_for_database(name)
     if session is None:
         unavailable = render.home_unavailable(state.catalog, name)
@@ -130,6 +133,7 @@ async def _mount_for(datasette, path: str, actor) -> None:
         await state.mounter.session_database(session)
     except LedgerUnavailable as problem:
         raise render.unreadable(datasette, problem, session) from problem
+    await store_queries(datasette, name)
 
 
 SECURITY_HEADERS = (
@@ -141,21 +145,42 @@ SECURITY_HEADERS = (
 
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
-    every HTML response (Datasette's own pages and error pages too): the CSP."""
-    strict = is_plugin_page(path) or path.startswith("/-/static-plugins/datasette-capsem")
-    policy = (CONTENT_SECURITY_POLICY if strict else CORE_CONTENT_SECURITY_POLICY).encode()
+    every response (Datasette's own pages and error pages too): the CSP. An HTML page is held
+    until its body is complete: its policy also lets run the inline scripts of Datasette's
+    templates that carry data (views/inline_scripts)."""
+    strict = is_plugin_page(path) or path.startswith(STATIC_PREFIX)
+    script_src = STRICT_SCRIPT_SRC if strict else CORE_SCRIPT_SRC
+    held: dict = {}
+
+    def start(message, extra: list[str]):
+        headers = [
+            (k, v)
+            for k, v in message.get("headers") or []
+            if k.lower() not in (b"x-content-type-options", b"x-frame-options")
+        ]
+        headers += SECURITY_HEADERS
+        if not any(k.lower() == b"content-security-policy" for k, _v in headers):
+            policy = _policy(script_src, "".join(f" {digest}" for digest in extra))
+            headers.append((b"content-security-policy", policy.encode()))
+        return {**message, "headers": headers}
 
     async def wrapped(message):
         if message["type"] == "http.response.start":
-            headers = [
-                (k, v)
-                for k, v in message.get("headers") or []
-                if k.lower() not in (b"x-content-type-options", b"x-frame-options")
-            ]
-            headers += SECURITY_HEADERS
-            if not any(k.lower() == b"content-security-policy" for k, _v in headers):
-                headers.append((b"content-security-policy", policy))
-            message = {**message, "headers": headers}
+            content_type = dict((k.lower(), v) for k, v in message.get("headers") or []).get(
+                b"content-type", b""
+            )
+            if content_type.startswith(b"text/html"):
+                held["start"], held["body"] = message, []
+                return
+            message = start(message, [])
+        elif message["type"] == "http.response.body" and "start" in held:
+            held["body"].append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(held["body"])
+            html = body.decode("utf-8", "replace")
+            await send(start(held.pop("start"), inline_scripts.response_hashes(html)))
+            message = {"type": "http.response.body", "body": body}
         await send(message)
 
     return wrapped
@@ -172,7 +197,7 @@ def _plain(status: int, message: str, extra: tuple = ()) -> Response:
     return Response.text(message + "\n", status=status, headers=dict(extra))
 
 
-def cheap_refusal(datasette, scope) -> Response | None:
+def cheap_refusal(datasette, scope, path: str) -> Response | None:
     """A response for a request refused on its shape alone (no parsing of its parameters, no
     lookup, no permission check): cheap enough for a flood."""
     query = scope.get("query_string") or b""
@@ -180,7 +205,7 @@ def cheap_refusal(datasette, scope) -> Response | None:
         return _plain(414, f"Query string too long: at most {MAX_QUERY_STRING_BYTES} bytes.")
     if query.count(b"&") + query.count(b";") + 1 > MAX_QUERY_PARAMETERS:
         return _plain(400, f"Too many query parameters: at most {MAX_QUERY_PARAMETERS}.")
-    if scope.get("method", "GET") not in READ_METHODS:
+    if scope.get("method", "GET") not in READ_METHODS and shows_capsem_data(path):
         return _plain(
             405, "Method not allowed: this instance is read-only.", ((("allow", "GET, HEAD")),)
         )
@@ -236,7 +261,7 @@ PUBLIC_METADATA = (
 async def _public_metadata(datasette, request) -> Response:
     """/-/metadata for an actor who is not an operator: what the instance is, not how it is
     configured (no allow lists, no trusted header, no plugin settings)."""
-    metadata = datasette.metadata() or {}
+    metadata = await permissions.instance_metadata(datasette)
     public = {key: metadata[key] for key in PUBLIC_METADATA if key in metadata}
     if request.path.endswith(".json"):
         return Response.json(public)
@@ -335,14 +360,19 @@ def pinned_database(datasette, path: str) -> str | None:
 
 
 def wrap(app, datasette):
+    if not get_role(datasette).serving:  # a guest: Datasette as it is (state.Role)
+        return app
+
     async def capsem_asgi(scope, receive, send):
         if scope["type"] != "http":
             return await app(scope, receive, send)
+        path = route_path(datasette, scope)
+        if is_own_database_page(datasette, path):
+            return await app(scope, receive, send)
         # Error pages render templates; without ASGI lifespan nothing else has started yet.
         await datasette.invoke_startup()
-        path = route_path(datasette, scope)
         scope = without_suggestions(datasette, scope, path)
-        refused = cheap_refusal(datasette, scope)
+        refused = cheap_refusal(datasette, scope, path)
         if refused is not None:
             return await refused.asgi_send(_with_security_headers(send, path))
         actor = await secrets_guard.request_actor(datasette, scope, receive)

@@ -55,17 +55,17 @@ def bad_value(value: str, what: str, max_chars: int = MAX_ID_CHARS) -> str | Non
     return None
 
 
-def page_bounds(request) -> tuple[int, int] | str:
-    """(offset, size) from Datasette-style `_next` and `_size`, or why they are unusable."""
+def page_bounds(request) -> tuple[int, int]:
+    """(offset, size) from Datasette-style `_next` and `_size`; a 400 naming the problem."""
     raw_size = request.args.get("_size") or str(DEFAULT_TRACE_PAGE)
     raw_next = request.args.get("_next") or "0"
     if raw_size == "max":
         raw_size = str(MAX_TRACE_PAGE)
     if not (raw_size.isdigit() and raw_next.isdigit()) or len(raw_size) + len(raw_next) > 20:
-        return PAGE_PROBLEM
+        raise errors.bad_parameter("Bad pagination", PAGE_PROBLEM)
     size, offset = int(raw_size), int(raw_next)
     if not 1 <= size <= MAX_TRACE_PAGE or offset > MAX_OFFSET:
-        return PAGE_PROBLEM
+        raise errors.bad_parameter("Bad pagination", PAGE_PROBLEM)
     return offset, size
 
 

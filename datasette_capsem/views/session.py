@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from datasette_capsem import errors
 from datasette_capsem.graph import overview, stats
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -64,6 +63,9 @@ def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
     for trace in traces:
         trace_id, exchange = str(trace["trace_id"]), trace.get("exchange")
         trace["ambient"] = is_ambient(trace_id)
+        if trace.get("continues"):  # the turn the writer split this trace from (spec §4.4)
+            continued = trace["continues"]
+            continued["href"] = opened.links.trace(str(continued["trace_id"]))
         trace["href"] = (
             opened.links.exchange(trace_id, exchange)
             if exchange is not None
@@ -128,6 +130,7 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
         "traces": _trace_links(opened, traces["traces"]),
         "traces_total": traces["total"],
         "turns": traces.get("turns", 0),
+        "user_turns": traces.get("user_turns", traces.get("turns", 0)),
         "exchanges": traces.get("exchanges", 0),
         "next": offset + size if offset + size < traces["total"] else None,
     }
@@ -135,10 +138,7 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
 
 async def session_page(datasette, request):
     opened = await open_session(datasette, request, need_ledger=False)
-    bounds = page_bounds(request)
-    if isinstance(bounds, str):
-        raise errors.bad_parameter("Bad pagination", bounds)
-    offset, size = bounds
+    offset, size = page_bounds(request)
     context = _base_context(opened, offset, size)
     if opened.db is not None:
         context.update(await _ledger_context(opened, offset, size))

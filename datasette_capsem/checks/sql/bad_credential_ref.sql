@@ -1,6 +1,6 @@
 -- credential_refs that are not credential:blake3:<64 lowercase hex> (spec §6.2 #20).
 SELECT id
-FROM __TABLE__
+FROM {table}
 WHERE credential_ref IS NOT NULL
   AND NOT (
       typeof(credential_ref) = 'text'

@@ -1,2 +1,2 @@
 -- Rows in one ledger table.
-SELECT count(*) AS n FROM /*TABLE*/
+SELECT count(*) AS n FROM {table}

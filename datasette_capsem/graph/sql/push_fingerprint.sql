@@ -2,5 +2,5 @@
 -- rowid (Capsem appends). Rows with a NULL trace_id form one group, which every trace of the
 -- file takes into its fingerprint.
 SELECT trace_id, count(*) AS n, max(rowid) AS last_rowid, NULL AS done, NULL AS ms
-FROM /*TABLE*/
+FROM {table}
 GROUP BY trace_id

@@ -1,2 +1,2 @@
--- The event id of one row of a table (/*TABLE*/ filled from LEDGER_TABLES).
-SELECT event_id FROM /*TABLE*/ WHERE id = :id
+-- The event id of one row of a table ({table} filled from LEDGER_TABLES).
+SELECT event_id FROM {table} WHERE id = :id

@@ -1,5 +1,5 @@
 -- Rows of one table whose id column equals a value (cross-session search fallback).
-SELECT /*COLUMNS*/
-FROM /*TABLE*/
-WHERE /*COLUMN*/ = :value
+SELECT {columns}
+FROM {table}
+WHERE {column} = :value
 LIMIT :limit

@@ -1,5 +1,5 @@
 -- Rows of one table tagged with a trace id.
-SELECT /*COLUMNS*/
-FROM /*TABLE*/
+SELECT {columns}
+FROM {table}
 WHERE trace_id = :trace_id
 ORDER BY id

@@ -1,3 +1,3 @@
 -- Row count and newest timestamp of one ledger table.
-SELECT COUNT(*) AS n, MAX({timestamp}) AS last_at FROM {table}
+SELECT COUNT(*) AS n, MAX({opt:timestamp}) AS last_at FROM {table}
 WHERE {own}

@@ -1,12 +1,12 @@
 -- Names whose DNS queries were denied or failed.
 SELECT 'dns' AS source,
-       {qname} AS domain,
+       {opt:qname} AS domain,
        COUNT(*) AS requests,
-       COALESCE(SUM({decision} = 'denied'), 0) AS denied,
-       COALESCE(SUM({decision} = 'error'), 0) AS errors,
+       COALESCE(SUM({opt:decision} = 'denied'), 0) AS denied,
+       COALESCE(SUM({opt:decision} = 'error'), 0) AS errors,
        0 AS status_4xx,
        0 AS status_5xx,
-       MAX({timestamp}) AS last_seen
+       MAX({opt:timestamp}) AS last_seen
 FROM dns_events
 WHERE {own}
 GROUP BY 2

@@ -1,13 +1,13 @@
 -- Domains with denied, errored, 4xx or 5xx requests. status_code is cast because a hostile or
 -- broken file may store it as text, which SQLite sorts above every number.
 SELECT 'net' AS source,
-       {domain} AS domain,
+       {opt:domain} AS domain,
        COUNT(*) AS requests,
-       COALESCE(SUM({decision} = 'denied'), 0) AS denied,
-       COALESCE(SUM({decision} = 'error'), 0) AS errors,
-       COALESCE(SUM(CAST({status_code} AS INTEGER) BETWEEN 400 AND 499), 0) AS status_4xx,
-       COALESCE(SUM(CAST({status_code} AS INTEGER) >= 500), 0) AS status_5xx,
-       MAX({timestamp}) AS last_seen
+       COALESCE(SUM({opt:decision} = 'denied'), 0) AS denied,
+       COALESCE(SUM({opt:decision} = 'error'), 0) AS errors,
+       COALESCE(SUM(CAST({opt:status_code} AS INTEGER) BETWEEN 400 AND 499), 0) AS status_4xx,
+       COALESCE(SUM(CAST({opt:status_code} AS INTEGER) >= 500), 0) AS status_5xx,
+       MAX({opt:timestamp}) AS last_seen
 FROM net_events
 WHERE {own}
 GROUP BY 2

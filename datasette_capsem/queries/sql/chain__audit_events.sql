@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'audit_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('process %s (pid %s)', COALESCE(t.argv, t.exe), t.pid) AS summary
 FROM audit_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

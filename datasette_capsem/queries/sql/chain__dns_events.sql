@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'dns_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('dns %s -> %s, rcode %s', t.qname, t.decision, t.rcode) AS summary
 FROM dns_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

@@ -4,4 +4,4 @@ SELECT t.created_at AS time, 'event_body_blobs' AS table_name, t.id AS row_id,
        printf('%s body of %s %s: %s bytes %s', t.direction, t.source_table, t.event_id,
               t.stored_bytes, t.content_type) AS summary
 FROM event_body_blobs AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'exec_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('exec %s -> exit %s', t.command, t.exit_code) AS summary
 FROM exec_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

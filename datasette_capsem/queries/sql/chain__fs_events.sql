@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'fs_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('file %s %s', t.action, t.path) AS summary
 FROM fs_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

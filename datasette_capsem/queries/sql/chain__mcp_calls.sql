@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'mcp_calls' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('mcp %s %s.%s -> %s', t.method, t.server_name, t.tool_name, t.decision) AS summary
 FROM mcp_calls AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

@@ -4,4 +4,4 @@ SELECT t.timestamp AS time, 'model_calls' AS table_name, t.id AS row_id,
        printf('%s %s: %s in / %s out tokens, stop %s', t.provider, t.model, t.input_tokens,
               t.output_tokens, t.stop_reason) AS summary
 FROM model_calls AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

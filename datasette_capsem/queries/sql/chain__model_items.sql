@@ -5,5 +5,5 @@ SELECT t.timestamp AS time, 'model_items' AS table_name, t.id AS row_id,
        printf('model call %s item #%s %s %s', t.model_call_id, t.item_index, t.kind,
               COALESCE(t.tool_name, substr(t.content, 1, 80))) AS summary
 FROM model_items AS t
-WHERE t.__KEY__ = :__KEY__
-   OR t.model_call_id IN (SELECT id FROM model_calls WHERE __KEY__ = :__KEY__)
+WHERE t.{key} = :{key}
+   OR t.model_call_id IN (SELECT id FROM model_calls WHERE {key} = :{key})

@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'net_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('%s %s%s -> %s %s', t.method, t.domain, t.path, t.status_code, t.decision) AS summary
 FROM net_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

@@ -4,4 +4,4 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.timestamp_unix_ms / 1000.0, 'unixepoch')
        NULL AS model_call_id,
        printf('ask %s %s (%s)', t.ask_id, t.status, t.rule_id) AS summary
 FROM security_ask_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

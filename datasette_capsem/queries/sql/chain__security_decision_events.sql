@@ -5,4 +5,4 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.timestamp_unix_ms / 1000.0, 'unixepoch')
        printf('decision at %s by %s: %s on %s %s', t.stage, t.actor, t.effective_decision,
               t.event_type, t.event_id) AS summary
 FROM security_decision_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

@@ -4,4 +4,4 @@ SELECT strftime('%Y-%m-%dT%H:%M:%fZ', t.timestamp_unix_ms / 1000.0, 'unixepoch')
        NULL AS model_call_id,
        printf('rule %s: %s on %s %s', t.rule_id, t.rule_action, t.event_type, t.event_id) AS summary
 FROM security_rule_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

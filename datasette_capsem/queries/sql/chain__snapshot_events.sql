@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'snapshot_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('snapshot slot %s (%s): %s files', t.slot, t.origin, t.files_count) AS summary
 FROM snapshot_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

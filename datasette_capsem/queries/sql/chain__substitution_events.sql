@@ -3,4 +3,4 @@ SELECT t.timestamp AS time, 'substitution_events' AS table_name, t.id AS row_id,
        NULL AS model_call_id,
        printf('credential %s for %s (%s)', t.outcome, t.provider, t.source) AS summary
 FROM substitution_events AS t
-WHERE t.__KEY__ = :__KEY__
+WHERE t.{key} = :{key}

@@ -9,5 +9,5 @@ SELECT COALESCE(NULLIF({opt:t.timestamp}, ''), mc.timestamp) AS time, 'tool_call
               t.call_id) AS summary
 FROM tool_calls AS t
 LEFT JOIN model_calls AS mc ON mc.id = t.model_call_id
-WHERE t.__KEY__ = :__KEY__
-   OR t.model_call_id IN (SELECT id FROM model_calls WHERE __KEY__ = :__KEY__)
+WHERE t.{key} = :{key}
+   OR t.model_call_id IN (SELECT id FROM model_calls WHERE {key} = :{key})

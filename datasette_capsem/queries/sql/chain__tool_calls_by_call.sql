@@ -8,4 +8,4 @@ SELECT COALESCE(NULLIF({opt:t.timestamp}, ''), mc.timestamp) AS time, 'tool_call
               t.call_id) AS summary
 FROM tool_calls AS t
 JOIN model_calls AS mc ON mc.id = t.model_call_id
-WHERE mc.__KEY__ = :__KEY__
+WHERE mc.{key} = :{key}

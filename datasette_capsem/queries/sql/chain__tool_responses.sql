@@ -8,5 +8,5 @@ SELECT mc.timestamp AS time, 'tool_responses' AS table_name, t.id AS row_id,
               substr(t.content_preview, 1, 80)) AS summary
 FROM tool_responses AS t
 LEFT JOIN model_calls AS mc ON mc.id = t.model_call_id
-WHERE t.__KEY__ = :__KEY__
-   OR t.model_call_id IN (SELECT id FROM model_calls WHERE __KEY__ = :__KEY__)
+WHERE t.{key} = :{key}
+   OR t.model_call_id IN (SELECT id FROM model_calls WHERE {key} = :{key})

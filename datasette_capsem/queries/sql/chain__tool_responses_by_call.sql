@@ -8,4 +8,4 @@ SELECT mc.timestamp AS time, 'tool_responses' AS table_name, t.id AS row_id,
               substr(t.content_preview, 1, 80)) AS summary
 FROM tool_responses AS t
 JOIN model_calls AS mc ON mc.id = t.model_call_id
-WHERE mc.__KEY__ = :__KEY__
+WHERE mc.{key} = :{key}

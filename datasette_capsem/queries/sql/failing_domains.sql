@@ -12,7 +12,7 @@ SELECT
     MIN(timestamp) AS first_seen,
     MAX(timestamp) AS last_seen
 FROM (
-    /* parts */
+    {parts}
 )
 GROUP BY domain
 ORDER BY failures DESC, domain

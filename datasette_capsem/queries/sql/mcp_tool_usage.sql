@@ -12,7 +12,7 @@ SELECT
     COALESCE(SUM(bytes_sent), 0) AS bytes_sent,
     COALESCE(SUM(bytes_received), 0) AS bytes_received
 FROM (
-    /* parts */
+    {parts}
 )
 GROUP BY server_name, tool_name
 ORDER BY calls DESC, server_name, tool_name

@@ -15,7 +15,7 @@
 -- resolves only ~0.1 ms, so rows are ordered by the UTC second, then by the fraction padded
 -- to nanoseconds (Capsem writes 6 or 9 fractional digits; security rows, from milliseconds, 3).
 WITH RECURSIVE chain(time, table_name, row_id, event_id, trace_id, turn_id, model_call_id, summary) AS (
-    /* parts */
+    {parts}
 )
 SELECT time, table_name, row_id, event_id, trace_id, turn_id, model_call_id,
        CASE WHEN ambient THEN model_call_id END AS exchange,
@@ -27,7 +27,7 @@ FROM (
     -- A row reached by two arms is kept once, with the model call that owns it if any arm
     -- found one (SQLite takes the other columns from the row max() picked).
     SELECT time, table_name, row_id, event_id, trace_id, turn_id, max(model_call_id) AS model_call_id,
-           summary, length(:__KEY__) = 16 AND :__KEY__ NOT GLOB '*[^0-9a-f]*' AS ambient
+           summary, length(:{key}) = 16 AND :{key} NOT GLOB '*[^0-9a-f]*' AS ambient
     FROM chain
     GROUP BY table_name, row_id
 )

@@ -13,6 +13,6 @@ SELECT
 FROM security_rule_events AS s
 WHERE s.event_type = 'mcp.tool_call'
   AND s.event_id NOT IN (
-    /* parts */
+    {parts}
   )
 ORDER BY s.id

@@ -1,1 +1,0 @@
-INSERT INTO ledger_aliases (session_id, owner_id) VALUES (?, ?)

@@ -1,1 +1,0 @@
-INSERT OR REPLACE INTO index_meta (key, value) VALUES (?, ?)

@@ -1,0 +1,485 @@
+"""The registry of ledger tables: what each table of session.db is, written once.
+
+Every layer above reads its per-table facts from here (the drawing's node types and lanes,
+the waterfall's bars, the OTLP spans, the tree's kinds, the labels, the follow summary, the
+detail panel, the search columns, the index's counted figures, the file checks' required
+columns and rollup sources, the security event types that point at a table), and the trace
+page's scripts receive what they need with the data (`graph.json`'s `lane_info`, `tree.json`'s
+`kinds`). Adding a table costs one `LedgerTable` here, its DDL (`generate/schemas/`) and the
+generator's rows; `tests/test_architecture.py` keeps copies of these maps from growing back.
+
+Labels are templates over the row's columns: `{column:N}` is the value cut to N characters
+(`graph/labels.py` renders them), `{a|b:N}` the first of `a`, `b` that is set (Python's
+`or`), and `'text'` a literal fallback, as in `{method|'CONNECT':8}`.
+
+The order of `TABLES` is the order pages list tables in and reads go through them: the call
+chain (spine), the rows joined by trace id, the security rows, bodies, then the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREVIEW, LENGTH, ISNULL = ":preview", ":length", ":isnull"  # column suffixes of trace_columns
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A table's rows on the waterfall timeline."""
+
+    kind: str  # the bar's kind (colour, filter)
+    duration: str | None  # column holding the duration in ms; None: an instant
+    rank: int  # order among bars of the same start
+    label: str  # label template
+
+
+@dataclass(frozen=True)
+class Span:
+    """A table's rows as OTLP spans hanging off the trace's root span."""
+
+    prefix: str  # span name: "<prefix> <name_fields…>"
+    kind: str  # OpenInference span kind
+    duration: str | None  # column holding the duration in ms
+    name_fields: tuple[str, ...]  # columns named in the span's name, those that are set
+    attributes: tuple[tuple[str, str], ...] = ()  # (attribute, column); "column:int" as integer
+    client: bool = False  # SPAN_KIND_CLIENT (the row is a request the VM made)
+    exit_code_error: bool = False  # a non-zero exit_code is the span's error
+
+
+@dataclass(frozen=True)
+class LedgerTable:
+    """One ledger table of any era (spec §4.2, §4.5)."""
+
+    name: str
+    # How a trace reads it: "spine" (the call chain, graph/trace_rows.py reads it by model
+    # call), "trace_id" (joined by trace id only), "event_id" (security rows joined by the
+    # event id of the trace's rows), "body" (blobs), or None (not read for a trace).
+    join: str | None = None
+    trace_columns: tuple[str, ...] = ()  # columns a trace reads (suffix :preview, :length…)
+    node_type: str | None = None  # the identity graph's node type; None: never drawn
+    lane: str = "host"  # the identity graph's lane (graph/drawing.py LANES)
+    subtype: str | None = None  # a security row's kind, shown on its node
+    label: str = ""  # the node's label template (rows joined by trace id or event id)
+    detail: str = ""  # the node's detail line template
+    bar: Bar | None = None  # on the waterfall
+    critical: bool = False  # may be on the critical path (the spans that do a turn's work)
+    span: Span | None = None  # exported as a host span (the spine and security rows are not)
+    tree_kind: str | None = None  # the span tree's kind (default: the node type)
+    timeline_lane: str | None = None  # the tree's toggleable lane
+    kind_label: str | None = None  # the tree kind's short label on the page
+    session_layer: str | None = None  # its layer of the session timeline (Capsem's /timeline)
+    child_rank: int = 3  # order among a tree span's children (own parts first, items last)
+    primary: bool = False  # its rows carry an event id security rows and blobs point at
+    event_types: tuple[str, ...] = ()  # security event types naming its rows (§6.2 check 11)
+    search_ids: tuple[str, ...] = ()  # identifier columns searched in it (spec §6.1)
+    required_columns: tuple[str, ...] = ()  # check_session.py: every era has these
+    rollup: tuple[str, ...] = ()  # main.db rollup columns computed from it (spec §3.5)
+    counted_as: str | None = None  # the index figure counting its rows
+    summary_columns: tuple[str, ...] = ()  # what a follower sees of a row
+    detail_columns: tuple[str, ...] = ()  # the detail panel's first columns
+    body_owner: str | None = None  # whose body a blob of this source table is
+    legacy: bool = False  # a current writer never creates it (a migrated or old file)
+
+    @property
+    def kind(self) -> str | None:
+        """The span tree's kind of its rows."""
+        return self.tree_kind or self.node_type
+
+
+SECURITY_OUTCOME = "rule_action|effective_decision|status"
+SECURITY_COLUMNS = {  # the ledger holds integer ms times (timestamp_unix_ms)
+    "rule": (
+        "id", "timestamp_unix_ms", "event_id", "event_type", "rule_id", "rule_action",
+        "detection_level", "trace_id", "turn_id",
+    ),
+    "decision": (
+        "id", "timestamp_unix_ms", "event_id", "event_type", "stage", "actor", "rule_id",
+        "effective_decision", "reason:preview", "trace_id", "turn_id",
+    ),
+    "ask": (
+        "id", "timestamp_unix_ms", "ask_id", "event_id", "event_type", "rule_id", "rule_name",
+        "status", "trace_id", "turn_id",
+    ),
+}  # fmt: skip
+
+
+def _security(subtype: str, search_ids: tuple[str, ...], summary: tuple[str, ...],
+              detail: tuple[str, ...]) -> LedgerTable:  # fmt: skip
+    return LedgerTable(
+        f"security_{subtype}_events",
+        join="event_id",
+        trace_columns=SECURITY_COLUMNS[subtype],
+        node_type="security_event",
+        lane="security_event",
+        subtype=subtype,
+        label=f"{subtype}: {{event_type:22}} {{{SECURITY_OUTCOME}:10}}",
+        detail="{rule_id:40}",
+        bar=Bar("security", None, 10, f"{{event_type:24}} {{{SECURITY_OUTCOME}:10}} {{rule_id:40}}"),
+        tree_kind="security",
+        timeline_lane="security",
+        kind_label="sec",
+        child_rank=1,
+        search_ids=search_ids,
+        summary_columns=summary,
+        detail_columns=detail,
+    )
+
+
+TABLES: tuple[LedgerTable, ...] = (
+    LedgerTable(
+        "model_calls",
+        session_layer="model",
+        kind_label="model",
+        join="spine",
+        trace_columns=(
+            "id", "event_id", "timestamp", "provider", "protocol", "model", "method", "path",
+            "stream", "message_id", "status_code", "stop_reason", "input_tokens",
+            "output_tokens", "duration_ms", "estimated_cost_usd", "usage_details", "trace_id",
+            "turn_id", "messages_count", "tools_count", "request_bytes", "response_bytes",
+            "text_content:preview", "request_body_preview:isnull",
+        ),
+        node_type="model_call",
+        lane="model_call",
+        bar=Bar("model", "duration_ms", 0, "{provider:12} {model:30} → {stop_reason:14}"),
+        critical=True,
+        primary=True,
+        event_types=("model.call",),
+        search_ids=("trace_id", "turn_id", "event_id", "message_id"),
+        required_columns=("id", "timestamp", "provider", "model", "input_tokens", "output_tokens"),
+        rollup=("total_input_tokens", "total_output_tokens", "total_estimated_cost"),
+        summary_columns=("provider", "model", "stop_reason", "input_tokens", "output_tokens"),
+        detail_columns=(
+            "provider", "model", "stop_reason", "status_code", "duration_ms", "input_tokens",
+            "output_tokens", "usage_details", "estimated_cost_usd", "timestamp", "method",
+            "path", "stream", "messages_count", "tools_count", "text_content",
+            "thinking_content",
+        ),
+        body_owner="model call",
+    ),
+    LedgerTable(
+        "tool_calls",
+        session_layer="tool",
+        kind_label="tool",
+        join="spine",
+        trace_columns=(
+            "id", "event_id", "timestamp", "model_call_id", "provider", "status", "call_index",
+            "call_id", "tool_name", "origin", "transport", "server_name", "method", "decision",
+            "duration_ms", "error_message:preview", "trace_id", "turn_id", "arguments:preview",
+        ),
+        node_type="tool_call",
+        lane="tool_call",
+        bar=Bar("tool", "duration_ms", 1, "{tool_name:30} ({origin:10})"),
+        critical=True,
+        primary=True,
+        event_types=("mcp.tool_call",),
+        search_ids=("trace_id", "turn_id", "event_id", "call_id"),
+        required_columns=("id", "call_id", "tool_name"),
+        rollup=("total_tool_calls",),
+        summary_columns=("tool_name", "origin", "status", "decision", "server_name"),
+        detail_columns=(
+            "tool_name", "status", "origin", "decision", "duration_ms", "call_id", "arguments",
+            "error_message", "timestamp", "server_name", "transport",
+        ),
+        body_owner="tool call",
+    ),
+    LedgerTable(
+        "tool_responses",
+        kind_label="result",
+        join="spine",
+        trace_columns=(
+            "id", "model_call_id", "call_id", "is_error", "trace_id", "turn_id",
+            "content_preview:preview",
+        ),
+        node_type="tool_response",
+        lane="tool_response",
+        search_ids=("trace_id", "call_id"),
+        required_columns=("id", "model_call_id", "call_id"),
+        summary_columns=("call_id", "is_error"),
+        detail_columns=("call_id", "is_error", "content_preview", "model_call_id"),
+    ),
+    LedgerTable(
+        "model_items",
+        kind_label="item",
+        join="spine",
+        trace_columns=(
+            "id", "event_id", "model_call_id", "timestamp", "kind", "item_index", "call_id",
+            "tool_name", "trace_id", "turn_id", "content:preview",
+        ),
+        node_type="model_item",
+        lane="model_item",
+        timeline_lane="item",
+        child_rank=4,
+        primary=True,
+        search_ids=("trace_id", "turn_id", "event_id", "call_id"),
+        summary_columns=("kind", "provider", "tool_name", "call_id"),
+        detail_columns=("kind", "item_index", "tool_name", "call_id", "content", "timestamp"),
+    ),
+    LedgerTable(
+        "net_events",
+        session_layer="net",
+        kind_label="http",
+        join="trace_id",
+        trace_columns=(
+            "id", "event_id", "timestamp", "domain", "port", "decision", "method", "path",
+            "status_code", "duration_ms", "bytes_sent", "bytes_received", "conn_type",
+            "process_name", "trace_id", "turn_id",
+        ),
+        node_type="net_event",
+        lane="net",
+        label="{method|'CONNECT':8} {domain:28}",
+        detail="{status_code:4} {decision:10}",
+        bar=Bar(
+            "net", "duration_ms", 3,
+            "{method|'CONNECT':8} {domain:30}{path:40} {status_code:4}",
+        ),
+        span=Span(
+            "HTTP", "CHAIN", "duration_ms", ("method", "domain"),
+            (
+                ("http.request.method", "method"),
+                ("server.address", "domain"),
+                ("server.port", "port:int"),
+                ("url.path", "path"),
+                ("http.response.status_code", "status_code:int"),
+                ("capsem.decision", "decision"),
+            ),
+            client=True,
+        ),
+        tree_kind="http",
+        timeline_lane="net",
+        child_rank=0,
+        primary=True,
+        event_types=("http.request",),
+        search_ids=("trace_id", "turn_id", "event_id"),
+        required_columns=("id", "timestamp", "domain", "decision"),
+        rollup=("total_requests", "allowed_requests", "denied_requests"),
+        summary_columns=("method", "domain", "path", "decision", "status_code"),
+        detail_columns=(
+            "method", "domain", "path", "status_code", "decision", "duration_ms", "bytes_sent",
+            "bytes_received", "timestamp",
+        ),
+        body_owner="HTTP",
+    ),
+    LedgerTable(
+        "dns_events",
+        kind_label="dns",
+        join="trace_id",
+        trace_columns=(
+            "id", "event_id", "timestamp", "qname", "qtype", "rcode", "decision",
+            "upstream_resolver_ms", "trace_id", "turn_id",
+        ),
+        node_type="dns_event",
+        lane="net",
+        label="dns {qname:30}",
+        detail="{decision:12}",
+        bar=Bar("dns", "upstream_resolver_ms", 4, "{qname:50} {decision:10}"),
+        span=Span(
+            "DNS", "CHAIN", "upstream_resolver_ms", ("qname",),
+            (("dns.question.name", "qname"), ("capsem.decision", "decision")),
+        ),
+        tree_kind="dns",
+        timeline_lane="dns",
+        primary=True,
+        event_types=("dns.query",),
+        search_ids=("trace_id", "event_id"),
+        counted_as="dns_queries",
+        summary_columns=("qname", "decision", "rcode"),
+        detail_columns=("qname", "qtype", "rcode", "decision", "upstream_resolver_ms", "timestamp"),
+    ),
+    LedgerTable(
+        "fs_events",
+        session_layer="fs",
+        kind_label="file",
+        join="trace_id",
+        trace_columns=("id", "event_id", "timestamp", "action", "path", "size", "trace_id", "turn_id"),
+        node_type="fs_event",
+        label="{action:10} {path:28}",
+        bar=Bar("fs", None, 7, "{action:10} {path:60}"),
+        span=Span(
+            "file", "CHAIN", None, ("action", "path"),
+            (("file.path", "path"), ("capsem.action", "action")),
+        ),
+        tree_kind="file",
+        timeline_lane="file",
+        primary=True,
+        event_types=("file.event", "file.import", "file.export"),
+        search_ids=("trace_id", "event_id"),
+        required_columns=("id", "timestamp", "action", "path"),
+        rollup=("total_file_events",),
+        counted_as="file_events",
+        summary_columns=("action", "path", "size"),
+    ),
+    LedgerTable(
+        "exec_events",
+        session_layer="exec",
+        kind_label="proc",
+        join="trace_id",
+        trace_columns=(
+            "id", "event_id", "timestamp", "exec_id", "command:preview", "exit_code",
+            "duration_ms", "source", "trace_id", "turn_id",
+        ),
+        node_type="exec_event",
+        label="exec {command:30}",
+        detail="exit {exit_code:6}",
+        bar=Bar("exec", "duration_ms", 5, "{command:60} (exit {exit_code:5})"),
+        critical=True,
+        span=Span(
+            "exec", "CHAIN", "duration_ms", ("command",),
+            (("process.command_line", "command"), ("process.exit.code", "exit_code:int")),
+            exit_code_error=True,
+        ),
+        tree_kind="process",
+        timeline_lane="process",
+        primary=True,
+        event_types=("process.exec", "process.exec_complete"),
+        search_ids=("trace_id", "event_id"),
+        rollup=("exec_count",),
+        counted_as="exec_events",
+        summary_columns=("command", "exit_code", "duration_ms"),
+        detail_columns=("command", "exit_code", "duration_ms", "source", "timestamp"),
+    ),
+    LedgerTable(
+        "audit_events",
+        kind_label="proc",
+        join="trace_id",
+        trace_columns=(
+            "id", "event_id", "timestamp", "pid", "exe", "argv:preview", "exit_code",
+            "exec_event_id", "trace_id", "turn_id",
+        ),
+        node_type="audit_event",
+        label="audit {exe:30}",
+        detail="{argv:40}",
+        bar=Bar("audit", None, 6, "{exe:40} {argv:40}"),
+        span=Span(
+            "audit", "CHAIN", None, ("exe",),
+            (
+                ("process.executable.path", "exe"),
+                ("process.command_line", "argv"),
+                ("process.pid", "pid:int"),
+            ),
+        ),
+        tree_kind="process",
+        timeline_lane="process",
+        primary=True,
+        event_types=("process.audit",),
+        search_ids=("trace_id", "event_id"),
+        rollup=("audit_event_count",),
+        counted_as="audit_events",
+        summary_columns=("exe", "argv", "exit_code"),
+    ),
+    LedgerTable(
+        "substitution_events",
+        kind_label="cred",
+        join="trace_id",
+        trace_columns=(
+            "id", "event_id", "timestamp", "event_type", "outcome", "provider", "trace_id",
+            "turn_id",
+        ),
+        node_type="substitution_event",
+        label="credential {outcome:12}",
+        detail="{provider:20}",
+        bar=Bar("credential", None, 9, "{outcome:12} {provider:20}"),
+        span=Span(
+            "credential", "GUARDRAIL", None, ("outcome", "provider"),
+            (("capsem.outcome", "outcome"), ("capsem.provider", "provider")),
+        ),
+        tree_kind="credential",
+        timeline_lane="process",
+        primary=True,
+        event_types=("credential.substitution",),
+        search_ids=("trace_id", "event_id"),
+        summary_columns=("provider", "outcome", "source"),
+    ),
+    _security(
+        "rule", ("trace_id", "event_id"),
+        ("event_type", "rule_id", "rule_action", "detection_level"),
+        ("event_type", "rule_id", "rule_action", "detection_level"),
+    ),
+    _security(
+        "decision", ("trace_id", "event_id"),
+        ("event_type", "stage", "effective_decision", "reason"),
+        ("event_type", "effective_decision", "stage", "reason"),
+    ),
+    _security(
+        "ask", ("event_id", "ask_id"),
+        ("event_type", "rule_name", "status"),
+        ("event_type", "status", "rule_name", "rule_id"),
+    ),
+    LedgerTable(
+        "event_body_blobs",
+        kind_label="body",
+        join="body",
+        trace_columns=(
+            "id", "event_id", "event_type", "source_table", "direction", "content_type",
+            "original_bytes", "stored_bytes", "truncated", "body_hash", "body:length",
+            "trace_id", "created_at",
+        ),
+        node_type="body",
+        lane="body",
+        timeline_lane="body",
+        child_rank=2,
+        search_ids=("trace_id", "event_id"),
+        summary_columns=("source_table", "direction", "content_type", "stored_bytes"),
+        detail_columns=(
+            "direction", "source_table", "content_type", "original_bytes", "stored_bytes",
+            "truncated", "body_hash",
+        ),
+    ),
+    LedgerTable(
+        "profile_mutation_events",
+        summary_columns=("operation", "target_key", "status"),
+    ),
+    LedgerTable(
+        "mcp_calls",  # 0.9 .. 1.1; trace_id from 1.1
+        kind_label="tool",
+        join="trace_id",
+        trace_columns=(
+            "id", "event_id", "timestamp", "server_name", "method", "tool_name", "request_id",
+            "decision", "duration_ms", "error_message:preview", "trace_id",
+        ),
+        node_type="mcp_call",
+        lane="tool_call",
+        label="MCP {tool_name|method:28}",
+        detail="{server_name:24}",
+        bar=Bar("mcp", "duration_ms", 2, "MCP {server_name:20} {tool_name:30}"),
+        critical=True,
+        span=Span(
+            "MCP", "TOOL", "duration_ms", ("server_name", "tool_name"),
+            (
+                ("gen_ai.tool.name", "tool_name"),
+                ("tool.name", "tool_name"),
+                ("capsem.server_name", "server_name"),
+            ),
+        ),
+        tree_kind="tool_call",
+        primary=True,
+        search_ids=("trace_id", "event_id"),
+        summary_columns=("server_name", "method", "tool_name", "decision"),
+        legacy=True,
+    ),
+    LedgerTable(
+        "snapshot_events",  # 0.16 .. 06-11 (dropped then); trace_id from 1.1
+        kind_label="file",
+        join="trace_id",
+        trace_columns=("id", "timestamp", "slot", "origin", "name", "files_count", "trace_id"),
+        node_type="snapshot_event",
+        label="snapshot {name|slot:24}",
+        detail="{origin:20}",
+        bar=Bar("snapshot", None, 8, "snapshot {name|slot:30} ({origin:20})"),
+        span=Span("snapshot", "CHAIN", None, ("origin", "name")),
+        tree_kind="file",
+        timeline_lane="file",
+        legacy=True,
+    ),
+)  # fmt: skip
+
+TABLE: dict[str, LedgerTable] = {table.name: table for table in TABLES}
+NAMES: tuple[str, ...] = tuple(TABLE)
+
+
+def joined_by(join: str) -> tuple[LedgerTable, ...]:
+    """The tables a trace reads the `join` way ("spine", "trace_id", "event_id", "body")."""
+    return tuple(table for table in TABLES if table.join == join)
+
+
+def of_node_type(node_type: str) -> tuple[LedgerTable, ...]:
+    return tuple(table for table in TABLES if table.node_type == node_type)
