@@ -12,8 +12,10 @@ and the phrases the old masker damaged survive. `benchmarks/bench_mask.py` print
 from __future__ import annotations
 
 import gzip
+import json
 
 from datasette_capsem import redaction
+from datasette_capsem.graph.bodies import decode_body
 from tests.corpus import measure
 from tests.corpus.encodings import BYTE_ENCODINGS, CREDENTIALS, TEXT_ENCODINGS, brotli, zstandard
 
@@ -80,3 +82,25 @@ def test_masking_twice_changes_nothing():
         for encode in TEXT_ENCODINGS.values():
             once = redaction.mask_text(encode(row["text"]))
             assert redaction.mask_text(once) == once, (row["kind"], once)
+
+
+def test_a_body_page_shows_a_viewer_the_decoded_body_masked():
+    """graph/bodies.decode_body, for a reader without view_secrets: a compressed or UTF-16
+    body is decoded to its text (then masked like any text), noise is hidden; an operator
+    still gets the stored bytes as a hex dump."""
+    secret = "PlantedPassw0rd!"
+    compressed = gzip.compress(json.dumps({"password": secret}).encode())
+    wide = f"PGPASSWORD={secret} psql".encode("utf-16-le")
+    noise = bytes((i * 7919 + 13) % 251 for i in range(4096))
+    operator = decode_body(compressed, "application/json")
+    assert operator["kind"] == "hex"
+    token = redaction.policy.set(redaction.MASK)
+    try:
+        for data in (compressed, wide):
+            view = decode_body(data, "application/json")
+            assert view["kind"] in ("json", "text"), view["kind"]
+            shown = json.dumps(redaction.redact_tree({"view": view}))
+            assert secret not in shown and "[redacted:" in shown
+        assert decode_body(noise, "application/octet-stream")["text"] == redaction.HIDDEN_BODY
+    finally:
+        redaction.policy.reset(token)
