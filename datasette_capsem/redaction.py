@@ -168,10 +168,16 @@ ALL_SECRET_COLUMNS = SECRET_COLUMNS | KEYWORD_SECRET_COLUMNS
 #   .pgpass, cookie jars);
 # * a long random token right after a secret-ish word (`the new secret is 7Gk...`).
 #
-# Every rule runs only when one of its trigger words occurs in the lowered text (one scan for
-# all of them) and, for the costly ones, when a cheap necessary condition (its prefilter) holds
-# on the lowered text. Every pattern is ASCII-only (`re.ASCII`): lowering never removes an
-# ASCII match, so a prefilter on the lowered text is a sound necessary condition.
+# Every rule runs only when one of its trigger words occurs in the lowered text and, for the
+# costly ones, when a cheap necessary condition (its prefilter) holds on the lowered text; a
+# short text with no trigger, token run or escape at all is returned after one scan (`_MAYBE`).
+# Every pattern is ASCII-only (`re.ASCII`): lowering never removes an ASCII match, so a
+# prefilter on the lowered text is a sound necessary condition, and a case-insensitive rule
+# runs case-sensitively over the lowered text when lowering moved no character (`Rule.lowered`).
+# Known tokens are looked for only in the runs of token characters (`_token_spans`), keyed
+# values from each secret word back to its key name (`_keyed_spans`), and the decoded reading
+# only around escapes that decode to ASCII (`_decoded_spans`): the cost stays linear in the
+# text, hostile text included (benchmarks/bench_mask.py).
 
 _FLAGS = re.ASCII
 _I = re.ASCII | re.IGNORECASE
