@@ -168,7 +168,9 @@ def hostile(maskers: dict) -> None:
     for name, masker in maskers.items():
         worst = max(HOSTILE, key=lambda text: per_mb(masker.mask_text, text, 1))
         seconds = per_mb(masker.mask_text, worst, 1)
-        print(f"  hostile, slowest of {len(HOSTILE)}: {name} {seconds * 1000:8.1f} ms/MB ({worst[:16]!r}…)")
+        print(
+            f"  hostile, slowest of {len(HOSTILE)}: {name} {seconds * 1000:8.1f} ms/MB ({worst[:16]!r}…)"
+        )
 
 
 if __name__ == "__main__":

@@ -199,8 +199,19 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}"),
     (("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}"),
     (
-        ("glpat-", "glrt-", "gldt-", "glptt-", "glcbt-", "glft-", "glimt-", "glagent-",
-         "gloas-", "glsoat-", "glffct-"),
+        (
+            "glpat-",
+            "glrt-",
+            "gldt-",
+            "glptt-",
+            "glcbt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glsoat-",
+            "glffct-",
+        ),
         r"gl(?:pat|rt|dt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-[0-9A-Za-z_-]{16,}",
     ),  # fmt: skip
     (("atbb",), r"ATBB[A-Za-z0-9]{24,}"),
@@ -233,7 +244,10 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("rdme_",), r"rdme_[a-z0-9]{70}"),
     (("age-secret-key-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
     (("ops_eyj",), r"ops_eyJ[A-Za-z0-9+/]{100,}={0,3}"),
-    (("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"), r"xox[abposre]-[A-Za-z0-9-]{10,}"),
+    (
+        ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"),
+        r"xox[abposre]-[A-Za-z0-9-]{10,}",
+    ),
     (("xapp-",), r"xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+"),
     (
         ("sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"),
@@ -286,11 +300,11 @@ _NEUTRAL = r"base|value|val|data|b64|base64|raw|str|string|plain|hex|enc|encoded
 _VALUE_END = r"(?:[^\s\"'`&<>,;(){}\[\]\\]|\\u[0-9a-fA-F]{4})"
 
 
-
-
 # --- what makes a key name a secret's name, and a value a secret ----------------------------
 
-_PASSWORDISH = frozenset({"password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "secrets"})
+_PASSWORDISH = frozenset(
+    {"password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "secrets"}
+)
 _TOKENISH = frozenset(
     {"token", "credential", "credentials", "auth", "authorization", "signature", "sig",
      "cookie", "session", "bearer", "apikey", "pat"}
@@ -365,12 +379,19 @@ def _entropy(value: str) -> float:
     return -sum(n / size * math.log2(n / size) for n in counts.values())
 
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", _FLAGS)
+_UUID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", _FLAGS
+)
 
 
 def _random_looking(value: str) -> bool:
     """A long random token: 16+ characters, letters and digits, no path or UUID, high entropy."""
-    if len(value) < 16 or value.startswith(("/", ".", "-")) or "//" in value or _UUID.fullmatch(value):
+    if (
+        len(value) < 16
+        or value.startswith(("/", ".", "-"))
+        or "//" in value
+        or _UUID.fullmatch(value)
+    ):
         return False
     if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
         return False
@@ -565,6 +586,8 @@ _TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _TRIGGER_PAIRS: dict[str, tuple[str, ...]] = {}
 for _trigger in _TOKEN_TRIGGERS:
     _TRIGGER_PAIRS[_trigger[:2]] = (*_TRIGGER_PAIRS.get(_trigger[:2], ()), _trigger)
+
+
 def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
     """Spans of known tokens: each rule runs over the joined runs when its trigger is in them."""
     starts: list[int] = []
@@ -921,7 +944,17 @@ _DECODE = re.compile(
     r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|\+"
 )
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
-_SIMPLE_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", "/": "/", "\\": "\\", '"': '"', "'": "'"}
+_SIMPLE_ESCAPES = {
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "b": "\b",
+    "f": "\f",
+    "/": "/",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+}
 DECODE_DEPTH = 3
 
 
@@ -1094,8 +1127,6 @@ def mask_text_unfiltered(text: str) -> str:
     """`mask_text` without its prefilters: every rule whose trigger occurs runs (the
     reference tests/test_mask_prefilter.py compares `mask_text` with)."""
     return _mask(text, filtered=False)
-
-
 
 
 # Digests of large texts `mask_text` left unchanged. `mask_text` is a pure function of its

@@ -206,8 +206,14 @@ def kinds() -> list[tuple[str, str, list[str]]]:
     token("1password-service-token", "ops_eyJ", b64(260))
     # --- messaging and payments -----------------------------------------------------------
     token("slack-bot-token", "xoxb-", f"{pick(DIGITS, 12)}-{pick(DIGITS, 13)}-{alnum(24)}")
-    token("slack-user-token", "xoxp-", f"{pick(DIGITS, 12)}-{pick(DIGITS, 12)}-{pick(DIGITS, 13)}-{hexs(32)}")
-    token("slack-app-token", "xapp-1-", f"A{pick(UPPER + DIGITS, 10)}-{pick(DIGITS, 13)}-{hexs(64)}")
+    token(
+        "slack-user-token",
+        "xoxp-",
+        f"{pick(DIGITS, 12)}-{pick(DIGITS, 12)}-{pick(DIGITS, 13)}-{hexs(32)}",
+    )
+    token(
+        "slack-app-token", "xapp-1-", f"A{pick(UPPER + DIGITS, 10)}-{pick(DIGITS, 13)}-{hexs(64)}"
+    )
     hook = f"T{pick(UPPER + DIGITS, 10)}/B{pick(UPPER + DIGITS, 10)}/{alnum(24)}"
     add("slack-webhook", f"https://hooks.slack.com/services/{hook}", [hook.split("/")[-1]])
     hook = f"https://discord.com/api/webhooks/{pick(DIGITS, 18)}/{urlsafe(68)}"
@@ -293,7 +299,12 @@ def kinds() -> list[tuple[str, str, list[str]]]:
     add(
         "k8s-env-list",
         json.dumps(
-            {"env": [{"name": "LOG_LEVEL", "value": "info"}, {"name": "DB_PASSWORD", "value": secret}]}
+            {
+                "env": [
+                    {"name": "LOG_LEVEL", "value": "info"},
+                    {"name": "DB_PASSWORD", "value": secret},
+                ]
+            }
         ),
         [secret],
     )
@@ -416,8 +427,7 @@ def kinds() -> list[tuple[str, str, list[str]]]:
     sig = hexs(64)
     add(
         "aws-presigned-url",
-        "https://bucket.s3.amazonaws.com/f?X-Amz-Algorithm=AWS4-HMAC-SHA256"
-        f"&X-Amz-Signature={sig}",
+        f"https://bucket.s3.amazonaws.com/f?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={sig}",
         [sig],
     )
     secret = alnum(32)
@@ -437,7 +447,9 @@ def kinds() -> list[tuple[str, str, list[str]]]:
     secret = urlsafe(27)
     add("cloudinary-url", f"CLOUDINARY_URL=cloudinary://123456789012345:{secret}@demo", [secret])
     secret = urlsafe(39)
-    add("firebase-config", f'const cfg = {{ apiKey: "AIza{secret}", projectId: "demo" }};', [secret])
+    add(
+        "firebase-config", f'const cfg = {{ apiKey: "AIza{secret}", projectId: "demo" }};', [secret]
+    )
     secret = alnum(40)
     add("cloudflare-token", f"CLOUDFLARE_API_TOKEN={secret}", [secret])
     secret = password()
@@ -487,9 +499,7 @@ def main() -> None:
         for secret in secrets:
             assert len(secret) >= 8 and secret in snippet, (kind, secret)
         for placement, text in placements(snippet).items():
-            rows.append(
-                {"kind": kind, "placement": placement, "text": text, "secrets": secrets}
-            )
+            rows.append({"kind": kind, "placement": placement, "text": text, "secrets": secrets})
     with OUT.open("w", encoding="utf-8") as out:
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
