@@ -4,11 +4,22 @@ see it. One policy, in this module, applied to every surface:
 * **Credential carriers** (request/response headers, URL query strings, cookies, registry env,
   substitution values) are hidden whole: the value becomes `HIDDEN`, a visible marker.
 * **Free text** (bodies, prompts, reply text, tool arguments and results, commands and their
-  output, JSON event fields) is shown with every credential-shaped substring masked
-  (`mask_text`): known token formats, `key=value`, `KEY: value`, JSON/YAML fields whose key
-  names a secret, URL userinfo, PEM blocks, in raw, JSON-escaped and HTML-escaped text. With the
-  plugin setting `hide_free_text: true` free text is hidden whole too.
-* **Bytes** are decoded (latin-1, which keeps every byte) and masked before any hex dump.
+  output, JSON event fields) is shown with every credential masked (`mask_text`, the rules
+  below): what a reader would see is masked, not the bytes as stored, so JSON escapes,
+  URL-encoding and HTML entities are decoded first. A marker (`[redacted:kind]`) shows each
+  masked value. With the plugin setting `hide_free_text: true` free text is hidden whole too.
+* **Bytes** are decoded as a reader would (`decode_body_text`: gzip, deflate, brotli, zstd,
+  base64 that the content type declares, UTF-16/32; other bytes as latin-1, which keeps every
+  byte) and masked before any hex dump or download; bytes that decode to nothing readable are
+  hidden whole (`HIDDEN_BODY`).
+* **Streams** (server-sent events) are shown assembled: every event that adds a fragment of
+  the reply, the thinking or a tool call's arguments loses its data to `STREAMED_FRAGMENT`, and
+  the text they assemble to is masked as a whole (`mask_stream`), since a credential written
+  through a stream arrives in pieces too short for any rule.
+
+How well the rules do is measured both ways (tests/test_mask_corpus.py,
+benchmarks/bench_mask.py): recall on a corpus of 184 credential kinds x 5 placements x 15
+encodings, precision on secret-free prose and code.
 
 Where each surface applies it:
 
@@ -24,13 +35,32 @@ Where each surface applies it:
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
+import codecs
 import contextvars
 import hashlib
+import json
+import math
 import re
 import sqlite3
 import threading
+import zlib
 from collections import OrderedDict
+from html.entities import html5
 from typing import Any
+
+from datasette_capsem import streams
+
+try:  # brotli and zstd bodies are decoded when these are installed, else hidden whole
+    import brotli
+except ImportError:  # pragma: no cover
+    brotli = None
+try:
+    import zstandard
+except ImportError:  # pragma: no cover
+    zstandard = None
 
 # Policy for the current request, read by the database layer in its worker thread. HIDE_SQL is
 # HIDE for requests that carry the actor's own SQL (`sql=`, `_where=`).
@@ -42,6 +72,9 @@ hide_free_text: contextvars.ContextVar[bool] = contextvars.ContextVar(
 )
 
 HIDDEN = "[hidden: may contain credentials]"
+# Bump when what `mask_text` masks changes: text stored masked (the cross-session index) is
+# then rebuilt. 2: issue 25's masker (decoded reading, key names, argv, dotfiles, streams).
+MASKER_VERSION = 2
 
 # Credential carriers: hidden whole. Keyed by column name because the same names recur across
 # tables and eras (and in main.db, the registry and plugin JSON).
@@ -111,252 +144,989 @@ SECRET_COLUMNS = (CARRIER_COLUMNS | FREE_TEXT_COLUMNS) - KEYWORD_SECRET_COLUMNS
 ALL_SECRET_COLUMNS = SECRET_COLUMNS | KEYWORD_SECRET_COLUMNS
 
 # --- the masker ------------------------------------------------------------------------------
+#
+# `mask_text` finds the spans of credential values in a text and replaces each with a visible
+# `[redacted:kind]` marker; the names around them (`password=`, `Authorization: Bearer`) stay.
+# It looks at the text as stored and at the text as a reader sees it: JSON escapes
+# (`\u0070assword`, `\/`), URL-encoding (`password%3D`, `+`) and HTML entities (`&#61;`) are
+# decoded, up to three deep, and a value found there is masked in the stored text (whole
+# escapes). Bytes (`mask_bytes`) are decoded before: compressed bodies (gzip, deflate, brotli,
+# zstd), UTF-16/32, base64 that the content type declares; bytes that decode to nothing
+# readable are hidden whole (`HIDDEN_BODY`), never shown.
+#
+# What is a credential, decided once (the rules below, in this order of cost):
+# * known token formats of ~70 providers (`TOKENS`: the prefixes and lengths are public facts,
+#   checked against the gitleaks rule set), matched even glued to other letters or bytes;
+# * JWTs, PEM private keys, URL userinfo in every form (empty user, `@` in the password, a
+#   token as the user), webhook URLs;
+# * credential headers (`Authorization`, `Cookie`, `X-API-Key`...) and `Bearer`/`Basic`
+#   schemes;
+# * a value whose key names a secret (`_secret_key`), over any casing and separator
+#   (`PGPASSWORD`, `SecretAccessKey`, `accessToken`, `pw`, `X-Amz-Signature`), in the forms
+#   env, JSON, YAML, TOML, INI, XML, PHP, Go, HTML attributes, `{"name": X, "value": V}`
+#   lists, argv (`--password V`, `-p V` for programs known to take one), dotfiles (.netrc,
+#   .pgpass, cookie jars);
+# * a long random token right after a secret-ish word (`the new secret is 7Gk...`).
+#
+# Every rule runs only when one of its trigger words occurs in the lowered text and, for the
+# costly ones, when a cheap necessary condition (its prefilter) holds on the lowered text; a
+# short text with no trigger, token run or escape at all is returned after one scan (`_MAYBE`).
+# Every pattern is ASCII-only (`re.ASCII`): lowering never removes an ASCII match, so a
+# prefilter on the lowered text is a sound necessary condition, and a case-insensitive rule
+# runs case-sensitively over the lowered text when lowering moved no character (`Rule.lowered`).
+# Known tokens are looked for only in the runs of token characters (`_token_spans`), keyed
+# values from each secret word back to its key name (`_keyed_spans`), and the decoded reading
+# only around escapes that decode to ASCII (`_decoded_spans`): the cost stays linear in the
+# text, hostile text included (benchmarks/bench_mask.py).
 
-# Left edge of a name or token: not inside a word, but right after a JSON escape (`\n`, `\t`,
-# `\r`...) and after `_` (`DB_PASSWORD`) it is an edge, where `\b` is not.
-_LEFT = r"(?:(?<=\\[nrtfb])|(?<![A-Za-z0-9]))"
+_FLAGS = re.ASCII
+_I = re.ASCII | re.IGNORECASE
 # A quote as it appears raw, JSON-escaped (any depth), or HTML-escaped.
-_QUOTE = r"(?:\\*[\"']|&#34;|&quot;|&#39;|&#x27;)"
+_QUOTE = r"(?:'\\*\"'\\*\"'|\\*[\"']|&#34;|&quot;|&#39;|&#x27;)"
 _NOT_REDACTED = r"(?!\[(?:redacted|hidden))"
+
+HIDDEN_BODY = "[hidden: a body that cannot be decoded to text]"
+
+# (triggers, pattern) of known token formats. A pattern is the whole token; one that starts
+# with a distinctive prefix matches glued to what precedes it (inside a binary body).
+TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("a3t", "akia", "asia", "abia", "acca"), r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}"),
+    (("aiza",), r"AIza[0-9A-Za-z_-]{30,}"),
+    (("ya29.",), r"ya29\.[0-9A-Za-z_-]{16,}"),
+    (("gocspx-",), r"GOCSPX-[0-9A-Za-z_-]{20,}"),
+    (("q~",), r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}"),
+    (("ltai",), r"LTAI[A-Za-z0-9]{20}"),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}"),
+    (("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}"),
+    (
+        (
+            "glpat-",
+            "glrt-",
+            "gldt-",
+            "glptt-",
+            "glcbt-",
+            "glft-",
+            "glimt-",
+            "glagent-",
+            "gloas-",
+            "glsoat-",
+            "glffct-",
+        ),
+        r"gl(?:pat|rt|dt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-[0-9A-Za-z_-]{16,}",
+    ),  # fmt: skip
+    (("atbb",), r"ATBB[A-Za-z0-9]{24,}"),
+    (("atatt3",), r"ATATT3[A-Za-z0-9_=-]{30,}"),
+    (("ccipat_",), r"CCIPAT_[A-Za-z0-9_]{20,}"),
+    (("npm_",), r"npm_[A-Za-z0-9]{30,}"),
+    (("pypi-ageichlwas5vcmc",), r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{20,}"),
+    (("rubygems_",), r"rubygems_[a-f0-9]{40,}"),
+    (("dckr_pat_",), r"dckr_pat_[A-Za-z0-9_-]{20,}"),
+    (("atlasv1",), r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{40,}"),
+    (("pul-",), r"pul-[a-f0-9]{40}"),
+    (("hvs.", "hvb.", "hvr."), r"hv[sbr]\.[A-Za-z0-9_-]{20,}"),
+    (("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{30,}"),
+    (("dapi",), r"dapi[a-f0-9]{32}(?:-\d)?"),
+    (("doo_v1_", "dop_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}"),
+    (("hrku-",), r"HRKU-AA[0-9A-Za-z_-]{50,}"),
+    (("fo1_",), r"fo1_[A-Za-z0-9_-]{40,}"),
+    (("vcp_", "vck_", "vci_", "vcr_", "vca_"), r"vc[pkira]_[A-Za-z0-9]{40,}"),
+    (("nfp_", "nfc_"), r"nf[pc]_[A-Za-z0-9]{30,}"),
+    (("glsa_",), r"glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}"),
+    (("glc_",), r"glc_[A-Za-z0-9+/]{32,}={0,3}"),
+    (("sntryu_", "sntrys_"), r"sntry[us]_[A-Za-z0-9+/=_]{40,}"),
+    (("nrak-", "nrii-", "nrjs-", "nraa-"), r"NR(?:AK|II|JS|AA)-[A-Za-z0-9]{20,}"),
+    (("pmak-",), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+    (("lin_api_", "lin_oauth_"), r"lin_(?:api|oauth)_[A-Za-z0-9]{40}"),
+    (("ntn_",), r"ntn_[0-9]{11}[A-Za-z0-9]{32,}"),
+    (("shpat_", "shpca_", "shppa_", "shpss_"), r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    (("pscale_",), r"pscale_(?:tkn|oauth|pw)_[A-Za-z0-9_=.-]{32,64}"),
+    (("pnu_",), r"pnu_[A-Za-z0-9]{36}"),
+    (("rdme_",), r"rdme_[a-z0-9]{70}"),
+    (("age-secret-key-1",), r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    (("ops_eyj",), r"ops_eyJ[A-Za-z0-9+/]{100,}={0,3}"),
+    (
+        ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "xoxe-"),
+        r"xox[abposre]-[A-Za-z0-9-]{10,}",
+    ),
+    (("xapp-",), r"xapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]+"),
+    (
+        ("sk_live_", "sk_test_", "sk_prod_", "rk_live_", "rk_test_", "rk_prod_"),
+        r"[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
+    ),
+    (("whsec_",), r"whsec_[A-Za-z0-9+/=]{24,}"),
+    (("sk",), r"SK(?<![A-Za-z0-9]SK)[0-9a-fA-F]{32}(?![A-Za-z0-9])"),
+    (("sg.",), r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    (("xkeysib-",), r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+    (("key-",), r"key-(?<![A-Za-z0-9]key-)[a-f0-9]{32}(?![A-Za-z0-9])"),
+    (("eaaa",), r"EAAA(?<![A-Za-z0-9]EAAA)[A-Za-z0-9_-]{22,60}"),
+    (("sq0atp-", "sq0csp-"), r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}"),
+    (("shippo_",), r"shippo_(?:live|test)_[a-fA-F0-9]{40}"),
+    (("duffel_",), r"duffel_(?:live|test)_[A-Za-z0-9_=-]{40,}"),
+    (
+        ("sk-ant-", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-or-"),
+        r"sk-(?:ant-(?:api|admin|sid|oat|ort)\d\d-|proj-|svcacct-|admin-|or-v1-)[A-Za-z0-9_-]{16,}",
+    ),
+    (("sk-",), r"sk-(?<![A-Za-z0-9-]sk-)[A-Za-z0-9_-]{20,}"),
+    (("t3blbkfj",), r"T3BlbkFJ[A-Za-z0-9_-]{16,}"),
+    (("gsk_",), r"gsk_[A-Za-z0-9]{40,}"),
+    (("pplx-",), r"pplx-[A-Za-z0-9]{40,}"),
+    (("xai-",), r"xai-[A-Za-z0-9]{60,}"),
+    (("r8_",), r"r8_(?<![A-Za-z0-9]r8_)[A-Za-z0-9]{30,}"),
+    (("fw_",), r"fw_(?<![A-Za-z0-9]fw_)[A-Za-z0-9]{20,}"),
+    (("lsv2_",), r"lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}"),
+    (("pcsk_",), r"pcsk_[A-Za-z0-9_]{40,}"),
+    (("hf_",), r"hf_[A-Za-z0-9]{20,}"),
+    (("api_org_",), r"api_org_[A-Za-z]{30,}"),
+    (("csk-",), r"csk-(?<![A-Za-z0-9]csk-)[a-z0-9]{40,}"),
+    (("sk_",), r"sk_(?<![A-Za-z0-9]sk_)[a-f0-9]{40,}"),
+    (("secret_",), r"secret_(?<![A-Za-z0-9]secret_)[A-Za-z0-9]{43}(?![A-Za-z0-9])"),
+    (("eyjrijoi",), r"eyJrIjoi[A-Za-z0-9]{70,400}={0,3}"),
+)
+
 _HEADER_NAMES = (
-    r"authorization|proxy-authorization|x-api-key|api-key|x-goog-api-key|cookie|set-cookie|"
-    r"x-auth-token|anthropic-api-key|openai-api-key|x-amz-security-token|private-token"
+    r"authorization|proxy-authorization|x-api-key|api-key|apikey|x-goog-api-key|"
+    r"x-auth-token|anthropic-api-key|openai-api-key|x-amz-security-token|"
+    r"private-token|ocp-apim-subscription-key|x-vault-token|x-access-token"
 )
-# Words that, as the last part of a key name (`DB_PASSWORD`, `aws_secret_access_key`,
-# `X-Amz-Signature`), make the key's value a secret.
-_SECRET_WORDS = (
-    r"pass|password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey|auth|"
-    r"authorization|credentials?|private[_-]?key|access[_-]?key|secret[_-]?key|signature|sig|"
-    r"cookie|session|client[_-]?secret"
+_SCHEMES = r"bearer|basic|token|digest|negotiate|sso-key|apikey|key|otp"
+# Words whose presence at the end of a key name may make its value a secret; `_secret_key`
+# decides (the pattern only finds candidates). `key` alone is too common a word: a key named
+# only `key` is no secret's name, and `cache_key` holds one only when its value is random.
+_WORDS = (
+    r"password|passwd|passphrase|pass|pwd|pw|secrets?|token|pat|credentials?|key|auth|"
+    r"authorization|signature|sig|cookie|session"
 )
-_KEY = rf"{_LEFT}((?:[A-Za-z0-9]+[_.-])*(?:{_SECRET_WORDS}))(?![A-Za-z0-9_-])"
+_NEUTRAL = r"base|value|val|data|b64|base64|raw|str|string|plain|hex|enc|encoded|text"
+_VALUE_END = r"(?:[^\s\"'`&<>,;(){}\[\]\\]|\\u[0-9a-fA-F]{4})"
 
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "private-key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?"
-            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)"
-        ),
-    ),
-    # scheme://user:password@host: the password goes, the user and host stay.
-    (
-        "userinfo",
-        re.compile(
-            r"(?i)(\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@\"'<>\\]{1,256}:)[^\s/@\"'<>\\]{1,256}(@)"
-        ),
-    ),
-    ("webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{8,}")),
-    # "authorization: Bearer abc" header lines and "x-api-key": "abc" fields.
-    (
-        "header",
-        re.compile(
-            rf"(?i){_LEFT}({_HEADER_NAMES})({_QUOTE}?\s*[:=]\s*{_QUOTE}?){_NOT_REDACTED}"
-            r"[^\r\n\"&<,}\\]{4,}"
-        ),
-    ),
-    (
-        "bearer",
-        re.compile(rf"(?i){_LEFT}(bearer|basic|token)\s+{_NOT_REDACTED}[A-Za-z0-9._~+/=-]{{8,}}"),
-    ),
-    (
-        "api-key",
-        re.compile(
-            rf"{_LEFT}(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{{16,}}|[sr]k_(?:live|test)_[A-Za-z0-9]{{10,}}"
-            r"|AIza[0-9A-Za-z_-]{30,}|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}"
-            r"|github_pat_[A-Za-z0-9_]{20,}|xox[abposre]-[A-Za-z0-9-]{10,}|glpat-[A-Za-z0-9_-]{16,}"
-            r"|hf_[A-Za-z0-9]{20,}|ya29\.[0-9A-Za-z_-]{16,}|hv[sbr]\.[A-Za-z0-9_-]{20,}"
-            r"|npm_[A-Za-z0-9]{30,}|sk-or-v1-[0-9a-f]{32,})"
-        ),
-    ),
-    (
-        "jwt",
-        re.compile(rf"{_LEFT}eyJ[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]{{8,}}"),
-    ),
-    # "password": "p@ss word", DB_PASS='x', {\"token\": \"...\"}: a quoted value, whole.
-    (
-        "secret-field",
-        re.compile(
-            rf"(?i){_KEY}({_QUOTE}?\s*[:=]\s*)(?P<q>{_QUOTE}){_NOT_REDACTED}"
-            r"(?:(?!(?P=q))[^\r\n]){1,4096}?(?=(?P=q))"
-        ),
-    ),
-    # password=hunter2, KEY: value, sig=abc&...: an unquoted value, to a delimiter.
-    (
-        "secret-value",
-        re.compile(
-            rf"(?i){_KEY}({_QUOTE}?[ \t]*[:=][ \t]*){_NOT_REDACTED}(?![{{\[\"'\\]|&#34;|&quot;)"
-            r"(?!(?:true|false|null|none)\b|(?:blake3|sha256|sha1|md5):)[^\s\"'&<>,;}\]\\]{3,}"
-        ),
-    ),
-)
 
-# Lower-case substrings without which a pattern cannot match: a pattern runs only when one
-# of its triggers is in the text, so most responses cost one lower() and a few `in` tests.
-# Words whose presence in a key name (password, DB_PASS, X-Amz-Signature, session_token...) make
-# its value a secret: the cheap pre-filter of both key-based patterns.
-SECRET_KEY_TRIGGERS = (
-    "pass", "pwd", "secret", "token", "key", "auth", "credential", "sig", "cookie", "session",
+# --- what makes a key name a secret's name, and a value a secret ----------------------------
+
+_PASSWORDISH = frozenset(
+    {"password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "secrets"}
+)
+_TOKENISH = frozenset(
+    {"token", "credential", "credentials", "auth", "authorization", "signature", "sig",
+     "cookie", "session", "bearer", "apikey", "pat"}
 )  # fmt: skip
-TRIGGERS: dict[str, tuple[str, ...]] = {
-    "private-key": ("private key",),
-    "userinfo": ("://",),
-    "webhook": ("hooks.slack.com",),
-    "header": ("authorization", "api-key", "cookie", "auth-token", "security-token", "private-t"),
-    "bearer": ("bearer", "basic", "token"),
-    "api-key": (
-        "sk-",
-        "sk_",
-        "rk_",
-        "aiza",
-        "akia",
-        "asia",
-        "ghp_",
-        "gho_",
-        "ghu_",
-        "ghs_",
-        "ghr_",
-        "github_pat_",
-        "xox",
-        "glpat-",
-        "hf_",
-        "ya29.",
-        "hvs.",
-        "hvb.",
-        "hvr.",
-        "npm_",
-    ),
-    "jwt": ("eyj",),
-    "secret-field": SECRET_KEY_TRIGGERS,
-    "secret-value": SECRET_KEY_TRIGGERS,
-}
-_KEEPS_PREFIX = {"header": 2, "bearer": 1, "secret-field": 2, "secret-value": 2}
+# A `key` after one of these words names a secret (`api_key`, `SecretAccessKey`).
+_KEY_HEADS = frozenset(
+    {"api", "access", "secret", "private", "account", "signing", "encryption", "master",
+     "client", "app", "consumer", "license", "subscription", "shared", "auth", "webhook",
+     "service", "storage", "encrypt", "hmac", "crypto", "admin", "deploy", "ssh", "gpg",
+     "pgp", "rsa", "root", "session", "cookie", "jwt", "write", "read", "ingest", "sdk",
+     "mgmt", "management", "bot", "user", "server", "developer", "publishable", "live", "test"}
+)  # fmt: skip
+# Glued words (`PGPASSWORD`, `accesstoken`, `apikey`) end with one of these.
+_GLUED = (
+    ("password", "password"), ("passwd", "password"), ("passphrase", "password"),
+    ("secret", "password"), ("token", "token"), ("apikey", "password"),
+    ("accesskey", "password"), ("secretkey", "password"), ("privatekey", "password"),
+    ("accountkey", "password"), ("signingkey", "password"), ("masterkey", "password"),
+    ("authkey", "password"),
+    ("credential", "token"), ("credentials", "token"), ("signature", "token"),
+    ("authorization", "token"),
+)  # fmt: skip
+_NEUTRAL_WORDS = frozenset(_NEUTRAL.split("|"))
+_KEY_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", _FLAGS)
 
 
-def _replacement(kind: str):
-    groups = _KEEPS_PREFIX.get(kind, 0)
+def _secret_key(key: str) -> str | None:
+    """What a key name says of its value: "password" (any value is a secret), "token" (a
+    value that is not a plain word is), "key" (a random-looking value is), or None."""
+    lowered = key.lower()
+    if "csrf" in lowered or "xsrf" in lowered:  # a page's own anti-forgery token, in its forms
+        return None
+    words = [w.lower() for w in _KEY_WORD.findall(key)]
+    while len(words) > 1 and words[-1] in _NEUTRAL_WORDS:
+        words.pop()
+    if not words:
+        return None
+    last = words[-1]
+    if last in _PASSWORDISH:
+        return "password"
+    if last in _TOKENISH:
+        return "token"
+    if last == "key" and len(words) > 1:  # `api_key`, `SecretAccessKey`: any value
+        return "password" if words[-2] in _KEY_HEADS else "key"
+    for ending, kind in _GLUED:
+        if last.endswith(ending):
+            return kind
+    return None
 
-    def replace(match: re.Match[str]) -> str:
-        if kind == "userinfo":
-            return f"{match.group(1)}[redacted:{kind}]{match.group(2)}"
-        prefix = "".join(match.group(i) or "" for i in range(1, groups + 1))
-        if kind == "bearer":
-            prefix += " "
-        elif kind == "secret-field":
-            prefix += match.group("q")
-        return f"{prefix}[redacted:{kind}]"
 
-    return replace
+_KEYWORDS = frozenset(
+    {"true", "false", "null", "none", "nil", "undefined", "self", "this", "required",
+     "optional", "string", "str", "bool", "int", "secret", "password", "token", "env"}
+)  # fmt: skip
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", _FLAGS)
+# Values that stand for a secret without being one: `$PASSWORD`, `${X}`, `<token>`, `{{ x }}`,
+# `%(password)s`, `***`, `...`, `xxxx`, a digest reference (`blake3:...`).
+_PLACEHOLDER = re.compile(
+    r"\$|<[^>]*>$|\{\{|%\(|%s$|\*+$|\.\.\.|\u2026+$|[xX]{4,}$|0x[0-9a-fA-F]+$|"
+    r"(?:sha256|sha1|sha512|md5|blake3):",
+    _FLAGS,
+)
+_FORMATTING = re.compile(r"%s|%\(|\{\}|\{[0-9]\}|\{\{", _FLAGS)
+_CAPS = re.compile(r"[A-Z][A-Z_]*", _FLAGS)
 
 
-REPLACEMENTS = {kind: _replacement(kind) for kind, _pattern in SECRET_PATTERNS}
+def _entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for char in value:
+        counts[char] = counts.get(char, 0) + 1
+    size = len(value)
+    return -sum(n / size * math.log2(n / size) for n in counts.values())
 
 
-# Any trigger of any pattern, in one scan of the lowered text: a text none of them occurs in
-# has nothing to mask (no pattern would run), which is most text.
-_ANY_TRIGGER = re.compile(
-    "|".join(re.escape(t) for t in sorted({t for ts in TRIGGERS.values() for t in ts}))
+_UUID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", _FLAGS
 )
 
 
-# A necessary condition of the costliest patterns, tested on the lowered text without
-# IGNORECASE (several times faster): a secret word ending a key, then `:` or `=`
-# (`secret-field`, `secret-value`), and a scheme word before a token (`bearer`). Lowering is
-# exactly what IGNORECASE compares for these ASCII patterns, except for the four characters
-# that match an ASCII letter under IGNORECASE or lower to one (found by trying every code
-# point: U+0130 İ, U+0131 ı, U+017F ſ, U+212A K); a text holding none of them that fails the
-# condition has no match of the pattern, so skipping it changes nothing. A text holding one
-# runs every pattern as is (tests/test_mask_prefilter.py compares the two on many texts).
-_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
-_KEYED = re.compile(rf"(?:{_SECRET_WORDS})(?![a-z0-9_-]){_QUOTE}?\s*[:=]")
-PREFILTERS: dict[str, re.Pattern[str]] = {
-    "secret-field": _KEYED,
-    "secret-value": _KEYED,
-    "bearer": re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}"),
-}
+def _random_looking(value: str) -> bool:
+    """A long random token: 16+ characters, letters and digits, no path or UUID, high entropy."""
+    if (
+        len(value) < 16
+        or value.startswith(("/", ".", "-"))
+        or "//" in value
+        or _UUID.fullmatch(value)
+    ):
+        return False
+    if not any(c.isdigit() for c in value) or not any(c.isalpha() for c in value):
+        return False
+    return _entropy(value) >= (3.0 if len(value) < 24 else 3.4)
 
 
-def _slot(things: list[Any], thing: Any) -> int:
-    """The index of the first of `things` that is `thing` (kinds share trigger sets and
-    prefilters: a shared one has one slot)."""
-    return next(i for i, other in enumerate(things) if other is thing)
+_CAMEL = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*", _FLAGS)
 
 
-_KIND_TRIGGERS = [TRIGGERS[kind] for kind, _pattern in SECRET_PATTERNS]
-_KIND_PREFILTERS = [PREFILTERS.get(kind) for kind, _pattern in SECRET_PATTERNS]
-# Each pattern with its triggers, prefilter and replacement, and the slots where `mask_text`
-# keeps what a scan of the current text found for its trigger set and its prefilter.
-_RUNS = tuple(
-    (
-        pattern,
-        TRIGGERS[kind],
-        _slot(_KIND_TRIGGERS, TRIGGERS[kind]),
-        PREFILTERS.get(kind),
-        _slot(_KIND_PREFILTERS, PREFILTERS.get(kind)),
-        REPLACEMENTS[kind],
-    )
-    for kind, pattern in SECRET_PATTERNS
-)
-_SLOTS = len(SECRET_PATTERNS)
+def _not_a_word(value: str) -> bool:
+    """Not a plain word or identifier: a digit, a base64 sign, irregular mixed case, or long."""
+    if any(c.isdigit() for c in value) or any(c in "+/=" for c in value) or len(value) >= 24:
+        return True
+    mixed = any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+    return mixed and _CAMEL.fullmatch(value) is None
 
 
-# Triggers of the patterns without a prefilter: a short text holding none of them, in which
-# (lowered exactly) no prefilter matches, has no pattern to run (a link of a page holds
-# "session" and costs four short scans, not one per pattern).
-_UNFILTERED_TRIGGER = re.compile(
-    "|".join(
-        re.escape(t)
-        for t in sorted({t for kind, ts in TRIGGERS.items() if kind not in PREFILTERS for t in ts})
-    )
-)
-_PREFILTER_SET = tuple({id(p): p for p in PREFILTERS.values()}.values())
-# Up to this length, one regex scan for every unfiltered trigger beats one `in` per trigger.
-SHORT_TEXT = 2048
-
-
-def _unchanged_short(text: str, lowered: str) -> bool:
-    """Whether no pattern can run on `text` (so `mask_text` returns it as it is): no trigger
-    of an unfiltered pattern occurs and, lowering being exact, no prefilter matches."""
+def _placeholder(value: str) -> bool:
+    stripped = value.strip()
     return (
-        _UNFILTERED_TRIGGER.search(lowered) is None
-        and _FOLDS_TO_ASCII.search(text) is None
-        and not any(prefilter.search(lowered) for prefilter in _PREFILTER_SET)
+        not stripped.strip("\"'`\\")  # nothing but quotes (shell quoting: '"'"')
+        or _PLACEHOLDER.match(stripped) is not None
+        or _FORMATTING.search(stripped) is not None
+        or stripped.lower() in _KEYWORDS
+        or (_CAPS.fullmatch(stripped) is not None and len(stripped) <= 32)
     )
+
+
+def _value_is_secret(kind: str | None, value: str, *, quoted: bool, code: bool = False) -> bool:
+    if kind is None or _placeholder(value):
+        return False
+    if kind == "key":
+        return _random_looking(value)
+    if code:
+        return False
+    if kind == "password":
+        return True
+    # A token, signature, cookie...: never a plain word, and quoted, never prose.
+    return _not_a_word(value) and not (quoted and any(c.isspace() for c in value.strip()))
+
+
+_PROSE_AFTER = re.compile(r"[ \t]+[A-Za-z]", _FLAGS)
+
+
+def _bare_value_is_secret(kind: str, key: str, sep: str, match: re.Match[str]) -> bool:
+    value, text = match["v"], match.string
+    following = text[match.end() : match.end() + 1]
+    # Code, not a value: `password = getpass()`, `self.password = password`, `x = y = ''`.
+    code = _IDENTIFIER.fullmatch(value) is not None and (
+        following in ("(", "[")
+        or "." in value
+        or (sep.strip() in ("=", ":=") and sep.startswith(" ") and not value[-1:].isdigit())
+        or value.lower() in key.lower()
+    )
+    # Prose, not a value: "password: expected bytes, got str", "secrets: 576 of 5 tabs".
+    if ":" in sep and not code and (value.isalpha() or value.isdigit()):
+        code = _PROSE_AFTER.match(text, match.end()) is not None
+    return _value_is_secret(kind, value, quoted=False, code=code)
+
+
+def _userinfo_password(match: re.Match[str]) -> bool:
+    return not _placeholder(match["v"]) and match["v"].lower() not in ("pass", "pw", "pwd")
+
+
+def _named_field(match: re.Match[str]) -> bool:
+    return _value_is_secret(_secret_key(match["k"]), match["v"], quoted=True)
+
+
+def _argv_option(match: re.Match[str]) -> bool:
+    value = match["v"]
+    return not value.startswith("-") and _value_is_secret(
+        _secret_key(match["k"]), value, quoted=True
+    )
+
+
+def _at_edge(text: str, at: int) -> bool:
+    """Whether a name or token starting at `at` is not inside a word (right after a JSON
+    escape, `\\n` or `\\t`, it is not)."""
+    if at == 0:
+        return True
+    before = text[at - 1]
+    if not (before.isascii() and before.isalnum()):
+        return True
+    return at >= 2 and text[at - 2] == "\\" and before in "nrtfb"
+
+
+def _header(match: re.Match[str]) -> bool:
+    if not _at_edge(match.string, match.start()):
+        return False
+    value = match["v"].strip()
+    if _placeholder(value):
+        return False
+    if "cookie" in match["k"].lower():
+        return "=" in value
+    first = value.split()[0] if value.split() else ""
+    return len(first) >= 8 and (_not_a_word(first) or len(first) >= 16)
+
+
+def _scheme_token(match: re.Match[str]) -> bool:
+    value, scheme = match["v"], match["s"].lower()
+    if not _at_edge(match.string, match.start()) or _placeholder(value):
+        return False
+    if scheme == "basic":  # base64 of user:password
+        return len(value) % 4 == 0 and _not_a_word(value)
+    if scheme == "token":
+        return len(value) >= 16 and any(c.isdigit() for c in value)
+    return _not_a_word(value) and any(c.isdigit() for c in value)
+
+
+def _entropy_token(match: re.Match[str]) -> bool:
+    return _at_edge(match.string, match.start()) and _random_looking(match["v"].rstrip("."))
+
+
+def _userinfo_user(match: re.Match[str]) -> bool:
+    return any(c.isdigit() for c in match["v"])
+
+
+_SECRET_WORD_TRIGGERS = (
+    "pass", "pwd", "pw", "secret", "token", "pat", "key", "auth", "credential", "sig",
+    "cookie", "session",
+)  # fmt: skip
+_KEYED = re.compile(
+    rf"(?:{_WORDS})(?:[_.-]?(?:{_NEUTRAL}))?(?![a-z0-9_-]){_QUOTE}?\]?\s*(?::=|=>|[:=,])", _FLAGS
+)
+
+
+class _Found:
+    """A match over the lowered text, read from the original text (same places)."""
+
+    __slots__ = ("match", "string")
+
+    def __init__(self, match: re.Match[str], text: str):
+        self.match, self.string = match, text
+
+    def __getitem__(self, group):
+        start, end = self.match.span(group)
+        return None if start < 0 else self.string[start:end]
+
+    def start(self, group=0) -> int:
+        return self.match.start(group)
+
+    def end(self, group=0) -> int:
+        return self.match.end(group)
+
+    def span(self, group=0) -> tuple[int, int]:
+        return self.match.span(group)
+
+
+class Rule:
+    """One way a credential appears: its pattern, the group holding the secret (`v`), the
+    trigger words without which it cannot match, a prefilter (a necessary condition on the
+    lowered text) and a check of each match. A rule with a `finder` finds its spans itself."""
+
+    __slots__ = ("kind", "pattern", "lowered", "triggers", "prefilter", "check", "finder", "value")
+
+    def __init__(self, kind, pattern, triggers, prefilter=None, check=None, flags=_I, finder=None):
+        self.kind = kind
+        self.pattern = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
+        # A case-insensitive pattern runs case-sensitively over the lowered text (several
+        # times faster), when lowering kept every character in its place.
+        self.lowered = (
+            re.compile(pattern, flags & ~re.IGNORECASE)
+            if isinstance(pattern, str) and flags & re.IGNORECASE
+            else None
+        )
+        self.triggers = frozenset(triggers)
+        self.prefilter = prefilter
+        self.check = check
+        self.finder = finder
+        self.value = self.pattern is not None and "v" in self.pattern.groupindex
+
+
+# Known tokens and JWTs are runs of token characters, 16 and more long: they are looked for
+# only in those runs (joined, a small part of most texts), not in the whole text.
+_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{16,}", _FLAGS)
+_TOKEN_RULES = tuple(
+    Rule("api-key", pattern, triggers, flags=_FLAGS) for triggers, pattern in TOKENS
+) + (
+    Rule(
+        "jwt",
+        # At the start of a segment only: from every `eyJ` of one long run, the scan for the
+        # dot would read the run again.
+        r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        ("eyj",),
+        flags=_FLAGS,
+    ),
+)
+_TOKEN_TRIGGERS = tuple(sorted({t for rule in _TOKEN_RULES for t in rule.triggers}))
+GLUED_CHARS = 128
+_INNER = next(rule.triggers for rule in _TOKEN_RULES if "t3blbkfj" in rule.triggers)
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_TRIGGER_PAIRS: dict[str, tuple[str, ...]] = {}
+for _trigger in _TOKEN_TRIGGERS:
+    _TRIGGER_PAIRS[_trigger[:2]] = (*_TRIGGER_PAIRS.get(_trigger[:2], ()), _trigger)
+
+
+def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
+    """Spans of known tokens: each rule runs over the joined runs when its trigger is in them."""
+    starts: list[int] = []
+    origins: list[int] = []
+    parts: list[str] = []
+    length = 0
+    for match in _RUN.finditer(text):
+        starts.append(length)
+        origins.append(match.start())
+        parts.append(match.group())
+        length += len(parts[-1]) + 1
+    if not parts:
+        return
+    runs = "\x00".join(parts)
+    lowered = runs.lower()
+    if len(lowered) <= SHORT_TEXT:  # the triggers that start with a pair of letters it has
+        pairs = {lowered[i : i + 2] for i in range(len(lowered) - 1)} & _TRIGGER_PAIRS.keys()
+        found = {t for pair in pairs for t in _TRIGGER_PAIRS[pair] if t in lowered}
+    else:
+        found = {t for t in _TOKEN_TRIGGERS if t in lowered}
+    if filtered and not found:
+        return
+    for rule in _TOKEN_RULES:
+        if filtered and rule.triggers.isdisjoint(found):
+            continue
+        floor, inner = 0, rule.triggers is _INNER
+        for match in rule.pattern.finditer(runs):
+            start, end = match.span()
+            # `T3BlbkFJ` sits inside an OpenAI key: the key's head goes with it, up to
+            # `GLUED_CHARS` back and never into the token before.
+            limit = max(floor, start - GLUED_CHARS) if inner else start
+            while start > limit and runs[start - 1] in _TOKEN_CHARS:
+                start -= 1
+            floor = end
+            i = bisect.bisect_right(starts, start) - 1
+            shift = origins[i] - starts[i]
+            yield start + shift, end + shift, rule.kind
+
+
+# A secret word ending a key name, then `:`, `=`, `:=` or `=>`: where a keyed value may start.
+_KEY_ANCHOR = re.compile(
+    rf"(?:{_WORDS})(?:[_.-]?(?:{_NEUTRAL}))?(?![A-Za-z0-9_-])"
+    rf"(?P<sep>{_QUOTE}?\]?\s*(?::=|=>|[:=])\s*)",
+    _I,
+)
+_QUOTED_VALUE = re.compile(
+    rf"(?P<q>{_QUOTE}){_NOT_REDACTED}(?P<v>(?:(?!(?P=q))[^\r\n]){{1,4096}}?)(?=(?P=q))", _FLAGS
+)
+_BARE_VALUE = re.compile(
+    rf"{_NOT_REDACTED}(?!{_QUOTE}|[{{\[(])(?P<v>{_VALUE_END}{{3,4096}})", _FLAGS
+)
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+KEY_MAX_CHARS = 60
+
+
+def _key_start(text: str, end: int) -> int | None:
+    """Where the key name ending near `end` starts: the identifier characters before it, but
+    not the letter of a JSON escape (`\nPASSWORD=`); None past `KEY_MAX_CHARS`."""
+    start = end
+    while start > 0 and text[start - 1] in _KEY_CHARS:
+        if start >= 2 and text[start - 2] == "\\" and text[start - 1] in "nrtfb":
+            break
+        start -= 1
+        if end - start > KEY_MAX_CHARS:
+            return None
+    return start
+
+
+_KEY_ANCHOR_LOWERED = re.compile(_KEY_ANCHOR.pattern, _FLAGS)
+
+
+def _keyed_spans(text: str, lowered: str | None, *, filtered: bool = True):
+    """`"password": "p@ss word"`, `DB_PASS='x'`, `{\\"token\\": \\"...\\"}` (a quoted value,
+    whole) and `password=hunter2`, `KEY: value`, `sig=abc&...` (an unquoted value, to a
+    delimiter), for a key named as `_secret_key` says."""
+    if lowered is not None:
+        anchors = (_Found(m, text) for m in _KEY_ANCHOR_LOWERED.finditer(lowered))
+    else:
+        anchors = _KEY_ANCHOR.finditer(text)
+    covered = 0  # the end of the last value masked: a key inside it is part of the secret
+    for match in anchors:
+        if match.start() < covered:
+            continue
+        start = _key_start(text, match.start())
+        if start is None:
+            continue
+        key = text[start : match.start("sep")]
+        kind = _secret_key(key)
+        if kind is None:
+            continue
+        sep, at = match["sep"], match.end()
+        quoted = _QUOTED_VALUE.match(text, at)
+        if quoted is not None:
+            if _value_is_secret(kind, quoted["v"], quoted=True):
+                covered = quoted.end("v")
+                yield (*quoted.span("v"), "secret-field")
+            continue
+        if "\n" in sep or "\r" in sep:
+            continue
+        bare = _BARE_VALUE.match(text, at)
+        if bare is not None and _bare_value_is_secret(kind, key, sep, bare):
+            covered = bare.end("v")
+            yield (*bare.span("v"), "secret-value")
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "private-key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?P<v>[\s\S]*?)"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
+        ("private key",),
+        flags=_FLAGS,
+    ),
+    Rule("api-key", None, (), finder=_token_spans),
+    Rule("secret-value", None, _SECRET_WORD_TRIGGERS, _KEYED, finder=_keyed_spans),
+    Rule(
+        "api-key",
+        r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{30,}",
+        (":aa",),
+        flags=_FLAGS,
+    ),
+    # scheme://user:password@host, with an empty user or an `@` in the password too: the
+    # password goes, the user and host stay.
+    Rule(
+        "userinfo",
+        rf"\b[a-z][a-z0-9+.-]{{1,20}}://[^\s/:@\"'<>\\\[\]]{{0,256}}:{_NOT_REDACTED}"
+        r"(?P<v>[^\s/\"'<>\\]{1,256})@"
+        r"(?=[A-Za-z0-9\[])",
+        ("://",),
+        check=_userinfo_password,
+    ),
+    Rule(
+        "userinfo",
+        r"\b[a-z][a-z0-9+.-]{1,20}://(?P<v>[A-Za-z0-9_.~-]{16,256})@(?=[A-Za-z0-9\[])",
+        ("://",),
+        check=_userinfo_user,
+    ),
+    Rule(
+        "webhook",
+        r"(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/"
+        r"|\.webhook\.office\.com/webhookb2/)(?P<v>[A-Za-z0-9/@_-]{8,})",
+        ("hooks.slack.com", "/api/webhooks/", "webhook.office.com"),
+    ),
+    # "authorization: Bearer abc" header lines and "x-api-key": "abc" fields.
+    Rule(
+        "header",
+        rf"(?P<k>{_HEADER_NAMES})(?:{_QUOTE}?\s*[:=]\s*{_QUOTE}?){_NOT_REDACTED}"
+        rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\s\"'&<,}}\\]{{4,}})",
+        ("authorization", "api-key", "apikey", "-token", "subscription-key"),
+        check=_header,
+    ),
+    # A cookie header: every value on the line.
+    Rule(
+        "header",
+        rf"(?P<k>(?:set-)?cookie)(?:{_QUOTE}?\s*:\s*{_QUOTE}?){_NOT_REDACTED}"
+        rf"(?P<v>[^\r\n\"&<,}}\\]{{4,}})",
+        ("cookie",),
+        check=_header,
+    ),
+    Rule(
+        "bearer",
+        rf"(?P<s>bearer|basic|token)\s+{_NOT_REDACTED}(?P<v>[A-Za-z0-9._~+/=-]{{8,}})",
+        ("bearer", "basic", "token"),
+        re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}", _FLAGS),
+        _scheme_token,
+    ),
+    # <password>x</password>, <add key="Password" value="x"/>, <input type="password" value=x>,
+    # {"name": "DB_PASSWORD", "value": "x"}, `- name: X_TOKEN\n  value: x`.
+    Rule(
+        "secret-field",
+        rf"<(?P<k>[A-Za-z0-9_:.-]{{0,60}}(?:{_WORDS}))>{_NOT_REDACTED}(?P<v>[^<]{{1,1024}})</",
+        _SECRET_WORD_TRIGGERS,
+        re.compile(rf"(?:{_WORDS})>", _FLAGS),
+        _named_field,
+    ),
+    Rule(
+        "secret-field",
+        rf"\b(?:name|key|id|type|property)\s*=\s*{_QUOTE}(?P<k>[A-Za-z0-9_.:-]{{1,64}}){_QUOTE}"
+        rf"[^<>]{{0,200}}?\bvalue\s*=\s*(?P<q>{_QUOTE})(?P<v>(?:(?!(?P=q))[^\r\n<>]){{1,1024}}?)"
+        r"(?=(?P=q))",
+        ("value",),
+        re.compile(r"value\s*=", _FLAGS),
+        _named_field,
+    ),
+    Rule(
+        "secret-field",
+        rf"{_QUOTE}(?:name|key)\s*{_QUOTE}\s*:\s*{_QUOTE}(?P<k>[A-Za-z0-9_.:-]{{1,128}}){_QUOTE}"
+        rf"\s*,\s*{_QUOTE}value{_QUOTE}\s*:\s*(?P<q>{_QUOTE})"
+        r"(?P<v>(?:(?!(?P=q))[^\r\n]){1,4096}?)(?=(?P=q))",
+        ("value",),
+        re.compile(r"(?:name|key)[^:\n]{0,12}:[\s\S]{0,400}?value[^:\n]{0,12}:", _FLAGS),
+        _named_field,
+    ),
+    Rule(
+        "secret-value",
+        r"\bname:\s*[\"']?(?P<k>[A-Za-z0-9_.-]{1,128})[\"']?\s*(?:\n|\\n)\s*value:\s*[\"']?"
+        rf"{_NOT_REDACTED}(?P<v>{_VALUE_END}{{3,}})",
+        ("value:",),
+        check=_named_field,
+    ),
+    # define('DB_PASSWORD', 'x'), os.environ.setdefault("API_TOKEN", "x"), putenv(...).
+    Rule(
+        "secret-field",
+        rf"\b(?:define|setenv|putenv|setdefault|set_env)\s*\(\s*{_QUOTE}"
+        rf"(?P<k>[A-Za-z0-9_.-]{{1,128}}){_QUOTE}\s*,\s*(?P<q>{_QUOTE}){_NOT_REDACTED}"
+        r"(?P<v>(?:(?!(?P=q))[^\r\n]){1,4096}?)(?=(?P=q))",
+        ("define", "setenv", "putenv", "setdefault", "set_env"),
+        check=_named_field,
+    ),
+    # argv: --password V, --api-key=V, -p V for the programs that take a password so.
+    Rule(
+        "argv",
+        rf"(?<![A-Za-z0-9-])--?(?P<k>(?:[A-Za-z][A-Za-z0-9-]{{0,40}}?)?(?:{_WORDS}))(?:=|[ \t]+)"
+        rf"{_QUOTE}?{_NOT_REDACTED}(?P<v>[^\s\"'`\\]{{3,}})",
+        _SECRET_WORD_TRIGGERS,
+        re.compile(rf"-(?:[a-z0-9-]*)(?:{_WORDS})(?:=|[ \t])", _FLAGS),
+        _argv_option,
+    ),
+    Rule(
+        "argv",
+        r"\b(?:sshpass|docker|podman|nerdctl|buildah|skopeo|helm|oras|crane)\b[^\n;|&]{0,80}?"
+        rf"\s-p[ \t]+{_QUOTE}?{_NOT_REDACTED}(?P<v>[^\s\"'`\\]{{3,}})",
+        ("sshpass", "login"),
+    ),
+    Rule(
+        "argv",
+        r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump|mysqlimport|mysqlshow)\b"
+        rf"[^\n;|&]{{0,80}}?\s-p{_NOT_REDACTED}(?P<v>[^\s\"'`\\]{{3,}})",
+        ("mysql", "mariadb"),
+    ),
+    Rule(
+        "argv",
+        r"\bredis-cli\b[^\n;|&]{0,80}?\s-a[ \t]+"
+        rf"{_QUOTE}?{_NOT_REDACTED}(?P<v>[^\s\"'`\\]{{3,}})",
+        ("redis-cli",),
+    ),
+    Rule(
+        "argv",
+        r"\b(?:curl|wget|http)\b[^\n;|&]{0,200}?\s(?:-u|--user|--http-password|--password)"
+        rf"(?:=|[ \t]+){_QUOTE}?[^\s:\"'`\\]*:(?P<v>[^\s\"'`\\]{{3,}})",
+        ("curl", "wget", "http"),
+        re.compile(r"\s(?:-u|--user|--http-password|--password)(?:=|[ \t])", _FLAGS),
+    ),
+    # .netrc (`machine h login u password p`), .pgpass (`host:port:db:user:password`),
+    # Netscape cookie jars (tab-separated, the value last).
+    Rule(
+        "dotfile",
+        r"\b(?:login|user(?:name)?|account)[ \t]+[^\s,=:;]+\s+(?:password|passwd)[ \t]+"
+        rf"{_NOT_REDACTED}(?P<v>[^\s\"'\\=:,;]{{3,}})",
+        ("password", "passwd"),
+    ),
+    Rule(
+        "dotfile",
+        rf"(?:^|(?<=\n)|(?<=\\n))[ \t]*(?:password|passwd)[ \t]+{_NOT_REDACTED}"
+        r"(?P<v>[^\s\"'\\]+)[ \t]*(?=$|\r|\n|\\n)",
+        ("password", "passwd"),
+        flags=_I | re.MULTILINE,
+    ),
+    Rule(
+        "dotfile",
+        r"(?:^|(?<=[\n\"'\s=])|(?<=\\n))[A-Za-z0-9.*_-]+:(?:[0-9]{1,5}|\*):[A-Za-z0-9_*.-]+:"
+        rf"[A-Za-z0-9_*.@-]+:{_NOT_REDACTED}(?P<v>[^\s\"'\\:]{{3,}})",
+        (":",),
+        re.compile(r":(?:[0-9]{1,5}|\*):[a-z0-9_*.-]+:[a-z0-9_*.@-]+:", _FLAGS),
+        flags=_FLAGS | re.MULTILINE,
+    ),
+    Rule(
+        "cookie-jar",
+        r"(?:\t|\\t)(?:true|false)(?:\t|\\t)[^\t\n\\]*(?:\t|\\t)(?:true|false)(?:\t|\\t)[0-9]+"
+        r"(?:\t|\\t)[^\t\n\\]+(?:\t|\\t)(?P<v>[^\t\r\n\\\"]+)",
+        ("true", "false"),
+        re.compile(r"(?:\t|\\t)(?:true|false)(?:\t|\\t)[0-9]+(?:\t|\\t)", _FLAGS),
+    ),
+    # A long random token right after a secret-ish word: "the secret is 7Gk2...".
+    Rule(
+        "entropy",
+        r"(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|"
+        r"passphrase|bearer)(?![A-Za-z0-9_-])(?:[\s:=,\"'`()\[\]-]|\b(?:is|was|are|to|for|the|"
+        r"my|your|our|this|that|here|use|set|as|with|new|of|be|it|its|value|now|and)\b){1,10}"
+        rf"{_NOT_REDACTED}(?P<v>[A-Za-z0-9+/=_.~-]{{16,}})",
+        ("secret", "token", "key", "pass", "pwd", "credential", "bearer"),
+        re.compile(
+            r"(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|passphrase|"
+            r"bearer)(?![a-z0-9_-])[\s\S]{1,60}?[a-z0-9+/=_.~-]{16}",
+            _FLAGS,
+        ),
+        _entropy_token,
+    ),
+)
+
+
+_RULE_TRIGGERS = tuple(sorted({t for rule in RULES for t in rule.triggers}))
+_PREFILTERS = tuple({id(r.prefilter): r.prefilter for r in RULES if r.prefilter}.values())
+_PREFILTER_SLOT = {id(p): i for i, p in enumerate(_PREFILTERS)}
+
+
+def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int, int, str]]:
+    """(start, end, kind) of every credential value in `text` (`lowered` is text.lower())."""
+    aligned = len(lowered) == len(text)  # lowering changed no character's place
+    passed: list[bool | None] = [None] * len(_PREFILTERS)
+    spans: list[tuple[int, int, str]] = []
+    short = len(lowered) <= SHORT_TEXT
+    # A short text is searched for every trigger at once, a large one only for the triggers
+    # of the rules that get so far.
+    present = {t for t in _RULE_TRIGGERS if t in lowered} if short else set()
+    absent: dict[str, bool] = {}
+    for rule in RULES:
+        if rule.triggers and rule.triggers.isdisjoint(present):
+            if short:
+                continue
+            for trigger in rule.triggers:
+                if trigger not in absent:
+                    if trigger in lowered:
+                        present.add(trigger)
+                        break
+                    absent[trigger] = False
+            else:
+                continue
+        if filtered and rule.prefilter is not None:
+            slot = _PREFILTER_SLOT[id(rule.prefilter)]
+            hit = passed[slot]
+            if hit is None:
+                hit = passed[slot] = rule.prefilter.search(lowered) is not None
+            if not hit:
+                continue
+        if rule.finder is not None:
+            spans.extend(rule.finder(text, lowered if aligned else None, filtered=filtered))
+            continue
+        check, kind, value = rule.check, rule.kind, rule.value
+        if rule.lowered is not None and aligned:
+            matches = (_Found(match, text) for match in rule.lowered.finditer(lowered))
+        else:
+            matches = rule.pattern.finditer(text)
+        for match in matches:
+            if check is not None and not check(match):
+                continue
+            start, end = match.span("v") if value else match.span()
+            if start < end:
+                spans.append((start, end, kind))
+    return spans
+
+
+# --- the decode layer: the text a reader sees ------------------------------------------------
+
+# Escapes that decode to an ASCII character (every pattern is ASCII): the decoded reading is
+# looked at around them. An escaped non-ASCII character (`\u00e9`, `%C3%A9`) changes no
+# match: a bare value takes JSON `\uXXXX` escapes in (`_VALUE_END`), a quoted one is whole.
+_ESCAPED = re.compile(
+    r"\\u00[0-7][0-9a-fA-F]|\\/|%[0-7][0-9a-fA-F]|"
+    r"&(?:#0*(?:1[01][0-9]|12[0-7]|[0-9]{1,2});|#[xX]0*[0-7]?[0-9a-fA-F];|[A-Za-z][A-Za-z0-9]{1,31};)"
+)
+_DECODE = re.compile(
+    r"\\u[0-9a-fA-F]{4}|\\[\\/\"'nrtbf]|%[0-9a-fA-F]{2}|"
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|\+"
+)
+_PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
+_SIMPLE_ESCAPES = {
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "b": "\b",
+    "f": "\f",
+    "/": "/",
+    "\\": "\\",
+    '"': '"',
+    "'": "'",
+}
+DECODE_DEPTH = 3
+
+
+def _decode_once(text: str) -> tuple[str, list[tuple[int, int, int, int]]]:
+    """`text` with one layer of JSON escapes, URL-encoding and HTML entities undone, and the
+    replaced places: (decoded start, decoded end, original start, original end)."""
+    plus = _PERCENT.search(text) is not None  # form-encoded: `+` is a space
+    pieces: list[str] = []
+    places: list[tuple[int, int, int, int]] = []
+    last = decoded = 0
+    for match in _DECODE.finditer(text):
+        token = match.group()
+        first = token[0]
+        if first == "+":
+            if not plus:
+                continue
+            shown = " "
+        elif first == "\\":
+            shown = chr(int(token[2:], 16)) if token[1] == "u" else _SIMPLE_ESCAPES[token[1]]
+        elif first == "%":
+            shown = chr(int(token[1:], 16))
+        elif token[1] == "#":
+            number = int(token[3:-1], 16) if token[2] in "xX" else int(token[2:-1])
+            try:
+                shown = chr(number)
+            except (ValueError, OverflowError):
+                continue
+        else:
+            shown = html5.get(token[1:])
+            if shown is None:
+                continue
+        start, end = match.span()
+        pieces.append(text[last:start])
+        decoded += start - last
+        pieces.append(shown)
+        places.append((decoded, decoded + len(shown), start, end))
+        decoded += len(shown)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces), places
+
+
+def _back(places: list[tuple[int, int, int, int]], starts: list[int], start: int, end: int):
+    """A span of a decoded text as the span of the text it was decoded from (an escape that a
+    span touches is taken whole)."""
+
+    def original(position: int) -> tuple[int, int]:
+        """The span of the original text that decoded character `position` came from."""
+        i = bisect.bisect_right(starts, position) - 1
+        if i < 0:
+            return position, position + 1
+        _d_start, d_end, o_start, o_end = places[i]
+        if position < d_end:
+            return o_start, o_end
+        moved = position + (o_end - d_end)
+        return moved, moved + 1
+
+    if end <= start:
+        return original(start)[0], original(start)[0]
+    return original(start)[0], original(end - 1)[1]
+
+
+def decoded_reading(text: str) -> tuple[str, list[list[tuple[int, int, int, int]]]] | None:
+    """The text a reader sees (escapes undone up to `DECODE_DEPTH` deep) and the places of each
+    layer, or None when `text` holds no escape."""
+    if _ESCAPED.search(text) is None:
+        return None
+    layers = []
+    current = text
+    for _ in range(DECODE_DEPTH):
+        decoded, places = _decode_once(current)
+        if not places:
+            break
+        layers.append(places)
+        current = decoded
+        if _ESCAPED.search(current) is None and "\\\\" not in current:
+            break
+    return (current, layers) if layers else None
+
+
+def _to_original(layers, spans):
+    found = []
+    starts = [[p[0] for p in places] for places in layers]
+    for start, end, kind in spans:
+        for places, layer_starts in zip(reversed(layers), reversed(starts), strict=True):
+            start, end = _back(places, layer_starts, start, end)
+        found.append((start, end, kind))
+    return found
+
+
+def _apply(text: str, spans: list[tuple[int, int, str]]) -> str:
+    if not spans:
+        return text
+    spans.sort()
+    out: list[str] = []
+    last = 0
+    current_start, current_end, current_kind = spans[0]
+    merged = []
+    for start, end, kind in spans[1:]:
+        if start <= current_end:
+            current_end = max(current_end, end)
+        else:
+            merged.append((current_start, current_end, current_kind))
+            current_start, current_end, current_kind = start, end, kind
+    merged.append((current_start, current_end, current_kind))
+    for start, end, kind in merged:
+        out.append(text[last:start])
+        out.append(f"[redacted:{kind}]")
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+# The decoded reading is looked at around each escape, this far on either side (windows that
+# meet are merged): a credential whose name, value or delimiter is escaped lies within it.
+DECODE_WINDOW = 2048
+
+
+def _decoded_spans(text: str, *, filtered: bool = True) -> list[tuple[int, int, str]]:
+    """Spans found in the decoded reading of the parts of `text` around its escapes, as spans
+    of `text`."""
+    spans: list[tuple[int, int, str]] = []
+    windows: list[list[int]] = []
+    for match in _ESCAPED.finditer(text):
+        start, end = max(0, match.start() - DECODE_WINDOW), match.end() + DECODE_WINDOW
+        if windows and start <= windows[-1][1]:
+            windows[-1][1] = end
+        else:
+            windows.append([start, end])
+    for start, end in windows:
+        reading = decoded_reading(text[start:end])
+        if reading is None:
+            continue
+        decoded, layers = reading
+        found = _spans(decoded, decoded.lower(), filtered=filtered)
+        spans.extend((a + start, b + start, kind) for a, b, kind in _to_original(layers, found))
+    return spans
+
+
+# What any rule needs in a text: one of its triggers (the `.pgpass` rule's, `:`, is in every
+# timestamp: its prefilter instead), a run of token characters (the known-token rules), or an
+# escape (the decoded reading). A short text without any is returned as it is after one scan.
+_PGPASS = next(rule for rule in RULES if rule.triggers == {":"})
+_MAYBE = re.compile(
+    "|".join(
+        [re.escape(t) for t in sorted({t for r in RULES for t in r.triggers} - {":"}, key=len)]
+        + [_PGPASS.prefilter.pattern, r"[a-z0-9_+/=.~-]{16}", _ESCAPED.pattern]
+    ),
+    _FLAGS,
+)
+SHORT_TEXT = 4096
+
+
+def _mask(text: str, *, filtered: bool = True) -> str:
+    lowered = text.lower()
+    if filtered and len(text) <= SHORT_TEXT and _MAYBE.search(lowered) is None:
+        return text
+    spans = _spans(text, lowered, filtered=filtered)
+    spans.extend(_decoded_spans(text, filtered=filtered))
+    return _apply(text, spans)
 
 
 def mask_text(text: str) -> str:
-    """Replace every credential-shaped substring of `text` with a `[redacted:kind]` marker."""
-    lowered = text.lower()
-    if _ANY_TRIGGER.search(lowered) is None:
-        return text
-    if len(text) <= SHORT_TEXT and _unchanged_short(text, lowered):
-        return text
-    original, exact = text, None
-    # What the scans of the current `lowered` found, by slot: a megabyte answer is scanned
-    # once per trigger set and prefilter, not once per kind, and lowered again only when a
-    # pattern changed it.
-    triggered: list[bool | None] = [None] * _SLOTS
-    passed: list[bool | None] = [None] * _SLOTS
-    for pattern, triggers, trigger_slot, prefilter, prefilter_slot, replace in _RUNS:
-        hit = triggered[trigger_slot]
-        if hit is None:
-            hit = triggered[trigger_slot] = any(trigger in lowered for trigger in triggers)
-        if not hit:
-            continue
-        if prefilter is not None:
-            if exact is None:  # lowering is what IGNORECASE compares
-                exact = _FOLDS_TO_ASCII.search(original) is None
-            if exact:
-                hit = passed[prefilter_slot]
-                if hit is None:
-                    hit = passed[prefilter_slot] = prefilter.search(lowered) is not None
-                if not hit:
-                    continue
-        text, count = pattern.subn(replace, text)
-        if count:
-            lowered = text.lower()
-            triggered, passed = [None] * _SLOTS, [None] * _SLOTS
-    return text
+    """Replace every credential in `text`, as stored or as a reader decodes it, with a
+    `[redacted:kind]` marker."""
+    return _mask(text)
+
+
+def mask_text_unfiltered(text: str) -> str:
+    """`mask_text` without its prefilters: every rule whose trigger occurs runs (the
+    reference tests/test_mask_prefilter.py compares `mask_text` with)."""
+    return _mask(text, filtered=False)
 
 
 # Digests of large texts `mask_text` left unchanged. `mask_text` is a pure function of its
@@ -399,12 +1169,201 @@ def remember_unchanged(text: str) -> None:
             _unchanged.popitem(last=False)
 
 
-def mask_bytes(data: bytes, *, force: bool = False) -> bytes:
-    """`mask_text` over raw bytes (latin-1 keeps every byte), for the current request's
-    policy: binary bodies shown as hex are masked before they are encoded."""
+# --- streams: the assembled text, never the fragments -------------------------------------
+
+# A secret written through a streamed reply or tool call arrives in fragments (SSE
+# `text_delta`, `thinking_delta`, `input_json_delta`, OpenAI `function.arguments` deltas),
+# each too short for any rule. A viewer sees the text the fragments assemble to, masked, and
+# in place of each fragment this marker.
+STREAMED_FRAGMENT = "[hidden: a streamed fragment; the assembled stream is shown masked]"
+ASSEMBLED_EVENT = "capsem.assembled"
+
+
+def _fragment(data_text: str) -> bool:
+    try:
+        data = json.loads(data_text)
+    except (ValueError, RecursionError):
+        return False
+    return streams.streamed_fragment(data)
+
+
+def mask_stream(text: str) -> str:
+    """A `text/event-stream` as a viewer may see it: every event that adds a fragment has its
+    data replaced by `STREAMED_FRAGMENT`, the other events are masked, and one last event
+    (`capsem.assembled`) carries the assembled text and thinking, masked."""
+    blocks = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        lines = block.split("\n")
+        data = "\n".join(
+            line[5:].removeprefix(" ") for line in lines if line.partition(":")[0] == "data"
+        )
+        if data.strip() and _fragment(data):
+            kept = [line for line in lines if line.partition(":")[0] != "data"]
+            block = "\n".join([*kept, f"data: {STREAMED_FRAGMENT}"])
+        blocks.append(block)
+    assembled = streams.sse_text(streams.sse_events(text, limit=None))
+    masked = {key: mask_text(value) for key, value in assembled.items()}
+    tail = f"event: {ASSEMBLED_EVENT}\ndata: {json.dumps(masked, ensure_ascii=False)}\n\n"
+    body = "\n\n".join(blocks).rstrip("\n")
+    return mask_text(body) + "\n\n" + tail
+
+
+def mask_stream_view(events: list[Any]) -> list[Any]:
+    """The events of a body page's SSE view (`graph/bodies.py`) with each fragment's data
+    replaced by `STREAMED_FRAGMENT` (the view's `assembled` text is masked like any text)."""
+    shown = []
+    for event in events:
+        if (
+            isinstance(event, dict)
+            and event.get("json")
+            and isinstance(event.get("data"), str)
+            and _fragment(event["data"])
+        ):
+            event = {**event, "data": STREAMED_FRAGMENT, "json": False}
+        shown.append(event)
+    return shown
+
+
+# --- bytes: decoded before they are masked ---------------------------------------------------
+
+# A decoded body larger than this is not decoded further (a compression bomb is cut there; a
+# body Capsem stores is at most 10 MiB, spec §4.4).
+DECODED_MAX_BYTES = 16 * 1024 * 1024
+_IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a")
+
+
+def _inflate(data: bytes, wbits: int) -> bytes | None:
+    try:
+        inflater = zlib.decompressobj(wbits)
+        out = inflater.decompress(data, DECODED_MAX_BYTES)
+        return out if inflater.eof or len(out) >= DECODED_MAX_BYTES or out else None
+    except zlib.error:
+        return None
+
+
+def _unbrotli(data: bytes) -> bytes | None:
+    if brotli is None:
+        return None
+    try:  # at most DECODED_MAX_BYTES of output (a brotli bomb is cut there)
+        return brotli.Decompressor().process(data, output_buffer_limit=DECODED_MAX_BYTES)
+    except Exception:  # noqa: BLE001 - brotli raises its own error type
+        return None
+
+
+def _unzstd(data: bytes) -> bytes | None:
+    if zstandard is None:
+        return None
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(data)
+        return reader.read(DECODED_MAX_BYTES)
+    except zstandard.ZstdError:
+        return None
+
+
+def _wide_text(data: bytes) -> str | None:
+    """UTF-32 or UTF-16 text (by its BOM, or by the NULs of mostly-ASCII text), else None."""
+    for bom, codec in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if data.startswith(bom):
+            return data.decode(codec, "replace")
+    sample = data[:4096]
+    if len(sample) < 8:
+        return None
+    for codec, width in (("utf-32-le", 4), ("utf-32-be", 4), ("utf-16-le", 2), ("utf-16-be", 2)):
+        usable = sample[: len(sample) - len(sample) % width]
+        if codec.endswith("le"):
+            zeros = [usable[i::width] for i in range(1, width)]
+        else:
+            zeros = [usable[i::width] for i in range(width - 1)]
+        if all(part.count(0) >= 0.8 * len(part) for part in zeros):
+            text = data[: len(data) - len(data) % width].decode(codec, "replace")
+            printable = sum(1 for c in text[:2048] if c.isprintable() or c in "\r\n\t")
+            if printable >= 0.9 * min(len(text), 2048):
+                return text
+    return None
+
+
+def _readable_bytes(data: bytes) -> bool:
+    """Bytes that hold text a reader can read as it is (a gRPC or protobuf frame around
+    strings): mostly printable ASCII. Compressed or encrypted bytes are not."""
+    sample = data[:65536]
+    printable = sum(1 for byte in sample if 32 <= byte < 127 or byte in (9, 10, 13))
+    return printable >= 0.7 * len(sample)
+
+
+_BASE64_BODY = re.compile(rb"[A-Za-z0-9+/=_\-\s]+")
+
+
+def decode_body_text(data: bytes, content_type: str | None = None, depth: int = 0):
+    """What a reader makes of a stored body: (text, how), `how` being "bytes" for bytes shown
+    as they are (latin-1 keeps every byte), "decoded" for text decoded from a compressed,
+    base64 or UTF-16/32 body, and text None for bytes that decode to nothing readable."""
+    data = bytes(data)
+    media = (content_type or "").lower()
+    if not data or depth > 3:
+        return data.decode("latin-1"), "bytes"
+    if any(data.startswith(magic) for magic in _IMAGE_MAGIC) or (
+        data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+    ):
+        return data.decode("latin-1"), "bytes"
+    inner: bytes | None = None
+    if "base64" in media and _BASE64_BODY.fullmatch(data[:65536]):
+        try:
+            inner = base64.b64decode(re.sub(rb"\s+", b"", data) + b"==", altchars=None)
+        except (ValueError, binascii.Error):
+            try:
+                inner = base64.urlsafe_b64decode(re.sub(rb"\s+", b"", data) + b"==")
+            except (ValueError, binascii.Error):
+                inner = None
+        media = ""
+    elif data[:2] == b"\x1f\x8b":
+        inner = _inflate(data, 16 + zlib.MAX_WBITS)
+    elif data[:4] == b"\x28\xb5\x2f\xfd":
+        inner = _unzstd(data)
+    elif len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0:
+        inner = _inflate(data, zlib.MAX_WBITS)
+    if inner is not None:
+        text, _how = decode_body_text(inner, media, depth + 1)
+        return text, "decoded"
+    wide = _wide_text(data)
+    if wide is not None:
+        return wide, "decoded"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        for unpack in (_unbrotli, lambda d: _inflate(d, -zlib.MAX_WBITS)):
+            inner = unpack(data)
+            if inner:
+                text, _how = decode_body_text(inner, media, depth + 1)
+                if text is not None:
+                    return text, "decoded"
+        if not _readable_bytes(data):
+            return None, "hidden"
+    return data.decode("latin-1"), "bytes"
+
+
+def mask_bytes(data: bytes, *, force: bool = False, content_type: str | None = None) -> bytes:
+    """`mask_text` over a body as a reader sees it, for the current request's policy: bytes as
+    they are (latin-1 keeps every byte, so binary bodies shown as hex keep theirs), compressed,
+    base64 (when `content_type` says so) and UTF-16/32 bodies decoded to UTF-8 text first;
+    bytes that decode to nothing readable become `HIDDEN_BODY`."""
     if policy.get() == OPEN and not force:
         return data
-    return mask_text(data.decode("latin-1")).encode("latin-1")
+    text, how = decode_body_text(data, content_type)
+    if text is None:
+        return HIDDEN_BODY.encode("ascii")
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if streams.is_sse(media, text):
+        if how == "bytes":
+            text = data.decode("utf-8", "replace")
+        return mask_stream(text).encode("utf-8", "surrogatepass")
+    if how == "bytes":
+        return mask_text(text).encode("latin-1")
+    return mask_text(text).encode("utf-8", "surrogatepass")
 
 
 # --- one value, one row, one tree -----------------------------------------------------------
@@ -420,7 +1379,7 @@ def redact_cell(column: str | None, value: Any) -> Any:
     if name in FREE_TEXT_COLUMNS and hide_free_text.get():
         return HIDDEN
     if isinstance(value, str):
-        masked = mask_cut_text(value) if CUT in value else mask_text(value)
+        masked = mask_free_text(value)
         return masked if type(value) is str or masked == value else type(value)(masked)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return mask_bytes(bytes(value), force=True)
@@ -475,12 +1434,19 @@ _BODY_VIEW_TEXTS = ("text", "events", "hex", "assembled")
 _PLAIN = frozenset({int, float, bool})
 
 
+def mask_free_text(text: str) -> str:
+    """One free-text value as a viewer sees it: an event stream assembled (`mask_stream`), a
+    cut text masked as the whole would be (`mask_cut_text`), any other masked."""
+    if streams.is_sse("", text):
+        return mask_stream(text)
+    return mask_cut_text(text) if CUT in text else mask_text(text)
+
+
 def mask_once(masked: dict[str, str], text: str) -> str:
-    """`mask_text` of `text` (`mask_cut_text` for a cut one), remembered in `masked`: both are
-    pure functions of the text."""
+    """`mask_free_text` of `text`, remembered in `masked` (a pure function of the text)."""
     found = masked.get(text)
     if found is None:
-        found = masked[text] = mask_cut_text(text) if CUT in text else mask_text(text)
+        found = masked[text] = mask_free_text(text)
     return found
 
 
@@ -541,6 +1507,8 @@ class _TreePass:
                 "kind": "text",
                 "text": HIDDEN,
             }
+        if data.get("kind") == "sse" and isinstance(data.get("events"), list):
+            data = {**data, "events": mask_stream_view(data["events"])}
         out = {}
         masked = self.masked
         for k, v in data.items():

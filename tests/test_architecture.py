@@ -18,7 +18,7 @@ NAME = "datasette_capsem"
 # (docs/architecture.md). `generate` is a tool beside the product and may read the ledger layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("findings", "sqlfiles", "config", "errors", "urls", "hookspecs", "memory", "permissions",
-     "redaction"),
+     "streams", "redaction"),
     ("readonly", "ledger", "plugins"),  # files, the ledger model, plugin machinery
     ("catalog",),  # discovery
     ("mount", "queries"),  # Datasette databases; canned queries

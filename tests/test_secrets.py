@@ -8,6 +8,7 @@ queries, plugin pages, custom SQL that transforms or probes the value — and lo
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -32,13 +33,32 @@ SECRETS = {
     "password": "PlantedPassw0rd!",
     "google": "AIzaPLANTEDSECRET0123456789abcdefghijk",
 }
+# A key an agent writes through a streamed tool call: each SSE delta carries 6 characters of
+# it, too few for any rule. A viewer sees the assembled arguments, masked, never a delta.
+STREAMED_KEY = "sk-ant-api03-" + "".join(f"QZXQZ{i}" for i in range(8))
+STREAMED_PARTS = [STREAMED_KEY[i : i + 6] for i in range(0, len(STREAMED_KEY), 6)]
 # Fragments a transformation could leave behind; none may appear either.
 FRAGMENTS = [
     "PLANTEDSECRET",
     "UExBTlRFRFNFQ1JFVHNpZw",
     "PlantedPassw0rd",
-    b"PLANTEDSECRET".hex(" ")[:20],
-]  # the hex-dump form of a binary body
+    b"PLANTEDSECRET".hex(" ")[:20],  # the hex-dump form of a binary body
+    *[part for part in STREAMED_PARTS if "QZXQZ" in part],
+]
+
+
+def streamed_body() -> bytes:
+    """An Anthropic stream whose tool call writes `STREAMED_KEY` in `input_json_delta`s."""
+    deltas = ['{"command": "export ANTHROPIC_API_KEY=', *STREAMED_PARTS, '"}']
+    events = ['event: message_start\ndata: {"type": "message_start"}']
+    for delta in deltas:
+        data = {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": delta},
+        }
+        events.append(f"event: content_block_delta\ndata: {json.dumps(data)}")
+    return ("\n\n".join(events) + "\n\n").encode()
 
 
 def plant(ledger: Path) -> dict[str, int]:
@@ -88,6 +108,14 @@ def plant(ledger: Path) -> dict[str, int]:
         "turn_id, created_at) VALUES ('aaaaaaaaaaa1', 'http.request', 'net_events', 'request', "
         "'application/grpc', ?, ?, 0, ?, ?, ?, ?, '2026-08-01T00:00:00.000000Z')",
         [len(body), len(body), "blake3:" + blake3(body).hexdigest(), body, trace, trace],
+    ).lastrowid
+    stream = streamed_body()
+    ids["event_body_blobs_sse"] = conn.execute(
+        "INSERT INTO event_body_blobs (event_id, event_type, source_table, direction, "
+        "content_type, original_bytes, stored_bytes, truncated, body_hash, body, trace_id, "
+        "turn_id, created_at) VALUES ('aaaaaaaaaaa1', 'http.request', 'net_events', "
+        "'response', 'text/event-stream', ?, ?, 0, ?, ?, ?, ?, '2026-08-01T00:00:00.000000Z')",
+        [len(stream), len(stream), "blake3:" + blake3(stream).hexdigest(), stream, trace, trace],
     ).lastrowid
     conn.commit()
     conn.close()
@@ -147,15 +175,17 @@ async def routes_for(datasette, session_id: str, ids: dict[str, int]) -> list[st
             f"{db}/{table}.csv?_size=max",
             f"{db}/{table}.json?_shape=objects",
         ]
-    for table, row_id in ids.items():
+    for key, row_id in ids.items():
+        table = key.removesuffix("_sse")
         routes += [f"{db}/{table}/{row_id}", f"{db}/{table}/{row_id}.json"]
     for query in listing.get("queries", []):
         routes.append(f"{db}/{query['name']}.json?_shape=array")
-    blob = ids["event_body_blobs"]
-    routes += [
-        f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}.json",
-        f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}",
-    ]
+    for blob in (ids["event_body_blobs"], ids["event_body_blobs_sse"]):
+        routes += [
+            f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}.json",
+            f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}",
+            f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}/download",
+        ]
     for event_id in ("aaaaaaaaaaa1", "aaaaaaaaaaa2", "aaaaaaaaaaa3"):
         routes.append(f"/-/capsem/sessions/{session_id}/events/{event_id}.json")
         routes.append(f"/-/capsem/sessions/{session_id}/events/{event_id}")
@@ -205,6 +235,22 @@ async def test_an_actor_without_the_permission_never_sees_a_planted_secret(insta
         assert "view_secrets setting" in refused.json()["message"]  # how an operator grants it
     page = await datasette.client.get(f"/{session_id}/net_events?_sort=request_headers")
     assert page.status_code == 403 and "view_secrets: {id: alice}" in page.text
+
+
+@async_test
+async def test_a_streamed_secret_is_shown_assembled_and_masked_never_as_deltas(instance):
+    datasette, session_id, ids = instance
+    blob = ids["event_body_blobs_sse"]
+    base = f"/-/capsem/sessions/{session_id}/events/aaaaaaaaaaa1/bodies/{blob}"
+    page = (await datasette.client.get(base + ".json")).text
+    assert "streamed fragment" in page and "ANTHROPIC_API_KEY=[redacted:api-key]" in page
+    download = (await datasette.client.get(base + "/download")).content
+    assert b"streamed fragment" in download and b"capsem.assembled" in download
+    assert not leaked(page) and not leaked(download.decode("utf-8"))
+    auditor = await datasette.client.get(
+        base + ".json", cookies=actor_cookies(datasette, "auditor")
+    )
+    assert STREAMED_PARTS[3] in auditor.text  # the deltas are there for one who may see them
 
 
 @async_test

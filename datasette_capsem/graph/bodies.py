@@ -9,15 +9,14 @@ The verdict is `ledger.bodies.hash_verdict`, the same function the integrity che
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from datasette_capsem import redaction
 from datasette_capsem.ledger.bodies import hash_note, hash_verdict
+from datasette_capsem.streams import is_sse, json_pretty, sse_events, sse_text
 
 DISPLAY_BYTES = 256 * 1024  # decoded for the page; the rest is behind a raw download
 HEX_BYTES = 4096  # binary bodies: hex dump of the first bytes only
-MAX_SSE_EVENTS = 500
 # Raster images a page may show, known by their first bytes (never by the stored content type,
 # which the agent controls). SVG is not among them: it can carry script, so it stays text.
 IMAGE_MAGIC = (
@@ -66,97 +65,6 @@ def _looks_binary(data: bytes) -> bool:
     return bool(sample) and controls / len(sample) > 0.1
 
 
-def _json_pretty(text: str) -> str | None:
-    try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except (ValueError, RecursionError):
-        return None
-
-
-def _sse_events(text: str) -> list[dict[str, Any]]:
-    """Split a `text/event-stream` into its events; JSON data is pretty-printed."""
-    events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        if not block.strip():
-            continue
-        event: dict[str, Any] = {"event": None, "id": None, "data": []}
-        for line in block.split("\n"):
-            field, _, value = line.partition(":")
-            value = value[1:] if value.startswith(" ") else value
-            if field == "data":
-                event["data"].append(value)
-            elif field in ("event", "id"):
-                event[field] = value
-        data = "\n".join(event["data"])
-        pretty = _json_pretty(data) if data.strip() else None
-        events.append({**event, "data": pretty or data, "json": pretty is not None})
-        if len(events) >= MAX_SSE_EVENTS:
-            break
-    return events
-
-
-def _delta_text(data: Any) -> tuple[str, str]:
-    """(text, thinking) one streamed event adds, for the providers Capsem records: Anthropic
-    `content_block_delta`, OpenAI chat `choices[].delta`, Responses `response.*.delta`,
-    Gemini `candidates[].content.parts[]` and Ollama `message`."""
-    if not isinstance(data, dict):
-        return "", ""
-    text, thinking = [], []
-    delta = data.get("delta")
-    kind = str(data.get("type") or "")
-    if isinstance(delta, dict):  # Anthropic
-        for key, into in (("text", text), ("thinking", thinking), ("partial_json", text)):
-            if isinstance(delta.get(key), str):
-                into.append(delta[key])
-    elif isinstance(delta, str) and kind.startswith("response."):  # OpenAI Responses
-        (thinking if "reasoning" in kind else text).append(delta)
-    choices = data.get("choices")
-    for choice in choices if isinstance(choices, list) else []:  # OpenAI chat completions
-        part = choice.get("delta") if isinstance(choice, dict) else None
-        if isinstance(part, dict):
-            if isinstance(part.get("content"), str):
-                text.append(part["content"])
-            if isinstance(part.get("reasoning_content"), str):
-                thinking.append(part["reasoning_content"])
-            calls = part.get("tool_calls")
-            for call in calls if isinstance(calls, list) else []:
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                    text.append(function["arguments"])
-    candidates = data.get("candidates")
-    for candidate in candidates if isinstance(candidates, list) else []:  # Gemini
-        content = candidate.get("content") if isinstance(candidate, dict) else None
-        parts = content.get("parts") if isinstance(content, dict) else None
-        for part in parts if isinstance(parts, list) else []:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                (thinking if part.get("thought") else text).append(part["text"])
-    message = data.get("message")  # Ollama
-    if isinstance(message, dict) and isinstance(message.get("content"), str):
-        text.append(message["content"])
-    return "".join(text), "".join(thinking)
-
-
-def sse_text(events: list[dict[str, Any]]) -> dict[str, str]:
-    """The text (and thinking) a stream of events assembles to, decoded from its deltas."""
-    text, thinking = [], []
-    for event in events:
-        try:
-            data = json.loads(event["data"]) if event.get("json") else None
-        except (ValueError, RecursionError):
-            data = None
-        added, thought = _delta_text(data)
-        text.append(added)
-        thinking.append(thought)
-    return {"text": "".join(text), "thinking": "".join(thinking)}
-
-
-def _is_sse(media: str, text: str) -> bool:
-    if media == "text/event-stream":
-        return True
-    head = text.lstrip()[:16]
-    return head.startswith(("event:", "data:")) and "\n\n" in text
-
-
 def hex_dump(data: bytes, limit: int = HEX_BYTES) -> list[dict[str, Any]]:
     """Offset, hex and printable ASCII per 16-byte line."""
     lines = []
@@ -184,9 +92,18 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
         return {**view, "kind": "empty", "text": ""}
     media = _media_type(content_type)
     image = image_type(data)  # by its bytes, whatever type it claims
+    if redaction.policy.get() != redaction.OPEN and not image:
+        # A viewer reads what a reader would: a compressed, base64 or UTF-16/32 body decoded
+        # (then masked like any text), one that decodes to nothing readable hidden.
+        decoded, how = redaction.decode_body_text(shown, content_type)
+        if decoded is None:
+            return {**view, "kind": "text", "text": redaction.HIDDEN_BODY}
+        if how == "decoded":
+            shown = decoded.encode("utf-8", "surrogatepass")
+            media = "" if "base64" in media else media
     if image or (_looks_binary(shown) and not media.startswith("text/")):
         # A hex dump splits a credential over lines the response masker cannot match.
-        shown = redaction.mask_bytes(shown)
+        shown = redaction.mask_bytes(shown, content_type=content_type)
         return {
             **view,
             "kind": "hex",
@@ -196,11 +113,11 @@ def decode_body(data: Any, content_type: Any, *, limit: int = DISPLAY_BYTES) -> 
         }
     text, valid = _utf8(shown)
     view["valid_utf8"] = valid
-    if _is_sse(media, text):
-        events = _sse_events(text)
+    if is_sse(media, text):
+        events = sse_events(text)
         return {**view, "kind": "sse", "events": events, "assembled": sse_text(events)}
     if ("json" in media or text.lstrip()[:1] in ("{", "[")) and not view["display_truncated"]:
-        pretty = _json_pretty(text)
+        pretty = json_pretty(text)
         if pretty is not None:
             return {**view, "kind": "json", "text": pretty}
     return {**view, "kind": "text", "text": text}

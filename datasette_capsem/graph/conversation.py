@@ -33,9 +33,9 @@ from collections.abc import Callable
 from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
-from datasette_capsem.graph.bodies import _sse_events
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.streams import sse_events
 
 BODY_READ_BYTES = 4 * 1024 * 1024  # read of each body; a longer one is parsed as cut
 MESSAGE_CHARS = 20_000  # text of one message part; the raw body holds the rest
@@ -498,7 +498,7 @@ def _chunks(text: str) -> tuple[str, list[Any]] | None:
     stripped = text.lstrip()
     if stripped.startswith(("event:", "data:", ":")):
         values = []
-        for event in _sse_events(text):
+        for event in sse_events(text):
             data = event["data"]
             if not event["json"] or not isinstance(data, str):
                 continue

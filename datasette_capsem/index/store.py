@@ -14,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.index.extract import TOTAL_FIELDS, LedgerFacts
+from datasette_capsem.redaction import MASKER_VERSION
 from datasette_capsem.sqlfiles import load_sql
 
 INDEX_FILENAME = "index.db"
 # Bump when create.sql changes shape: an older file is then dropped and rebuilt.
 SCHEMA_VERSION = 6  # 2: forks' inherited rows left out, aliases indexed once; 3: text search;
 # 4: verdicts; 5: policy events; 6: sessions keyed by address (home label and id), `home` column
+# The file's user_version also names the masker its text was masked by (index/text.py stores
+# masked text): a file masked by another masker is dropped and rebuilt.
+USER_VERSION = SCHEMA_VERSION * 100 + MASKER_VERSION
 WRITER_CACHE_KIB = 64 * 1024
 Fingerprint = tuple[int, int, int | None, int | None]
 StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
@@ -45,9 +49,9 @@ def connect_writer(path: Path) -> sqlite3.Connection:
     # they are touched (a small refresh touches few), and freed when the refresh closes the
     # connection (the refresh then hands freed memory back, memory.release_memory).
     conn.execute(f"PRAGMA cache_size = -{int(WRITER_CACHE_KIB)}")
-    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+    if conn.execute("PRAGMA user_version").fetchone()[0] != USER_VERSION:
         conn.executescript(load_sql(__package__, "drop"))
-        conn.execute(f"PRAGMA user_version = {int(SCHEMA_VERSION)}")
+        conn.execute(f"PRAGMA user_version = {int(USER_VERSION)}")
     conn.executescript(load_sql(__package__, "create"))
     return conn
 

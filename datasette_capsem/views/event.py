@@ -280,7 +280,7 @@ async def _download(opened, event_id: str, blob_id: int) -> ByteStream:
 
     else:
         whole = await db.execute_fn(lambda conn: body_chunk(conn, blob_id, 0, max(size, 1)))
-        masked = redaction.mask_bytes(whole, force=True)
+        masked = redaction.mask_bytes(whole, force=True, content_type=meta.get("content_type"))
         headers["content-length"] = str(len(masked))
 
         async def stream():
