@@ -36,7 +36,7 @@ from pathlib import Path
 from common import generated_home, manifest, print_table, server
 from datasette.app import Datasette
 
-from datasette_capsem.graph.search import scan_ledgers
+from datasette_capsem.session.search import scan_ledgers
 from datasette_capsem.state import get_state
 from datasette_capsem.views.trace_cache import trace_store
 

@@ -21,10 +21,10 @@ from datasette_capsem.config import (
     load_settings,
     serves_capsem,
 )
-from datasette_capsem.graph.follow import FollowCache
 from datasette_capsem.index.listing import SessionTable
 from datasette_capsem.index.service import IndexService
 from datasette_capsem.mount.mounter import Mounter
+from datasette_capsem.session.follow import FollowCache
 
 STATE_ATTRIBUTE = "_capsem_state"
 ROLE_ATTRIBUTE = "_capsem_role"

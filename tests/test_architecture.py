@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("mount", "queries"),  # Datasette databases; canned queries
     ("checks",),  # the rule book
     ("index", "graph"),  # cross-session index; the trace model and its renderers
+    ("session",),  # what the session pages read (overview, stats, timeline, follow, search…)
     ("push",),  # the OTLP stream into a team's trace store
     ("state",),  # the composition root
     ("views", "cli", "generate"),

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import pytest
 import pytest_asyncio
 
-from datasette_capsem.graph.compare import align_tools, argument_hash
+from datasette_capsem.session.compare import align_tools, argument_hash
 from tests.helpers import make_datasette
 from tests.trace_support import clean_current
 

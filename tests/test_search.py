@@ -9,7 +9,7 @@ from urllib.parse import quote
 import pytest
 import pytest_asyncio
 
-from datasette_capsem.graph.search import scan_ledgers
+from datasette_capsem.session.search import scan_ledgers
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette
 from tests.trace_support import by_id, clean_current, ledger, readable

@@ -14,7 +14,7 @@ from tests.trace_support import hostile_session, ledger, readable
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-# Written here, independently of graph/stats.py: (section, label) -> SQL giving the figure.
+# Written here, independently of session/stats.py: (section, label) -> SQL giving the figure.
 INDEPENDENT = {
     ("HTTP", "Requests"): "SELECT COUNT(*) FROM net_events",
     ("HTTP", "Allowed"): "SELECT COUNT(*) FROM net_events WHERE decision = 'allowed'",

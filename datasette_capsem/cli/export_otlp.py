@@ -21,11 +21,11 @@ from datasette_capsem.cli.common import (
     resolve_session,
     settings_from_options,
 )
-from datasette_capsem.graph import overview
 from datasette_capsem.graph.otlp import export_trace, merge
 from datasette_capsem.graph.trace_rows import load_trace
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
+from datasette_capsem.session import overview
 
 EXIT_UNKNOWN, EXIT_NO_LEDGER, EXIT_NO_TRACE = 1, 2, 3
 ALL_TRACES = 1_000_000

@@ -26,9 +26,9 @@ from datasette_capsem.cli.common import (
     resolve_session,
     settings_from_options,
 )
-from datasette_capsem.graph import follow
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint, open_readonly
+from datasette_capsem.session import follow
 
 EXIT_UNKNOWN = 2
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

@@ -14,8 +14,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from datasette_capsem.config import qualify
-from datasette_capsem.graph.relations import usable_event_id
 from datasette_capsem.index import INDEX_DATABASE
+from datasette_capsem.session.relations import usable_event_id
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
 

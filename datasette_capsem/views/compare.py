@@ -2,7 +2,7 @@
 
 The turns may be of one session or of two. Both sessions are opened (the actor's right to view
 each is checked, and a session the actor may not view answers exactly as an unknown one)
-before any trace is read; what is compared is `graph/compare.py`'s.
+before any trace is read; what is compared is `session/compare.py`'s.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from datasette_capsem import errors
-from datasette_capsem.graph.compare import compare, load_arguments, turn_steps
+from datasette_capsem.session.compare import compare, load_arguments, turn_steps
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 from datasette_capsem.views.opening import Opened, bad_value, open_session_id

@@ -11,9 +11,9 @@ from datasette.utils.asgi import Response
 
 from datasette_capsem import errors, redaction
 from datasette_capsem.errors import CapsemError, Redirect
-from datasette_capsem.graph import relations
 from datasette_capsem.graph.bodies import DISPLAY_BYTES, image_type
 from datasette_capsem.graph.events import body_chunk, body_meta, load_body, load_event, raw_body
+from datasette_capsem.session import relations
 from datasette_capsem.views import render, secrets_guard
 from datasette_capsem.views.opening import bad_value, open_session, url_value
 
@@ -43,7 +43,7 @@ def _event_or_row(links, table: str, row_id: Any, event_id: Any) -> str:
 
 
 def _relations(opened, conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's links to the rows its ids join (graph/relations.py), as labelled links."""
+    """Each row's links to the rows its ids join (session/relations.py), as labelled links."""
     links, schema = opened.links, opened.schema
     for row in rows:
         cells, found = row["cells"], []

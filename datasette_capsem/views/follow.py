@@ -7,7 +7,7 @@ first, filterable by `kind` (a table name, repeatable) and `trace_id`; on a live
 poll `delta.json` from `static/capsem-follow.js` (no inline script, text only).
 
 However many followers poll, a ledger is read at most once per interval per file version: the
-newest rows are cached by the file's fingerprint (`graph.follow.FollowCache`). Reading is the
+newest rows are cached by the file's fingerprint (`session.follow.FollowCache`). Reading is the
 mounted read-only connection's (readonly.py), which never makes Capsem's writer wait.
 Every row shown passes through the credential policy (render.json_response / render.page).
 """
@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from datasette_capsem import errors
-from datasette_capsem.graph import follow
 from datasette_capsem.readonly import file_fingerprint
+from datasette_capsem.session import follow
 from datasette_capsem.state import get_state
 from datasette_capsem.views import render
 from datasette_capsem.views.opening import Opened, bad_value, open_session
@@ -30,7 +30,7 @@ FOLLOW_POLL_SECONDS = 3
 
 async def recent(datasette, opened: Opened, live: bool) -> tuple[follow.Recent, float]:
     """The newest rows of the session's ledger, read once per file version and interval
-    however many followers ask (graph.follow.FollowCache). `live` is taken before the
+    however many followers ask (session.follow.FollowCache). `live` is taken before the
     fingerprint: once the writer is gone, the read is of its last version, never older."""
     schema, db = opened.schema, opened.db
 

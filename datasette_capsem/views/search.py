@@ -10,7 +10,7 @@
   security).
 * **Ids**: where any trace, turn, event, call, ask or message id occurs, and which session an
   id or display name names. The index answers for the ledgers it covers; the ledgers it does
-  not cover are scanned directly within a ledger and time budget (`graph.search`), and the
+  not cover are scanned directly within a ledger and time budget (`session.search`), and the
   page says when that scan had to stop early.
 """
 
@@ -25,10 +25,10 @@ from urllib.parse import urlencode
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.catalog import Session
 from datasette_capsem.graph.exchanges import is_ambient
-from datasette_capsem.graph.search import ScanReport, scan_ledgers
 from datasette_capsem.graph.values import usable_event_id
 from datasette_capsem.index import fts
 from datasette_capsem.index.text import KINDS
+from datasette_capsem.session.search import ScanReport, scan_ledgers
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render

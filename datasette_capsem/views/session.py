@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from datasette_capsem.graph import overview, stats
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.session import overview, stats
 from datasette_capsem.views import render
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import integrity

@@ -11,8 +11,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from datasette_capsem import errors
-from datasette_capsem.graph.timeline import LAYERS, MAX_PAGE, TimelineQuery, timeline
 from datasette_capsem.graph.values import usable_event_id
+from datasette_capsem.session.timeline import LAYERS, MAX_PAGE, TimelineQuery, timeline
 from datasette_capsem.views import render
 from datasette_capsem.views.opening import bad_value, open_session
 

@@ -1,4 +1,4 @@
--- The model layer of a session's timeline (graph/timeline.py): one row per model call.
+-- The model layer of a session's timeline (session/timeline.py): one row per model call.
 SELECT {opt:timestamp} AS at, 'model' AS layer, id AS row_id,
        COALESCE({opt:provider}, '') || ' ' || COALESCE({opt:model}, '') || ' · '
        || COALESCE({opt:input_tokens}, 0) || ' in / '

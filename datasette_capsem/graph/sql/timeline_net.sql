@@ -1,4 +1,4 @@
--- The net layer of a session's timeline (graph/timeline.py): one row per HTTP request.
+-- The net layer of a session's timeline (session/timeline.py): one row per HTTP request.
 SELECT {opt:timestamp} AS at, 'net' AS layer, id AS row_id,
        COALESCE({opt:method}, 'CONNECT') || ' ' || COALESCE({opt:domain}, '') || COALESCE({opt:path}, '') AS text,
        COALESCE({opt:decision}, '') || COALESCE(' ' || {opt:status_code}, '') AS status,

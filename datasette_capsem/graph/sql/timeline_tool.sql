@@ -1,4 +1,4 @@
--- The tool layer of a session's timeline (graph/timeline.py): one row per tool call. An empty
+-- The tool layer of a session's timeline (session/timeline.py): one row per tool call. An empty
 -- timestamp (rows before 06-22) reads as the time of the model call that emitted it.
 SELECT COALESCE(NULLIF({opt:tc.timestamp}, ''), mc."timestamp") AS at, 'tool' AS layer,
        tc.id AS row_id,
