@@ -12,6 +12,8 @@ from datasette import hookimpl
 
 from datasette_capsem import permissions
 from datasette_capsem.cli import register as register_cli
+from datasette_capsem.core_pages import cells, core_errors, database_page, lazy_mount
+from datasette_capsem.core_pages.canned_queries import all_queries_for_database, database_kind
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.index import INDEX_DATABASE
 from datasette_capsem.index.database import IndexDatabase
@@ -19,15 +21,7 @@ from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_the
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_role, get_state
-from datasette_capsem.views import (
-    cells,
-    core_errors,
-    database_page,
-    guest,
-    lazy_mount,
-    render,
-)
-from datasette_capsem.views.canned_queries import all_queries_for_database, database_kind
+from datasette_capsem.views import guest, render
 from datasette_capsem.views.routes import ROUTES
 
 
@@ -72,7 +66,7 @@ def asgi_wrapper(datasette):
 
 @hookimpl
 def render_cell(row, value, column, table, database, datasette):
-    """Ids as links to the plugin's pages (views/cells.py)."""
+    """Ids as links to the plugin's pages (core_pages/cells.py)."""
     return cells.render_cell(row, value, column, table, database, datasette)
 
 
@@ -136,7 +130,7 @@ def handle_exception(datasette, request, exception):
 
 
 def _bad_parameter(datasette, request, exception):
-    """A 4xx instead of Datasette's 500 for a malformed core parameter (views/core_errors.py)."""
+    """A 4xx instead of Datasette's 500 for a malformed core parameter (core_pages/core_errors.py)."""
     problem = core_errors.classify(request, exception)
     if problem is None:
         return None
@@ -182,7 +176,7 @@ def actor_from_request(datasette, request):
 
 @hookimpl
 def canned_queries(datasette, database, actor):
-    """Capsem's canned queries for main, index and every session database (views/canned_queries.py)."""
+    """Capsem's canned queries for main, index and every session database (core_pages/canned_queries.py)."""
     if database_kind(datasette, database) is None:  # a guest's, or a database of the user's
         return None
 

@@ -30,7 +30,7 @@ Where each surface applies it:
   transformation (substr, hex, replace) could otherwise carry a secret past the masker.
 * Plugin pages: the data of every page goes through `redact_tree` (views/render.py).
 * Every text response of every route: `mask_text` over the whole body, and filesystem paths of
-  the Capsem home and the cache are replaced (views/secrets_guard.py), as a last net.
+  the Capsem home and the cache are replaced (core_pages/secrets_guard.py), as a last net.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from tests.test_serve_cli import free_port, wait_for
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 DATASETTE = Path(sys.executable).with_name("datasette")
-# The plugin's security headers (views/lazy_mount.SECURITY_HEADERS and the CSP). Datasette
+# The plugin's security headers (core_pages/lazy_mount.SECURITY_HEADERS and the CSP). Datasette
 # sets none of them itself, but for its own `Referrer-Policy: no-referrer` on some pages.
 OUR_HEADERS = {
     "content-security-policy": None,

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from datasette_capsem.views.inline_scripts import SCRIPT, csp_hash, response_hashes
+from datasette_capsem.core_pages.inline_scripts import SCRIPT, csp_hash, response_hashes
 from tests.helpers import make_datasette
 
 async_test = pytest.mark.asyncio(loop_scope="session")

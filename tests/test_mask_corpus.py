@@ -76,7 +76,7 @@ def test_a_body_that_cannot_be_decoded_is_hidden():
 
 
 def test_masking_twice_changes_nothing():
-    """Cells are masked, then whole responses again (views/secrets_guard.py): a marker is
+    """Cells are masked, then whole responses again (core_pages/secrets_guard.py): a marker is
     never masked into another shape."""
     for row in CREDENTIALS:
         for encode in TEXT_ENCODINGS.values():

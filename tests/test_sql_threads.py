@@ -1,7 +1,7 @@
 """Where a ledger's queries run: Datasette's own queries of a page on a small ledger in the
 event loop's thread (a handoff to a SQL thread costs more than such a query), a request's own
 SQL and every query of a big or slow file in the SQL threads, and never a wait on the loop
-for a connection another thread holds (mount/ledger_db.py, views/lazy_mount.py)."""
+for a connection another thread holds (mount/ledger_db.py, core_pages/lazy_mount.py)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ WAL is a day old), so those reports keep `max_age` in memory. A stopped session'
 function of its files and the rule book alone, and holds for as long as they do.
 
 Stored reports are what the memory tier holds: the rule book's findings as computed, unmasked.
-Pages mask what they render (`views/render.py`, `views/secrets_guard.py`), so a stored report
+Pages mask what they render (`views/render.py`, `core_pages/secrets_guard.py`), so a stored report
 reaches a masked reader exactly as a cached one does. Files are written 0600 under a 0700
 directory, beside the index (which holds the ledgers' text itself).
 """

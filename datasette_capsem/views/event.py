@@ -10,11 +10,12 @@ from typing import Any
 from datasette.utils.asgi import Response
 
 from datasette_capsem import errors, redaction
+from datasette_capsem.core_pages import secrets_guard
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph.bodies import DISPLAY_BYTES, image_type
 from datasette_capsem.graph.events import body_chunk, body_meta, load_body, load_event, raw_body
 from datasette_capsem.session import relations
-from datasette_capsem.views import render, secrets_guard
+from datasette_capsem.views import render
 from datasette_capsem.views.opening import bad_value, open_session, url_value
 
 MAX_EVENT_ID_CHARS = 64

@@ -13,7 +13,7 @@ files of deleted ledgers pruned; never in the Capsem home), so a restarted serve
 back instead of building them again.
 
 `mask_text` is a pure function of its text, and the whole-response net
-(`views/secrets_guard.py`) remembers the large texts it left unchanged
+(`core_pages/secrets_guard.py`) remembers the large texts it left unchanged
 (`redaction.mask_text_memo`). A text is stored with whether the net left it unchanged, and a
 text read back with that mark is remembered again, so the net does not scan it again after a
 restart: the same answer, decided by the same code (the code digest is part of the key).

@@ -15,12 +15,13 @@ from datasette.utils import tilde_decode
 from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
+from datasette_capsem.core_pages import inline_scripts, secrets_guard
+from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
-from datasette_capsem.views import inline_scripts, render, secrets_guard
-from datasette_capsem.views.canned_queries import store_queries
+from datasette_capsem.views import render
 
 # First path segments that are Datasette's own, never a database.
 NON_DATABASE_SEGMENTS = frozenset({"", "-", "favicon.ico", "robots.txt", "_memory"})
@@ -39,7 +40,7 @@ def _policy(script_src: str, extra: str = "") -> str:
 
 
 # Plugin pages: no inline script but Datasette's templates' and other plugins' body scripts,
-# hashed (views/inline_scripts.py), and no string evaluation.
+# hashed (core_pages/inline_scripts.py), and no string evaluation.
 STRICT_SCRIPT_SRC = f"'self' {inline_scripts.static_hashes()}"
 CONTENT_SECURITY_POLICY = _policy(STRICT_SCRIPT_SRC)
 # Datasette's own pages load the bundles other installed plugins add (datasette-vega's
@@ -147,7 +148,7 @@ def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every response (Datasette's own pages and error pages too): the CSP. An HTML page is held
     until its body is complete: its policy also lets run the inline scripts of Datasette's
-    templates that carry data (views/inline_scripts)."""
+    templates that carry data (core_pages/inline_scripts.py)."""
     strict = is_plugin_page(path) or path.startswith(STATIC_PREFIX)
     script_src = STRICT_SCRIPT_SRC if strict else CORE_SCRIPT_SRC
     held: dict = {}
