@@ -751,6 +751,9 @@ OTHER_FIELDS: dict[str, str] = {
 }  # fmt: skip
 # SQLite's own names for a row's id: shown wherever they are read.
 ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
+# SQLite's own tables (the schema, statistics) and PRAGMA table-valued functions: the schema
+# is shown (Datasette reads it to draw every page).
+SQLITE_OWN = ("sqlite_", "pragma_")
 
 
 def column_kind(database: str, table: str | None, column: str | None) -> str:
@@ -759,7 +762,7 @@ def column_kind(database: str, table: str | None, column: str | None) -> str:
     if column is None or table is None:
         return SHOWN  # no column read (SQLite's own reads, an expression's result)
     name = column.lower()
-    if name in ROWID_NAMES:
+    if name in ROWID_NAMES or table.lower().startswith(SQLITE_OWN):
         return SHOWN
     kinds = COLUMNS_OF_DATABASE.get(database, LEDGER_COLUMNS).get(table)
     return UNCLASSIFIED if kinds is None else kinds.get(name, UNCLASSIFIED)
