@@ -17,9 +17,9 @@ NAME = "datasette_capsem"
 # Layers, lowest first: a module may import only from its own layer or lower ones
 # (docs/architecture.md). `generate` is a tool beside the product and may read the ledger layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("findings", "sqlfiles", "config", "errors", "urls", "hookspecs", "memory", "permissions",
-     "redaction"),
-    ("readonly", "ledger", "plugins"),  # files, the ledger model, plugin machinery
+    ("findings", "sqlfiles", "config", "errors", "urls", "hookspecs", "memory", "permissions"),
+    # files, the ledger model (its registry classifies the columns redaction hides), plugins
+    ("readonly", "ledger", "plugins", "redaction"),
     ("catalog",),  # discovery
     ("mount", "queries"),  # Datasette databases; canned queries
     ("checks",),  # the rule book
