@@ -182,3 +182,11 @@ async def test_hide_free_text_leaves_no_planted_word_for_a_viewer(allow_home):
     assert all(w in seen for w in words)
     hidden = (await _get(datasette, f"{db}/exec_events.json?_shape=array", "viewer")).json()
     assert {row["command"] for row in hidden} == {HIDDEN}
+
+
+@async_test
+async def test_one_referrer_policy_header_on_datasette_and_plugin_routes(allow_instance):
+    datasette, session = allow_instance
+    for url in (f"/{session['id']}/net_events", "/-/versions.json", "/-/capsem/sessions"):
+        response = await _get(datasette, url, "viewer")
+        assert response.headers.get_list("referrer-policy") == ["same-origin"], url

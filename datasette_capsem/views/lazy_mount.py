@@ -160,6 +160,9 @@ SECURITY_HEADERS = (
 )
 
 
+_REPLACED_HEADERS = tuple(name for name, _value in SECURITY_HEADERS)
+
+
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every HTML response (Datasette's own pages and error pages too): the CSP."""
@@ -171,7 +174,7 @@ def _with_security_headers(send, path: str):
             headers = [
                 (k, v)
                 for k, v in message.get("headers") or []
-                if k.lower() not in (b"x-content-type-options", b"x-frame-options")
+                if k.lower() not in _REPLACED_HEADERS  # one of each (Datasette sends its own)
             ]
             headers += SECURITY_HEADERS
             if not any(k.lower() == b"content-security-policy" for k, _v in headers):
