@@ -190,3 +190,15 @@ async def test_one_referrer_policy_header_on_datasette_and_plugin_routes(allow_i
     for url in (f"/{session['id']}/net_events", "/-/versions.json", "/-/capsem/sessions"):
         response = await _get(datasette, url, "viewer")
         assert response.headers.get_list("referrer-policy") == ["same-origin"], url
+
+
+@async_test
+async def test_a_database_csv_400_page_is_not_run_through_the_csv_neutraliser(allow_instance):
+    datasette, session = allow_instance
+    response = await _get(datasette, f"/{session['id']}.csv", "viewer")
+    assert response.status_code == 400 and "text/html" in response.headers["content-type"]
+    # a neutralised page would have a quote before every line starting with - or =, and CSV
+    # quoting of every line holding a comma
+    assert "'-" not in response.text and '"<' not in response.text
+    table = await _get(datasette, f"/{session['id']}/net_events.csv", "viewer")
+    assert table.status_code == 200  # CSV itself still neutralised (test_security_hardening)

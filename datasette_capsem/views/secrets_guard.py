@@ -257,9 +257,15 @@ def _is_text(headers: list[tuple[bytes, bytes]]) -> bool:
 
 
 def _is_csv(path: str, headers: list[tuple[bytes, bytes]]) -> bool:
+    """A CSV answer: text/csv, or a `.csv` path answered as plain text (Datasette's CSV
+    without `_dl`). An HTML or JSON page at a `.csv` path (a 400) is not CSV."""
     for name, value in headers:
-        if name.lower() == b"content-type" and value.lower().startswith(b"text/csv"):
-            return True
+        if name.lower() == b"content-type":
+            kind = value.lower()
+            if kind.startswith(b"text/csv"):
+                return True
+            if not kind.startswith(b"text/plain"):
+                return False
     return path.split("?", 1)[0].endswith(".csv")
 
 
