@@ -61,6 +61,7 @@ try:
     import zstandard
 except ImportError:  # pragma: no cover
     zstandard = None
+from datasette_capsem.ledger import tables
 
 # Policy for the current request, read by the database layer in its worker thread. HIDE_SQL is
 # HIDE for requests that carry the actor's own SQL (`sql=`, `_where=`).
@@ -76,56 +77,26 @@ HIDDEN = "[hidden: may contain credentials]"
 # then rebuilt. 2: issue 25's masker (decoded reading, key names, argv, dotfiles, streams).
 MASKER_VERSION = 2
 
-# Credential carriers: hidden whole. Keyed by column name because the same names recur across
-# tables and eras (and in main.db, the registry and plugin JSON).
-CARRIER_COLUMNS = frozenset(
-    {
-        "request_headers",
-        "response_headers",
-        "headers",
-        "query",
-        "query_string",
-        "cookie",
-        "cookies",
-        "set_cookie",
-        "env",
-        "environment",
-        "substitution_value",
-        "substitution_values",
-        "credential_value",
-        "secret_value",
-    }
-)
+# What a viewer sees of each column is decided once, in the registry of tables
+# (ledger/tables.py: shown, carrier, free text, or unclassified). The row factory sees result
+# names only, so a name that is a carrier (or free text) in any table is one wherever it is
+# met; the SQLite authorizer sees (table, column) and applies the registry exactly.
+# Credential carriers: hidden whole.
+CARRIER_COLUMNS = tables.names_of_kind(tables.CARRIER)
+# Names of SQLite's own results (PRAGMA table_info, sqlite_master) that Datasette reads through
+# the same connection: never hidden by name (a free-text column of that name, a file's `name`,
+# is hidden by the authorizer instead, `_authorizer`).
+META_NAMES = frozenset({"name", "type", "sql", "tbl_name", "cid", "seq"})
 # Free text: shown masked (hidden whole with `hide_free_text`).
-FREE_TEXT_COLUMNS = frozenset(
-    {
-        "request_body_preview",
-        "response_body_preview",
-        "system_prompt_preview",
-        "body",
-        "arguments",
-        "content",
-        "command",
-        "argv",
-        "stdout_preview",
-        "stderr_preview",
-        "context_json",
-        "event_json",
-        "rule_json",
-        "text_content",
-        "thinking_content",
-        "response_preview",
-        "content_preview",
-        "request_preview",
-        "evidence_json",
-        "payload_json",
-        "detail_json",
-        "error_message",
-        "last_error",
-    }
-)
+FREE_TEXT_COLUMNS = tables.names_of_kind(tables.FREE_TEXT) - CARRIER_COLUMNS - META_NAMES
+# Names that are also ordinary fields of plugin pages' data (a link's `path`, an error's
+# `message`): hidden by name only in rows of Datasette's routes, not in plugin trees.
+_GENERIC_FIELDS = frozenset(
+    {"path", "label", "detail", "error", "message", "problem", "marker", "failed", "subject",
+     "block", "term", "callback", "evidence", "filename", "file_name", "directory"}
+)  # fmt: skip
 # Plugin-page fields (OTLP attributes, body views) that carry free text under another name.
-FREE_TEXT_FIELDS = FREE_TEXT_COLUMNS | {
+FREE_TEXT_FIELDS = (FREE_TEXT_COLUMNS - _GENERIC_FIELDS) | {
     "input.value",
     "output.value",
     "tool.parameters",
@@ -135,6 +106,7 @@ FREE_TEXT_FIELDS = FREE_TEXT_COLUMNS | {
     "json",
     "snippet",
 }
+UNCLASSIFIED_HIDDEN = "[hidden: unclassified column]"
 # Secret-bearing columns whose names are SQL keywords. Datasette's table page selects them as
 # `[query]`; hidden by the authorizer, SQLite would rename the result column after that text
 # and the page would fail. So they are hidden only from the actor's own SQL (the row factory
@@ -1534,40 +1506,121 @@ def _redacting_row_factory(cursor: sqlite3.Cursor, row: tuple) -> sqlite3.Row:
     )
 
 
+def _marking_row_factory(marks: dict[str, bool]):
+    """`_redacting_row_factory`, and a visible marker for the columns the authorizer hid
+    (`marks`: result name -> whether every value is replaced, not only the NULL it reads)."""
+
+    def factory(cursor: sqlite3.Cursor, row: tuple) -> sqlite3.Row:
+        names = [column[0] for column in cursor.description or ()]
+        values = []
+        for i, value in enumerate(row):
+            name = names[i] if i < len(names) else None
+            always = marks.get(name.lower()) if name else None
+            if always is not None and (always or value is None):
+                values.append(_hidden_marker(name))
+            else:
+                values.append(redact_cell(name, value))
+        return sqlite3.Row(cursor, tuple(values))
+
+    return factory
+
+
+def _hidden_marker(name: str) -> str:
+    return HIDDEN if name.lower() in FREE_TEXT_COLUMNS or name.lower() in META_NAMES else (
+        UNCLASSIFIED_HIDDEN
+    )
+
+
 # --- the SQLite layer ------------------------------------------------------------------------
 
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
-def _authorizer(hidden: frozenset[str]):
-    def authorize(action: int, _table, column, _db, _trigger) -> int:
-        if action == sqlite3.SQLITE_READ and column and column.lower() in hidden:
-            return sqlite3.SQLITE_IGNORE
-        return sqlite3.SQLITE_OK
+
+def _authorizer(database: str, hidden: frozenset[str], marks: dict[str, bool] | None = None):
+    """An authorizer reading every column whose kind (ledger/tables.py) is in `hidden` as
+    NULL, so neither a value nor a filter, sort or expression over it reaches the actor; the
+    names it hid go to `marks` (the row factory shows a marker for them). A column whose name
+    Datasette quotes (a keyword: `[query]`) is not hidden here, since SQLite would rename the
+    result after the quoted text: the row factory hides its every value by name instead."""
+    kinds: dict[tuple[str, str], str] = {}
+
+    def authorize(action: int, table, column, _db, _trigger) -> int:
+        if action != sqlite3.SQLITE_READ or not column or not hidden:
+            return sqlite3.SQLITE_OK
+        kind = kinds.get((table, column))
+        if kind is None:
+            kind = kinds[(table, column)] = tables.column_kind(database, table, column)
+        if kind not in hidden:
+            return sqlite3.SQLITE_OK
+        name = column.lower()
+        plain = _PLAIN_NAME.match(column) is not None and name not in KEYWORD_SECRET_COLUMNS
+        if marks is not None and (kind != tables.CARRIER or name not in CARRIER_COLUMNS):
+            marks[name] = marks.get(name, False) or not plain
+        return sqlite3.SQLITE_IGNORE if plain else sqlite3.SQLITE_OK
 
     return authorize
 
 
-AUTHORIZERS = {
-    # Datasette's own SQL: values are redacted by the row factory, by column name.
-    HIDE: _authorizer(frozenset()),
-    HIDE_SQL: _authorizer(ALL_SECRET_COLUMNS),
-    # Not None: setting *an* authorizer makes SQLite re-prepare cached statements, so a
-    # statement prepared under HIDE_SQL cannot serve an actor who may see its columns.
-    OPEN: _authorizer(frozenset()),
-}
+NOT_SHOWN = frozenset({tables.CARRIER, tables.FREE_TEXT, tables.UNCLASSIFIED})
 
 
-def apply_policy(conn: sqlite3.Connection, installed: str | None) -> str:
+def hidden_kinds(wanted: str, hide: bool) -> frozenset[str]:
+    """The column kinds a policy reads as NULL: the actor's own SQL (HIDE_SQL) reads only
+    shown columns; Datasette's own SQL (HIDE) no unclassified column, and no free text when
+    it is hidden whole (its values are redacted by the row factory, by name)."""
+    if wanted == HIDE_SQL:
+        return NOT_SHOWN
+    if wanted == HIDE:
+        return frozenset({tables.UNCLASSIFIED} | ({tables.FREE_TEXT} if hide else set()))
+    return frozenset()
+
+
+def apply_policy(conn: sqlite3.Connection, installed, database: str = "ledger"):
     """Make `conn` enforce the current request's policy; returns the policy now installed.
 
     `installed` is what the connection enforces already (None for a fresh connection, which
     enforces nothing). Re-installing an authorizer expires every prepared statement, so it
     is done only when the policy changes. Rows are redacted (the row factory) on Datasette's
-    routes; plugin pages (MASK) read raw values and redact what they show (`redact_tree`)."""
+    routes; plugin pages (MASK) read raw values and redact what they show (`redact_tree`).
+    `database`: the kind of file ("ledger", "main", "index"), whose columns the registry
+    classifies."""
     wanted = policy.get()
     if wanted == MASK:
         wanted = OPEN  # plugin pages redact their output; their own SQL needs no authorizer
-    conn.row_factory = _redacting_row_factory if wanted in (HIDE, HIDE_SQL) else sqlite3.Row
-    if wanted == installed or (installed is None and wanted == OPEN):
-        return installed if installed is not None else OPEN
-    conn.set_authorizer(AUTHORIZERS.get(wanted, AUTHORIZERS[OPEN]))
-    return wanted
+    hide = wanted != OPEN and hide_free_text.get()
+    key = (wanted, hide, database)
+    if key == installed:
+        return installed
+    if installed is None and wanted == OPEN:
+        conn.row_factory = sqlite3.Row
+        return key
+    # Not None for OPEN either: setting *an* authorizer makes SQLite re-prepare cached
+    # statements, so a statement prepared for a viewer cannot serve an actor who may see
+    # its columns (nor the other way round).
+    marks: dict[str, bool] = {}
+    conn.set_authorizer(_authorizer(database, hidden_kinds(wanted, hide), marks))
+    conn.row_factory = _marking_row_factory(marks) if wanted in (HIDE, HIDE_SQL) else sqlite3.Row
+    return key
+
+
+def columns_read(conn: sqlite3.Connection, sql: str, database: str) -> list[tuple[str, str, str]]:
+    """(table, column, kind) of every column `sql` reads that is not shown raw, found by
+    preparing it (EXPLAIN: nothing runs). The caller re-applies its policy afterwards (the
+    connection's authorizer is replaced)."""
+    found: dict[tuple[str, str], str] = {}
+
+    def record(action: int, table, column, _db, _trigger) -> int:
+        if action == sqlite3.SQLITE_READ and column:
+            kind = tables.column_kind(database, table, column)
+            if kind != tables.SHOWN:
+                found.setdefault((table, column), kind)
+        return sqlite3.SQLITE_OK
+
+    conn.set_authorizer(record)
+    try:
+        conn.execute("EXPLAIN " + sql)
+    except (sqlite3.Error, ValueError):
+        pass  # a parameter left unbound, or SQL Datasette will refuse itself: prepared anyway
+    finally:
+        conn.set_authorizer(None)
+    return [(table, column, kind) for (table, column), kind in found.items()]

@@ -18,8 +18,9 @@ NAME = "datasette_capsem"
 # (docs/architecture.md). `generate` is a tool beside the product and may read the ledger layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("findings", "sqlfiles", "config", "errors", "urls", "hookspecs", "memory", "permissions",
-     "streams", "redaction"),
-    ("readonly", "ledger", "plugins"),  # files, the ledger model, plugin machinery
+     "streams"),
+    # files, the ledger model (its registry classifies the columns redaction hides), plugins
+    ("readonly", "ledger", "plugins", "redaction"),
     ("catalog",),  # discovery
     ("mount", "queries"),  # Datasette databases; canned queries
     ("checks",),  # the rule book

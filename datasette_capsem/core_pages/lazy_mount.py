@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qsl
 
-from datasette.utils import tilde_decode
+from datasette.utils import escape_sqlite, tilde_decode
 from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.core_pages import inline_scripts, secrets_guard
 from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
+from datasette_capsem.index.database import INDEX_DATABASE
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
@@ -144,6 +145,9 @@ SECURITY_HEADERS = (
 )
 
 
+_REPLACED_HEADERS = tuple(name for name, _value in SECURITY_HEADERS)
+
+
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every response (Datasette's own pages and error pages too): the CSP. An HTML page is held
@@ -157,7 +161,7 @@ def _with_security_headers(send, path: str):
         headers = [
             (k, v)
             for k, v in message.get("headers") or []
-            if k.lower() not in (b"x-content-type-options", b"x-frame-options")
+            if k.lower() not in _REPLACED_HEADERS  # one of each (Datasette sends its own)
         ]
         headers += SECURITY_HEADERS
         if not any(k.lower() == b"content-security-policy" for k, _v in headers):
@@ -221,7 +225,7 @@ def cheap_refusal(datasette, scope, path: str) -> Response | None:
     return None
 
 
-def _refusal(path: str, scope, receive) -> tuple[str, str] | None:
+def _refusal(datasette, path: str, scope, receive) -> tuple[str, str] | None:
     """(title, message) when the actor's secret policy forbids this request outright."""
     policy = redaction.policy.get()
     if policy == redaction.OPEN:
@@ -234,15 +238,55 @@ def _refusal(path: str, scope, receive) -> tuple[str, str] | None:
                 "credentials; they need the capsem-view-secrets permission."
             ),
         )
-    probed = secrets_guard.secret_column_probe(scope, receive) if policy != redaction.MASK else None
+    if policy == redaction.MASK:
+        return None
+    database, table = database_kind(datasette, path), table_segment(path)
+    probed = secrets_guard.column_probe(scope, receive, database, table)
     if probed:
-        return (
-            "Secret-bearing column",
-            secrets_guard.refused(
-                f"Filtering, sorting or faceting on {probed!r} could "
-                "reveal credentials; it needs the capsem-view-secrets permission."
-            ),
-        )
+        return ("Column not shown to you", probed)
+    return None
+
+
+def database_kind(datasette, path: str) -> str:
+    """Which registry classifies the columns of the database a path reads: "index", "main"
+    (any home's main.db) or "ledger"."""
+    name = database_segment(path)
+    if name == INDEX_DATABASE:
+        return "index"
+    return "main" if get_state(datasette).mounter.main_label(name) is not None else "ledger"
+
+
+def table_segment(path: str) -> str | None:
+    """The table (or canned query) a core Datasette path names, its format suffix removed;
+    None for a database's own page."""
+    segments = path.strip("/").split("/")
+    if len(segments) < 2 or not segments[1]:
+        return None
+    table = tilde_decode(segments[1])
+    for suffix in (".json", ".csv"):
+        if table.endswith(suffix) and len(segments) == 2:
+            return table[: -len(suffix)]
+    return table
+
+
+async def sql_refusal(datasette, path: str, request) -> str | None:
+    """Why an actor's own SQL (`?sql=`, `_where=`) is refused, or None: it may read only
+    columns shown raw (ledger/tables.py), since an expression (hex, replace, substr, a
+    comparison) over any other column carries its value past the masker."""
+    database = datasette.databases.get(database_segment(path))
+    columns_read = getattr(database, "columns_read", None)
+    if columns_read is None:
+        return None
+    statements = list(request.args.getlist("sql"))
+    table = table_segment(path)
+    if table is not None:
+        statements += [
+            f"select 1 from {escape_sqlite(table)} where ({where})"
+            for where in request.args.getlist("_where")
+        ]
+    for sql in statements:
+        for table_name, column, kind in await columns_read(sql):
+            return secrets_guard.probe_refusal(column, kind, table_name, "SQL reading a column")
     return None
 
 
@@ -287,7 +331,7 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
     request = _request(scope, receive)
     response = await _plugin_page_refusal(datasette, path, request, actor)
     if response is None:
-        refusal = _refusal(path, scope, receive)
+        refusal = _refusal(datasette, path, scope, receive)
         if refusal:
             response = await render.error(datasette, request, 403, *refusal)
     if response is None and not is_plugin_page(path):
@@ -318,6 +362,11 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
     except CapsemError as problem:
         response = await render.failure(datasette, request, problem)
         return await response.asgi_send(guarded_send)
+    if redaction.policy.get() == redaction.HIDE_SQL:
+        problem = await sql_refusal(datasette, path, request)
+        if problem:
+            response = await render.error(datasette, request, 403, "SQL not allowed", problem)
+            return await response.asgi_send(guarded_send)
     return await app(scope, receive, guarded_send)
 
 

@@ -17,6 +17,7 @@ from datasette.utils.asgi import Request
 
 from datasette_capsem import permissions, redaction
 from datasette_capsem.config import PLUGIN_NAME
+from datasette_capsem.ledger import tables
 from datasette_capsem.state import get_state
 
 TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
@@ -90,24 +91,63 @@ def _through_column(value: str) -> str:
     return str(parsed.get("column", "")) if isinstance(parsed, dict) else ""
 
 
-def secret_column_probe(scope, receive) -> str | None:
-    """A secret-bearing column the request filters, sorts or facets on, if any: a filter is a
-    yes/no oracle on the value even when the value itself reads as masked or NULL."""
+# What each kind of column is to a viewer, for the refusals below.
+KIND_REASONS = {
+    tables.CARRIER: "a credential carrier, hidden whole from you",
+    tables.FREE_TEXT: "free text, masked (or hidden) for you",
+    tables.UNCLASSIFIED: "a column no one has classified yet, hidden from you",
+}
+# Tables whose full-text index covers columns that are not shown raw (`_search` on them).
+FTS_COLUMNS = {("index", "text_rows"): "body", ("index", "text_search"): "body"}
+
+
+def probe_refusal(column: str, kind: str, table: str | None, what: str) -> str:
+    """A refusal's message: which column, why it is not for this actor."""
+    where = f"{table}.{column}" if table else column
+    return refused(
+        f"{what} on {where!r} would answer questions about its values, and it is "
+        f"{KIND_REASONS.get(kind, KIND_REASONS[tables.UNCLASSIFIED])}: it needs the "
+        "capsem-view-secrets permission."
+    )
+
+
+def column_probe(scope, receive, database: str, table: str | None) -> str | None:
+    """Why the request's filter, sort, facet or search is refused, or None: on a column that
+    is not shown raw (ledger/tables.py) each would be a yes/no oracle on the value even when
+    the value itself reads as masked or hidden (a key drawn out of a DNS name by
+    `__startswith` one character at a time). `database`: "ledger", "main" or "index";
+    `table`: the table of the path, or None."""
     args = Request(scope, receive).args
+    known = table is not None and table in tables.COLUMNS_OF_DATABASE.get(database, {})
     for key in args:
         if key in COLUMN_VALUE_PARAMETERS:
-            candidates = []
+            what, candidates = "Sorting or faceting", []
             for value in args.getlist(key):
                 candidates += _facet_column(value).split()
         elif key == "_through":
-            candidates = [_through_column(v) for v in args.getlist(key)]
+            what, candidates = "Filtering", [_through_column(v) for v in args.getlist(key)]
+        elif key == "_search":
+            covered = FTS_COLUMNS.get((database, table or ""))
+            if covered is None and (known or table is None):
+                continue
+            what, candidates = "Full-text search", [covered or "*"]
         elif key.startswith("_search_"):
-            candidates = [key[len("_search_") :]]
+            what, candidates = "Full-text search", [key[len("_search_") :]]
+        elif key.startswith("_") or table is None:
+            continue
+        elif not known and "__" not in key:
+            continue  # a canned query's parameter (an unknown table's columns read as NULL)
         else:
-            candidates = [key.split("__")[0]]
+            what, candidates = "Filtering", [key.split("__")[0]]
         for column in candidates:
-            if column.strip().lower().strip('[]"') in redaction.ALL_SECRET_COLUMNS:
-                return column
+            name = column.strip().strip('[]"`')
+            if not name:
+                continue
+            kind = tables.column_kind(database, table, name) if name != "*" else (
+                tables.UNCLASSIFIED
+            )
+            if kind != tables.SHOWN:
+                return probe_refusal(name, kind, table, what)
     return None
 
 
@@ -217,9 +257,15 @@ def _is_text(headers: list[tuple[bytes, bytes]]) -> bool:
 
 
 def _is_csv(path: str, headers: list[tuple[bytes, bytes]]) -> bool:
+    """A CSV answer: text/csv, or a `.csv` path answered as plain text (Datasette's CSV
+    without `_dl`). An HTML or JSON page at a `.csv` path (a 400) is not CSV."""
     for name, value in headers:
-        if name.lower() == b"content-type" and value.lower().startswith(b"text/csv"):
-            return True
+        if name.lower() == b"content-type":
+            kind = value.lower()
+            if kind.startswith(b"text/csv"):
+                return True
+            if not kind.startswith(b"text/plain"):
+                return False
     return path.split("?", 1)[0].endswith(".csv")
 
 

@@ -483,3 +483,297 @@ def joined_by(join: str) -> tuple[LedgerTable, ...]:
 
 def of_node_type(node_type: str) -> tuple[LedgerTable, ...]:
     return tuple(table for table in TABLES if table.node_type == node_type)
+
+
+# --- what a viewer sees of each column ---------------------------------------------------------
+#
+# Every column of every table of a ledger (any era), of main.db and of the cross-session index
+# is one of three kinds, decided here once (redaction.py applies it, views/secrets_guard.py
+# refuses filters, sorts, facets and SQL on any column that is not shown raw):
+#
+# * SHOWN: structural facts (ids, times, counts, sizes, status, model, tool name, decision,
+#   hashes): shown as stored (still through the masker, as every text is);
+# * CARRIER: a credential carrier (headers, query strings, cookies, env): hidden whole;
+# * FREE_TEXT: text a person or a program wrote (bodies, prompts, commands, arguments, paths,
+#   DNS names, reasons, labels): masked, or hidden whole under `hide_free_text`.
+#
+# A column this table does not list (a table or column of an unknown era, a future Capsem
+# column) is UNCLASSIFIED: hidden from viewers until someone classifies it here
+# (tests/test_allowlist.py fails on a column of tests/capsem_ddl that is not).
+
+SHOWN, CARRIER, FREE_TEXT, UNCLASSIFIED = "shown", "carrier", "free_text", "unclassified"
+
+
+def _columns(shown: str, free_text: str = "", carrier: str = "") -> dict[str, str]:
+    kinds = {name: SHOWN for name in shown.split()}
+    kinds.update({name: FREE_TEXT for name in free_text.split()})
+    kinds.update({name: CARRIER for name in carrier.split()})
+    return kinds
+
+
+# Tables of a session ledger, every era (main.db of some eras holds copies of them too).
+LEDGER_COLUMNS: dict[str, dict[str, str]] = {
+    "model_calls": _columns(
+        "id event_id timestamp provider protocol model method stream message_id status_code "
+        "stop_reason input_tokens output_tokens duration_ms estimated_cost_usd usage_details "
+        "trace_id turn_id messages_count tools_count request_bytes response_bytes pid "
+        "process_name credential_ref",
+        "path request_body_preview response_body_preview system_prompt_preview text_content "
+        "thinking_content",
+    ),
+    "tool_calls": _columns(
+        "id event_id timestamp model_call_id provider status call_index call_id tool_name "
+        "origin transport method decision duration_ms trace_id turn_id mcp_call_id request_id "
+        "bytes_sent bytes_received policy_action policy_mode policy_rule process_name "
+        "credential_ref",
+        "arguments error_message policy_reason response_preview server_name",
+    ),
+    "tool_responses": _columns(
+        "id model_call_id call_id is_error trace_id turn_id credential_ref", "content_preview"
+    ),
+    "model_items": _columns(
+        "id event_id model_call_id timestamp kind item_index call_id tool_name trace_id turn_id "
+        "provider model content_hash credential_ref",
+        "content arguments path",
+    ),
+    "net_events": _columns(
+        "id event_id timestamp domain port decision method status_code duration_ms bytes_sent "
+        "bytes_received conn_type process_name pid trace_id turn_id matched_rule policy_action "
+        "policy_mode policy_rule credential_ref",
+        "path policy_reason request_body_preview response_body_preview",
+        "query request_headers response_headers",
+    ),
+    "dns_events": _columns(
+        "id event_id timestamp qtype qclass rcode decision upstream_resolver_ms answer_ip "
+        "source_proto process_name matched_rule policy_action policy_mode policy_rule "
+        "trace_id turn_id credential_ref",
+        "qname policy_reason",
+    ),
+    "fs_events": _columns(
+        "id event_id timestamp action size trace_id turn_id credential_ref", "path directory name"
+    ),
+    "exec_events": _columns(
+        "id event_id timestamp exec_id exit_code duration_ms source pid process_name "
+        "stdout_bytes stderr_bytes mcp_call_id trace_id turn_id credential_ref",
+        "command stdout_preview stderr_preview",
+    ),
+    "audit_events": _columns(
+        "id event_id timestamp audit_id pid ppid uid tty comm exit_code exec_event_id "
+        "session_id trace_id turn_id credential_ref",
+        "exe parent_exe argv cwd",
+    ),
+    "substitution_events": _columns(
+        "id event_id timestamp event_type outcome provider source algorithm confidence "
+        "material_class substitution_ref trace_id turn_id",
+        "context_json",
+        "substitution_value substitution_values",
+    ),
+    "security_rule_events": _columns(
+        "id timestamp_unix_ms event_id event_type rule_id rule_action detection_level trace_id "
+        "turn_id credential_ref",
+        "event_json rule_json",
+    ),
+    "security_decision_events": _columns(
+        "id timestamp_unix_ms event_id event_type stage actor rule_id effective_decision "
+        "requested_decision previous_decision plugin_id trace_id turn_id credential_ref",
+        "reason event_json",
+    ),
+    "security_ask_events": _columns(
+        "id timestamp_unix_ms ask_id event_id event_type rule_id rule_name status resolver "
+        "trace_id turn_id",
+        "reason event_json rule_json",
+    ),
+    "security_events": _columns(
+        "id event_id event_type event_family timestamp timestamp_unix_ms sequence_no session_id "
+        "trace_id turn_id span_id stream_id message_id tool_call_id mcp_call_id exec_id "
+        "activity_id parent_event_id parent_process_id process_id process_operation "
+        "process_command_class profile_id profile_revision user_id vm_id accounting_owner "
+        "attribution_scope origin_kind source_engine enforceability final_action finding_count "
+        "label_count mutation_count redaction_state"
+    ),
+    "security_event_links": _columns("id event_id link_type linked_event_id", "evidence"),
+    "security_event_steps": _columns(
+        "id event_id step_index kind pack_id rule_id status", "message"
+    ),
+    "detection_findings": _columns(
+        "id finding_id event_id pack_id rule_id sigma_id severity confidence title"
+    ),
+    "detection_finding_tags": _columns("id finding_id tag tag_index"),
+    "event_body_blobs": _columns(
+        "id event_id event_type source_table direction content_type original_bytes "
+        "stored_bytes truncated body_hash trace_id turn_id created_at",
+        "body",
+    ),
+    "profile_mutation_events": _columns(
+        "id timestamp_unix_ms mutation_id profile_id actor category operation target_kind "
+        "target_key rule_id status old_hash new_hash old_size new_size trace_id",
+        "affected_path filename error",
+    ),
+    "policy_hook_events": _columns(
+        "id timestamp session_id trace_id decision_id endpoint_id rule_id decision status "
+        "fallback latency_ms spec_hash spec_version audit_tags",
+        "callback reason error",
+    ),
+    "session_identity": _columns("id profile_id user_id vm_id updated_at"),
+    "mcp_calls": _columns(
+        "id event_id timestamp method tool_name request_id decision duration_ms trace_id "
+        "bytes_sent bytes_received process_name policy_action policy_mode policy_rule",
+        "server_name error_message request_preview response_preview policy_reason",
+    ),
+    "snapshot_events": _columns(
+        "id timestamp slot origin files_count start_fs_event_id stop_fs_event_id trace_id", "name"
+    ),
+    "ai_model_interactions": _columns(
+        "id interaction_id model_call_id session_id trace_id request_id user_id vm_id "
+        "profile_id provider model api_family accounting_owner attribution_scope "
+        "evidence_status origin_kind parse_status source_engine request_model "
+        "request_message_count request_stream request_tools_declared_count "
+        "request_unknown_fields_present request_raw_shape_version response_id "
+        "response_provider_response_id response_raw_shape_version response_stop_reason "
+        "usage_estimated_cost_micros usage_input_tokens usage_output_tokens",
+        "request_system_prompt_preview response_text_preview response_thinking_preview",
+    ),
+    "ai_model_tool_calls": _columns(
+        "id interaction_id tool_call_id provider_call_id call_index normalized_name raw_name "
+        "origin status arguments_status parse_confidence linked_mcp_call_id",
+        "arguments_json arguments_raw",
+    ),
+    "ai_model_tool_results": _columns(
+        "id interaction_id tool_call_id content_kind is_error result_status returned_to_model "
+        "parse_confidence linked_mcp_call_id",
+        "content_json content_preview",
+    ),
+    "ai_mcp_execution_evidence": _columns(
+        "id interaction_id mcp_call_id server_id tool_name namespaced_tool_name transport "
+        "is_error latency_ms link_status linked_model_interaction_id linked_model_tool_call_id "
+        "result_kind",
+        "request_arguments_json request_arguments_raw result_json result_preview",
+    ),
+    "ai_content_blocks": _columns(
+        "id interaction_id tool_call_id block_index kind raw_type mime_type path_class "
+        "is_error redacted",
+        "name file_name marker reason text_preview json_preview",
+    ),
+    "ai_usage_details": _columns("id interaction_id scope name value"),
+    "sqlite_sequence": _columns("name seq"),
+}
+# main.db: the session list and its rollups (and, in some eras, copies of the ledger tables).
+MAIN_COLUMNS: dict[str, dict[str, str]] = {
+    **LEDGER_COLUMNS,
+    "sessions": _columns(
+        "id mode status created_at stopped_at scratch_disk_size_gb ram_bytes total_requests "
+        "allowed_requests denied_requests total_input_tokens total_output_tokens "
+        "total_estimated_cost total_tool_calls total_mcp_calls total_file_events "
+        "compressed_size_bytes vacuumed_at storage_mode rootfs_hash rootfs_version forked_from "
+        "persistent exec_count audit_event_count",
+        "command",
+    ),
+    "ai_usage": _columns(
+        "session_id provider call_count input_tokens output_tokens estimated_cost "
+        "total_duration_ms"
+    ),
+    "tool_usage": _columns("session_id tool_name call_count total_bytes total_duration_ms"),
+    "mcp_usage": _columns(
+        "session_id tool_name call_count total_bytes total_duration_ms", "server_name"
+    ),
+}
+_TOTALS = (
+    "session_id requests allowed_requests denied_requests error_requests model_calls "
+    "input_tokens output_tokens cache_read_tokens thinking_tokens cost_usd tool_calls mcp_calls "
+    "file_events exec_events audit_events dns_queries first_event_at last_event_at"
+)
+# The cross-session index (index/sql/create.sql), its full-text tables included.
+INDEX_COLUMNS: dict[str, dict[str, str]] = {
+    "ledgers": _columns(
+        "session_id home session_name kind era size mtime_ns wal_size wal_mtime_ns indexed_at "
+        "index_ms inherited_from inherited_rows parent_key",
+        "ledger_path problem inherited_problem",
+    ),
+    "ledger_aliases": _columns("session_id owner_id"),
+    "session_totals": _columns(_TOTALS),
+    "file_totals": _columns(_TOTALS),
+    "model_usage": _columns(
+        "session_id provider model day calls input_tokens output_tokens cache_read_tokens "
+        "thinking_tokens cost_usd duration_ms"
+    ),
+    "tool_calls": _columns(
+        "session_id source_table row_id tool_name origin day duration_ms decision status failed",
+        "server_name",
+    ),
+    "failing_domains": _columns(
+        "session_id source domain requests denied errors status_4xx status_5xx last_seen"
+    ),
+    "id_lookup": _columns("value id_kind session_id table_name row_id"),
+    "copied_ids": _columns("value id_kind session_id table_name row_id"),
+    "index_meta": _columns("key value"),
+    "text_rows": _columns(
+        "id session_id kind table_name row_id event_id trace_id model_call_id provider model at",
+        "body",
+    ),
+    "text_search": _columns("", "body"),
+    "text_search_data": _columns("id", "block"),
+    "text_search_idx": _columns("segid pgno", "term"),
+    "text_search_docsize": _columns("id sz"),
+    "text_search_config": _columns("k v"),
+    "session_checks": _columns(
+        "session_id home session_name kind created_at profile verdict errors warnings infos "
+        "era checked_at check_ms ledger_size ledger_mtime_ns ledger_wal_size "
+        "ledger_wal_mtime_ns row_sig",
+        "problem",
+    ),
+    "session_findings": _columns(
+        "session_id kind severity title check_id table_name row_count row_ids", "failed"
+    ),
+    "policy_events": _columns(
+        "session_id category source_table day detail events first_at last_at", "subject"
+    ),
+}
+COLUMNS_OF_DATABASE: dict[str, dict[str, dict[str, str]]] = {
+    "ledger": LEDGER_COLUMNS,
+    "main": MAIN_COLUMNS,
+    "index": INDEX_COLUMNS,
+}
+# Names met outside the tables above: Capsem's canned queries' results built from free text
+# (a trace chain's `summary`, a model call's `detail`), fields of plugin JSON and of other
+# stores (main.db's registry, OTLP) that carry credentials or free text.
+OTHER_FIELDS: dict[str, str] = {
+    **dict.fromkeys(("summary", "detail", "label"), FREE_TEXT),
+    **dict.fromkeys(
+        ("body", "content", "command", "argv", "response_preview", "request_preview",
+         "evidence_json", "payload_json", "detail_json", "error_message", "last_error"),
+        FREE_TEXT,
+    ),
+    **dict.fromkeys(
+        ("headers", "query_string", "cookie", "cookies", "set_cookie", "env", "environment",
+         "credential_value", "secret_value"),
+        CARRIER,
+    ),
+}  # fmt: skip
+# SQLite's own names for a row's id: shown wherever they are read.
+ROWID_NAMES = frozenset({"rowid", "oid", "_rowid_"})
+# SQLite's own tables (the schema, statistics) and PRAGMA table-valued functions: the schema
+# is shown (Datasette reads it to draw every page).
+SQLITE_OWN = ("sqlite_", "pragma_")
+
+
+def column_kind(database: str, table: str | None, column: str | None) -> str:
+    """SHOWN, CARRIER, FREE_TEXT or UNCLASSIFIED: what a viewer sees of `table.column` in a
+    database of kind `database` ("ledger", "main" or "index")."""
+    if column is None or table is None:
+        return SHOWN  # no column read (SQLite's own reads, an expression's result)
+    name = column.lower()
+    if name in ROWID_NAMES or table.lower().startswith(SQLITE_OWN):
+        return SHOWN
+    kinds = COLUMNS_OF_DATABASE.get(database, LEDGER_COLUMNS).get(table)
+    return UNCLASSIFIED if kinds is None else kinds.get(name, UNCLASSIFIED)
+
+
+def names_of_kind(kind: str) -> frozenset[str]:
+    """Every column name that is of `kind` in some table of some database (or another
+    field of that kind, `OTHER_FIELDS`): what the row factory, which sees result names only,
+    treats as that kind wherever it meets the name."""
+    return frozenset(
+        [column for tables in COLUMNS_OF_DATABASE.values() for kinds in tables.values()
+         for column, found in kinds.items() if found == kind]
+        + [column for column, found in OTHER_FIELDS.items() if found == kind]
+    )  # fmt: skip

@@ -73,8 +73,9 @@ class ReadOnlyDatabaseError(sqlite3.OperationalError):
 class LedgerDatabase(Database):
     """One mounted Capsem SQLite file (a session ledger or main.db)."""
 
-    def __init__(self, ds, path: Path, cache_dir: Path):
+    def __init__(self, ds, path: Path, cache_dir: Path, kind: str = "ledger"):
         self.source_path = Path(path)
+        self.kind = kind  # "ledger" or "main": whose columns the registry classifies
         self.cache_dir = cache_dir
         self._state = readonly.inspect_file(self.source_path)  # raises LedgerUnavailable
         super().__init__(ds, path=str(self.source_path), is_mutable=True)
@@ -186,7 +187,7 @@ class LedgerDatabase(Database):
         try:
             conn = self._current_connection()
             # The connection serves requests of any actor.
-            self._policy = redaction.apply_policy(conn, self._policy)
+            self._policy = redaction.apply_policy(conn, self._policy, self.kind)
             return fn(conn)
         finally:
             self._release()
@@ -252,6 +253,17 @@ class LedgerDatabase(Database):
 
     async def execute_write_fn(self, fn, block=True):
         raise ReadOnlyDatabaseError("Capsem files are never opened for writing")
+
+    async def columns_read(self, sql: str) -> list[tuple[str, str, str]]:
+        """(table, column, kind) of the columns `sql` would read that are not shown raw."""
+
+        def probe(conn: sqlite3.Connection):
+            try:
+                return redaction.columns_read(conn, sql, self.kind)
+            finally:
+                redaction.apply_policy(conn, None, self.kind)  # what `_policy` says it enforces
+
+        return await self.execute_fn(probe)
 
     # -- schema -------------------------------------------------------------------------------
 

@@ -135,7 +135,7 @@ class Mounter:
         if path is None:
             return None
         try:
-            database = LedgerDatabase(self.datasette, path, self.settings.cache_dir)
+            database = LedgerDatabase(self.datasette, path, self.settings.cache_dir, kind="main")
         except LedgerUnavailable:
             return None
         self.datasette.add_database(database, name=name, route=name)
