@@ -29,6 +29,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules holding a `heavy` test first, each module's tests kept together and in order:
     xdist hands out tests in this order, so the longest start while the other worker has
     plenty left, instead of one of them running alone at the end of the suite."""
+    for item in items:  # `-m "not browser"`, the fast inner loop, leaves out every page test
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
     heavy = {item.module.__name__ for item in items if item.get_closest_marker("heavy")}
     items.sort(key=lambda item: item.module.__name__ not in heavy)  # stable: order kept
 

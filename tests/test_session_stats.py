@@ -9,6 +9,7 @@ from urllib.parse import quote
 import pytest
 import pytest_asyncio
 
+from datasette_capsem.ledger.tables import SHOWN, column_kind
 from tests.helpers import make_datasette
 from tests.trace_support import hostile_session, ledger, readable
 
@@ -107,10 +108,16 @@ async def test_every_figure_equals_independent_sql_and_its_link(
                         expected = conn.execute(INDEPENDENT[key]).fetchone()[0]
                         assert figure["value"] == expected, (session["era"], key)
                         checked += 1
-                    if figure["label"] not in NOT_COUNTS:
+                    if figure["label"] not in NOT_COUNTS and figure["href"] is not None:
                         assert await link_count(datasette, figure["href"]) == figure["value"], key
                 for group in section["groups"]:
                     for row in group["rows"]:
+                        if row["href"] is None:  # filtered on a column not shown raw
+                            assert any(
+                                column_kind("ledger", row["table"], c.split("__")[0]) != SHOWN
+                                for c in row["filters"]
+                            ), row
+                            continue
                         assert await link_count(datasette, row["href"]) == row["value"], (
                             section["name"],
                             group["title"],

@@ -557,10 +557,12 @@ LEDGER_COLUMNS: dict[str, dict[str, str]] = {
         "stdout_bytes stderr_bytes mcp_call_id trace_id turn_id credential_ref",
         "command stdout_preview stderr_preview",
     ),
+    # exe and parent_exe name the program that ran (as comm does): Capsem's Stats count
+    # "unique binaries" by them. What it was asked to do (argv) and where (cwd) is free text.
     "audit_events": _columns(
-        "id event_id timestamp audit_id pid ppid uid tty comm exit_code exec_event_id "
-        "session_id trace_id turn_id credential_ref",
-        "exe parent_exe argv cwd",
+        "id event_id timestamp audit_id pid ppid uid tty comm exe parent_exe exit_code "
+        "exec_event_id session_id trace_id turn_id credential_ref",
+        "argv cwd",
     ),
     "substitution_events": _columns(
         "id event_id timestamp event_type outcome provider source algorithm confidence "

@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from datasette_capsem import redaction
 from datasette_capsem.graph.exchanges import is_ambient
+from datasette_capsem.ledger import tables
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.session import overview, stats
 from datasette_capsem.views import render
@@ -76,14 +78,27 @@ def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
 
 def _stats_links(opened: Opened, sections: list[dict]) -> list[dict]:
     """Each figure of the summaries links to the rows it counts (Datasette's table page with
-    the figure's filters); each latest row to its row page."""
+    the figure's filters); each latest row to its row page. For a reader who may not see
+    secrets, a figure filtered on a column not shown raw (an MCP server's name may be a URL
+    with a password) gets no link: its value would sit in the href, and the filter would be
+    refused anyway."""
     links = opened.links
+    viewer = redaction.policy.get() != redaction.OPEN
+
+    def href(table: str, filters: dict[str, Any]) -> str | None:
+        if viewer and any(
+            tables.column_kind("ledger", table, column.split("__")[0]) != tables.SHOWN
+            for column in filters
+        ):
+            return None
+        return links.table(table, **filters)
+
     for section in sections:
         for figure in section["figures"]:
-            figure["href"] = links.table(figure["table"], **figure["filters"])
+            figure["href"] = href(figure["table"], figure["filters"])
         for group in section["groups"]:
             for row in group["rows"]:
-                row["href"] = links.table(row["table"], **row["filters"])
+                row["href"] = href(row["table"], row["filters"])
         for listing in section["lists"]:
             for row in listing["rows"]:
                 row["href"] = links.row(listing["table"], row["id"])
