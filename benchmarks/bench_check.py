@@ -100,8 +100,14 @@ def cli_run(cli: str, args: list[str], script: str) -> float:
 def ratio_row(label: str, statements, engine: list[float], shell: list[float], goal: float):
     ratio = statistics.median(engine) / statistics.median(shell)
     same_run = ", ".join(f"{e / c:.2f}" for e, c in zip(engine, shell, strict=True))
-    return [label, statements, f"{statistics.median(engine):.2f} s", f"{ratio:.2f}x",
-            same_run, f"<= {goal}x: " + ("yes" if ratio <= goal else "NO")]  # fmt: skip
+    return [
+        label,
+        statements,
+        f"{statistics.median(engine):.2f} s",
+        f"{ratio:.2f}x",
+        same_run,
+        f"<= {goal}x: " + ("yes" if ratio <= goal else "NO"),
+    ]
 
 
 def per_check_seconds(path: Path, cache: Path) -> list[tuple[str, float]]:
@@ -144,13 +150,18 @@ def big_session_case(rows: int, repeat: int, cache: Path, cli: str) -> None:
         f"{os.cpu_count()} cores, interleaved, median of {repeat}; load {load()})",
         ["what", "statements", "wall time", "vs sqlite3 CLI", "each run", "goal"],
         [
-            ["sqlite3 CLI, same SQL", len(statements), f"{statistics.median(shell):.2f} s",
-             "1.00x", "", ""],
+            [
+                "sqlite3 CLI, same SQL",
+                len(statements),
+                f"{statistics.median(shell):.2f} s",
+                "1.00x",
+                "",
+                "",
+            ],
             ratio_row("check engine, same checks", len(statements), engine, shell, 1.0),
-            ["check engine, every check", "", f"{statistics.median(engine_all):.2f} s",
-             "", "", ""],
+            ["check engine, every check", "", f"{statistics.median(engine_all):.2f} s", "", "", ""],
         ],
-    )  # fmt: skip
+    )
     print(f"verdict {report.verdict}; problems: {[f.kind for f in report.problems]}")
     slowest = per_check_seconds(path, cache)[:8]
     print_table(
@@ -198,9 +209,20 @@ def check_all_case(sessions: int, repeat: int, cache: Path, cli: str) -> None:
     rows, cpu_rows = [], []
     for workers in (1, 2):
         command = [
-            sys.executable, "-m", "datasette", "capsem", "check", "--all", "--json",
-            "--home", str(home), "--cache-dir", str(cache / "all"), "--workers", str(workers),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "datasette",
+            "capsem",
+            "check",
+            "--all",
+            "--json",
+            "--home",
+            str(home),
+            "--cache-dir",
+            str(cache / "all"),
+            "--workers",
+            str(workers),
+        ]
         engine, shell, engine_cpu, shell_cpu = [], [], [], []
         for _ in range(repeat):
             before, started = children_cpu(), time.perf_counter()
@@ -211,19 +233,33 @@ def check_all_case(sessions: int, repeat: int, cache: Path, cli: str) -> None:
             shell.append(cli_run(cli, [":memory:"], script))
             shell_cpu.append(children_cpu() - before)
         if workers == 1:
-            rows.append(["sqlite3 CLI, same SQL", statements,
-                         f"{statistics.median(shell):.2f} s", "1.00x", "", ""])  # fmt: skip
+            rows.append(
+                [
+                    "sqlite3 CLI, same SQL",
+                    statements,
+                    f"{statistics.median(shell):.2f} s",
+                    "1.00x",
+                    "",
+                    "",
+                ]
+            )
         rows.append(ratio_row(f"check --all, {workers} process(es)", "", engine, shell, 1.5))
-        cpu_rows.append([f"{workers} process(es)", f"{statistics.median(engine_cpu):.1f} s",
-                         f"{statistics.median(shell_cpu):.1f} s"])  # fmt: skip
+        cpu_rows.append(
+            [
+                f"{workers} process(es)",
+                f"{statistics.median(engine_cpu):.1f} s",
+                f"{statistics.median(shell_cpu):.1f} s",
+            ]
+        )
     print_table(
         f"datasette capsem check --all --json: {len(data['sessions']):,} sessions, {ledgers} "
         f"ledgers (interleaved, median of {repeat}; load {load()})",
         ["what", "statements", "wall time", "vs sqlite3 CLI", "each run", "goal"],
         rows,
     )
-    print_table("CPU seconds (user + system), medians", ["check --all", "engine", "sqlite3 CLI"],
-                cpu_rows)  # fmt: skip
+    print_table(
+        "CPU seconds (user + system), medians", ["check --all", "engine", "sqlite3 CLI"], cpu_rows
+    )
 
 
 def main() -> None:

@@ -127,9 +127,17 @@ async def trace_rows(repeat: int) -> list[list]:
                 built = await rebuilt(datasette, base + suffix) if suffix in ANSWERS else ("",) * 2
                 verdict = "" if target is None else ("ok" if ms < target else "OVER")
                 rows.append(
-                    [label, reader, status, f"{size / 1024:.0f} KB", f"{first:.0f} ms",
-                     f"{ms:.0f} ms", *built, verdict]
-                )  # fmt: skip
+                    [
+                        label,
+                        reader,
+                        status,
+                        f"{size / 1024:.0f} KB",
+                        f"{first:.0f} ms",
+                        f"{ms:.0f} ms",
+                        *built,
+                        verdict,
+                    ]
+                )
     calls = sum(1 for n in graph["nodes"] if n["type"] == "model_call")
     print(
         f"trace {trace}: {calls} model calls, {len(graph['nodes'])} nodes, "
@@ -308,7 +316,7 @@ def main() -> None:
                 "every tab: interactive",
                 "every tab: picture",
                 "load average",
-            ],  # fmt: skip
+            ],
             asyncio.run(
                 browser_rows(args.repeat, (CALLS,) if args.long_only else (SMALL_CALLS, CALLS))
             ),
@@ -334,7 +342,7 @@ def answers_table(repeat: int) -> None:
             "CPU, built cold",
             "CPU, from the store",
             "target",
-        ],  # fmt: skip
+        ],
         page,
     )
 

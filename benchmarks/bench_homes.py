@@ -113,9 +113,11 @@ async def run(args) -> None:
     print_table(
         "Index refresh (a full build when benchmarks/out/ holds no cache yet)",
         ["instance", "sessions", "refresh s"],
-        [["one home", one_sessions, f"{one_build:.1f}"],
-         [f"{args.homes} homes x {args.sessions}", many_sessions, f"{many_build:.1f}"]],
-    )  # fmt: skip
+        [
+            ["one home", one_sessions, f"{one_build:.1f}"],
+            [f"{args.homes} homes x {args.sessions}", many_sessions, f"{many_build:.1f}"],
+        ],
+    )
     rows = await side_by_side(one, many, args.repeat)
     print_table(
         f"Median of {args.repeat} requests, ms: one home of {one_sessions} sessions against "
@@ -126,7 +128,7 @@ async def run(args) -> None:
             f"{args.homes} homes ms",
             "ratio",
             "found, size: one home; many homes",
-        ],  # fmt: skip
+        ],
         rows,
     )
 

@@ -133,11 +133,17 @@ def main() -> None:
 
 
 SHORT = [
-    "claude-sonnet-4", "2026-08-01T00:00:00.000000Z", "model_calls", "input_tokens", "allowed",
+    "claude-sonnet-4",
+    "2026-08-01T00:00:00.000000Z",
+    "model_calls",
+    "input_tokens",
+    "allowed",
     "/-/capsem/sessions/ce63b1b9-c406-4536-a585-fdf75605e534/events/7a4079ead3ff",
     "The tool listed 3 files and the basic structure of the repo.",
-    '{"command": "ls -la /tmp && cat notes.txt"}', "api.anthropic.com", "tool_use",
-]  # fmt: skip
+    '{"command": "ls -la /tmp && cat notes.txt"}',
+    "api.anthropic.com",
+    "tool_use",
+]
 
 
 def short_strings(maskers: dict, repeat: int) -> None:
@@ -154,14 +160,34 @@ def short_strings(maskers: dict, repeat: int) -> None:
 
 
 HOSTILE = [
-    "T3BlbkFJ " + "A" * 1_000_000, "eyJ" * 300_000, "A" * 1_000_000 + "T3BlbkFJ",
-    "-----BEGIN PRIVATE KEY-----" * 20000, "password=" * 100000, "key: " * 200000,
-    "%25" * 300000, "a@b:c@" * 100000, "http://" + "a:" * 100000, '"name": "x", ' * 50000,
-    "token " * 150000, "x-api-key: " * 80000, "login a password " * 50000, "a:1:b:c:" * 100000,
-    "\tTRUE\t" * 100000, "secret is " * 100000, "<password>" * 100000, "--password " * 90000,
-    "sshpass -p " * 90000, "curl -u " * 100000, 'name="pw" value="' * 50000, "&amp;" * 200000,
-    "\\u0070" * 150000, "SG." * 300000, "xapp-1-" * 100000, "ghp_" * 250000, "sk-" * 300000,
-]  # fmt: skip
+    "T3BlbkFJ " + "A" * 1_000_000,
+    "eyJ" * 300_000,
+    "A" * 1_000_000 + "T3BlbkFJ",
+    "-----BEGIN PRIVATE KEY-----" * 20000,
+    "password=" * 100000,
+    "key: " * 200000,
+    "%25" * 300000,
+    "a@b:c@" * 100000,
+    "http://" + "a:" * 100000,
+    '"name": "x", ' * 50000,
+    "token " * 150000,
+    "x-api-key: " * 80000,
+    "login a password " * 50000,
+    "a:1:b:c:" * 100000,
+    "\tTRUE\t" * 100000,
+    "secret is " * 100000,
+    "<password>" * 100000,
+    "--password " * 90000,
+    "sshpass -p " * 90000,
+    "curl -u " * 100000,
+    'name="pw" value="' * 50000,
+    "&amp;" * 200000,
+    "\\u0070" * 150000,
+    "SG." * 300000,
+    "xapp-1-" * 100000,
+    "ghp_" * 250000,
+    "sk-" * 300000,
+]
 
 
 def hostile(maskers: dict) -> None:

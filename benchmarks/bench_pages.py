@@ -212,10 +212,12 @@ def one_run(
             )
         if "overview" in wanted:
             rows["first visit of a session overview"] = side_by_side(
-                plugin, plain, [f"/-/capsem/sessions/{next(cold)['id']}" for _ in range(requests)],
+                plugin,
+                plain,
+                [f"/-/capsem/sessions/{next(cold)['id']}" for _ in range(requests)],
                 plain_table,
                 pids,
-            )  # fmt: skip
+            )
         if "home" in wanted:
             rows["home `/`"] = side_by_side(plugin, plain, ["/"] * requests, plain_table, pids)
         if "search" in wanted:

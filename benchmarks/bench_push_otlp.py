@@ -38,9 +38,17 @@ from common import free_port, generated_home, manifest, print_table
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 ROW_TABLES = (
-    "model_calls", "tool_calls", "net_events", "dns_events", "fs_events", "exec_events",
-    "audit_events", "substitution_events", "mcp_calls", "snapshot_events",
-)  # fmt: skip
+    "model_calls",
+    "tool_calls",
+    "net_events",
+    "dns_events",
+    "fs_events",
+    "exec_events",
+    "audit_events",
+    "substitution_events",
+    "mcp_calls",
+    "snapshot_events",
+)
 
 
 class Sink:
@@ -100,7 +108,7 @@ def push(home: Path, cache: Path, url: str, *extra: str) -> tuple[float, float, 
             "--endpoint",
             url,
             *extra,
-        ],  # fmt: skip
+        ],
         capture_output=True,
         text=True,
     )

@@ -71,22 +71,33 @@ def index_figures(home: Path, cache: Path) -> tuple[IndexService, list[list]]:
     rows.append(["full build", len(full.indexed), f"{full.seconds:.2f} s"])
     idle = service.refresh()
     rows[-1].append(len(full.checked))
-    rows.append(["refresh, nothing changed", len(idle.indexed), f"{idle.seconds * 1000:.0f} ms",
-                 len(idle.checked)])  # fmt: skip
+    rows.append(
+        [
+            "refresh, nothing changed",
+            len(idle.indexed),
+            f"{idle.seconds * 1000:.0f} ms",
+            len(idle.checked),
+        ]
+    )
     changed = change_one_ledger(home, service)
     rows.append(
-        ["refresh, one ledger changed", len(changed.indexed), f"{changed.seconds * 1000:.0f} ms",
-         len(changed.checked)]
-    )  # fmt: skip
+        [
+            "refresh, one ledger changed",
+            len(changed.indexed),
+            f"{changed.seconds * 1000:.0f} ms",
+            len(changed.checked),
+        ]
+    )
     return service, rows
 
 
 def change_one_ledger(home: Path, service: IndexService):
     """Append one model call to a ledger, refresh, and put the ledger's bytes back."""
     session = next(
-        s for s in manifest(home)["sessions"]
+        s
+        for s in manifest(home)["sessions"]
         if s.get("ledger") and s["kind"] == "ephemeral" and s.get("clean") and not s.get("live")
-    )  # fmt: skip
+    )
     ledger = home / session["ledger"]
     backup = Path(tempfile.mkdtemp()) / "session.db"
     shutil.copy2(ledger, backup)
@@ -178,11 +189,21 @@ def build_vs_cli(home: Path, repeat: int) -> None:
         engine, shell, cpu = [], [], {"build": [], "cli": []}
         for _ in range(repeat):
             with tempfile.TemporaryDirectory(prefix="bench-index-") as cache:
-                command = [sys.executable, "-m", "datasette", "capsem", "index",
-                           "--home", str(home), "--cache-dir", cache]  # fmt: skip
+                command = [
+                    sys.executable,
+                    "-m",
+                    "datasette",
+                    "capsem",
+                    "index",
+                    "--home",
+                    str(home),
+                    "--cache-dir",
+                    cache,
+                ]
                 before, started = children_cpu(), time.perf_counter()
-                subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               check=True)  # fmt: skip
+                subprocess.run(
+                    command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
+                )
                 engine.append(time.perf_counter() - started)
                 cpu["build"].append(children_cpu() - before)
             before = children_cpu()
@@ -195,18 +216,26 @@ def build_vs_cli(home: Path, repeat: int) -> None:
         f"interleaved, median of {repeat}; load {load()})",
         ["what", "statements", "wall time", "vs sqlite3 CLI", "each run", "goal"],
         [
-            ["sqlite3 CLI, same reads", statements, f"{statistics.median(shell):.2f} s",
-             "1.00x", "", ""],
+            [
+                "sqlite3 CLI, same reads",
+                statements,
+                f"{statistics.median(shell):.2f} s",
+                "1.00x",
+                "",
+                "",
+            ],
             ratio_row("datasette capsem index (full build)", "", engine, shell, 1.5),
         ],
-    )  # fmt: skip
+    )
     # The build's CPU is its process's and its worker processes' together: the workers are
     # waited for before the build exits, so their time is in RUSAGE_CHILDREN with its own.
     build_cpu, cli_cpu = statistics.median(cpu["build"]), statistics.median(cpu["cli"])
-    print(f"CPU seconds (user + system, the build's worker processes included), medians: "
-          f"build {build_cpu:.1f}, sqlite3 CLI {cli_cpu:.1f}, ratio {build_cpu / cli_cpu:.2f}x; "
-          f"each run: build {', '.join(f'{c:.1f}' for c in cpu['build'])}, "
-          f"CLI {', '.join(f'{c:.1f}' for c in cpu['cli'])}")  # fmt: skip
+    print(
+        f"CPU seconds (user + system, the build's worker processes included), medians: "
+        f"build {build_cpu:.1f}, sqlite3 CLI {cli_cpu:.1f}, ratio {build_cpu / cli_cpu:.2f}x; "
+        f"each run: build {', '.join(f'{c:.1f}' for c in cpu['build'])}, "
+        f"CLI {', '.join(f'{c:.1f}' for c in cpu['cli'])}"
+    )
 
 
 def main() -> None:
@@ -220,8 +249,9 @@ def main() -> None:
         metavar="N",
         help="also time the full build against the sqlite3 CLI, N runs each",
     )
-    parser.add_argument("--skip-list", action="store_true",
-                        help="only the build comparison (with --build-vs-cli)")  # fmt: skip
+    parser.add_argument(
+        "--skip-list", action="store_true", help="only the build comparison (with --build-vs-cli)"
+    )
     args = parser.parse_args()
     home = generated_home(args.sessions)
     sessions = len(manifest(home)["sessions"])

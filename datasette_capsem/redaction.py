@@ -92,9 +92,25 @@ FREE_TEXT_COLUMNS = tables.names_of_kind(tables.FREE_TEXT) - CARRIER_COLUMNS - M
 # Names that are also ordinary fields of plugin pages' data (a link's `path`, an error's
 # `message`): hidden by name only in rows of Datasette's routes, not in plugin trees.
 _GENERIC_FIELDS = frozenset(
-    {"path", "label", "detail", "error", "message", "problem", "marker", "failed", "subject",
-     "block", "term", "callback", "evidence", "filename", "file_name", "directory"}
-)  # fmt: skip
+    {
+        "path",
+        "label",
+        "detail",
+        "error",
+        "message",
+        "problem",
+        "marker",
+        "failed",
+        "subject",
+        "block",
+        "term",
+        "callback",
+        "evidence",
+        "filename",
+        "file_name",
+        "directory",
+    }
+)
 # Plugin-page fields (OTLP attributes, body views) that carry free text under another name.
 FREE_TEXT_FIELDS = (FREE_TEXT_COLUMNS - _GENERIC_FIELDS) | {
     "input.value",
@@ -185,7 +201,7 @@ TOKENS: tuple[tuple[tuple[str, ...], str], ...] = (
             "glffct-",
         ),
         r"gl(?:pat|rt|dt|ptt|cbt|ft|imt|agent|oas|soat|ffct)-[0-9A-Za-z_-]{16,}",
-    ),  # fmt: skip
+    ),
     (("atbb",), r"ATBB[A-Za-z0-9]{24,}"),
     (("atatt3",), r"ATATT3[A-Za-z0-9_=-]{30,}"),
     (("ccipat_",), r"CCIPAT_[A-Za-z0-9_]{20,}"),
@@ -278,27 +294,90 @@ _PASSWORDISH = frozenset(
     {"password", "passwd", "passphrase", "pass", "pwd", "pw", "secret", "secrets"}
 )
 _TOKENISH = frozenset(
-    {"token", "credential", "credentials", "auth", "authorization", "signature", "sig",
-     "cookie", "session", "bearer", "apikey", "pat"}
-)  # fmt: skip
+    {
+        "token",
+        "credential",
+        "credentials",
+        "auth",
+        "authorization",
+        "signature",
+        "sig",
+        "cookie",
+        "session",
+        "bearer",
+        "apikey",
+        "pat",
+    }
+)
 # A `key` after one of these words names a secret (`api_key`, `SecretAccessKey`).
 _KEY_HEADS = frozenset(
-    {"api", "access", "secret", "private", "account", "signing", "encryption", "master",
-     "client", "app", "consumer", "license", "subscription", "shared", "auth", "webhook",
-     "service", "storage", "encrypt", "hmac", "crypto", "admin", "deploy", "ssh", "gpg",
-     "pgp", "rsa", "root", "session", "cookie", "jwt", "write", "read", "ingest", "sdk",
-     "mgmt", "management", "bot", "user", "server", "developer", "publishable", "live", "test"}
-)  # fmt: skip
+    {
+        "api",
+        "access",
+        "secret",
+        "private",
+        "account",
+        "signing",
+        "encryption",
+        "master",
+        "client",
+        "app",
+        "consumer",
+        "license",
+        "subscription",
+        "shared",
+        "auth",
+        "webhook",
+        "service",
+        "storage",
+        "encrypt",
+        "hmac",
+        "crypto",
+        "admin",
+        "deploy",
+        "ssh",
+        "gpg",
+        "pgp",
+        "rsa",
+        "root",
+        "session",
+        "cookie",
+        "jwt",
+        "write",
+        "read",
+        "ingest",
+        "sdk",
+        "mgmt",
+        "management",
+        "bot",
+        "user",
+        "server",
+        "developer",
+        "publishable",
+        "live",
+        "test",
+    }
+)
 # Glued words (`PGPASSWORD`, `accesstoken`, `apikey`) end with one of these.
 _GLUED = (
-    ("password", "password"), ("passwd", "password"), ("passphrase", "password"),
-    ("secret", "password"), ("token", "token"), ("apikey", "password"),
-    ("accesskey", "password"), ("secretkey", "password"), ("privatekey", "password"),
-    ("accountkey", "password"), ("signingkey", "password"), ("masterkey", "password"),
+    ("password", "password"),
+    ("passwd", "password"),
+    ("passphrase", "password"),
+    ("secret", "password"),
+    ("token", "token"),
+    ("apikey", "password"),
+    ("accesskey", "password"),
+    ("secretkey", "password"),
+    ("privatekey", "password"),
+    ("accountkey", "password"),
+    ("signingkey", "password"),
+    ("masterkey", "password"),
     ("authkey", "password"),
-    ("credential", "token"), ("credentials", "token"), ("signature", "token"),
+    ("credential", "token"),
+    ("credentials", "token"),
+    ("signature", "token"),
     ("authorization", "token"),
-)  # fmt: skip
+)
 _NEUTRAL_WORDS = frozenset(_NEUTRAL.split("|"))
 _KEY_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+", _FLAGS)
 
@@ -328,9 +407,27 @@ def _secret_key(key: str) -> str | None:
 
 
 _KEYWORDS = frozenset(
-    {"true", "false", "null", "none", "nil", "undefined", "self", "this", "required",
-     "optional", "string", "str", "bool", "int", "secret", "password", "token", "env"}
-)  # fmt: skip
+    {
+        "true",
+        "false",
+        "null",
+        "none",
+        "nil",
+        "undefined",
+        "self",
+        "this",
+        "required",
+        "optional",
+        "string",
+        "str",
+        "bool",
+        "int",
+        "secret",
+        "password",
+        "token",
+        "env",
+    }
+)
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", _FLAGS)
 # Values that stand for a secret without being one: `$PASSWORD`, `${X}`, `<token>`, `{{ x }}`,
 # `%(password)s`, `***`, `...`, `xxxx`, a digest reference (`blake3:...`).
@@ -482,9 +579,19 @@ def _userinfo_user(match: re.Match[str]) -> bool:
 
 
 _SECRET_WORD_TRIGGERS = (
-    "pass", "pwd", "pw", "secret", "token", "pat", "key", "auth", "credential", "sig",
-    "cookie", "session",
-)  # fmt: skip
+    "pass",
+    "pwd",
+    "pw",
+    "secret",
+    "token",
+    "pat",
+    "key",
+    "auth",
+    "credential",
+    "sig",
+    "cookie",
+    "session",
+)
 _KEYED = re.compile(
     rf"(?:{_WORDS})(?:[_.-]?(?:{_NEUTRAL}))?(?![a-z0-9_-]){_QUOTE}?\]?\s*(?::=|=>|[:=,])", _FLAGS
 )
@@ -1526,8 +1633,10 @@ def _marking_row_factory(marks: dict[str, bool]):
 
 
 def _hidden_marker(name: str) -> str:
-    return HIDDEN if name.lower() in FREE_TEXT_COLUMNS or name.lower() in META_NAMES else (
-        UNCLASSIFIED_HIDDEN
+    return (
+        HIDDEN
+        if name.lower() in FREE_TEXT_COLUMNS or name.lower() in META_NAMES
+        else (UNCLASSIFIED_HIDDEN)
     )
 
 

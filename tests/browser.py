@@ -73,8 +73,11 @@ def live_server(home: Path | None, cache_dir: Path, files: tuple = (), **plugin_
     """Serve `home` with the plugin on a loopback port in a background thread; yields base URL.
     `home` None: the homes are in `plugin_config` (`homes`, `homes_dir`). `files`: databases
     of the user's own served beside it (a mixed instance)."""
-    config = {**({"capsem_home": str(home)} if home else {}), "cache_dir": str(cache_dir),
-              **plugin_config}  # fmt: skip
+    config = {
+        **({"capsem_home": str(home)} if home else {}),
+        "cache_dir": str(cache_dir),
+        **plugin_config,
+    }
     port = _free_port()
     server = uvicorn.Server(
         uvicorn.Config(
@@ -140,11 +143,13 @@ async def open_page(browser, url: str):
 # "error", and data-state "loading" until a fetch it started is answered (a conversation keeps
 # "loading" beside its data-ready). The graph fetches only once the tree is drawn, so between
 # the two fetches the network is quiet while the page is not done.
-PENDING = ", ".join((
-    ".capsem-explorer[data-tree-url]:not([data-ready])",
-    ".capsem-graph[data-graph-url]:not([data-ready])",
-    "[data-state='loading']:not([data-ready])",
-))  # fmt: skip
+PENDING = ", ".join(
+    (
+        ".capsem-explorer[data-tree-url]:not([data-ready])",
+        ".capsem-graph[data-graph-url]:not([data-ready])",
+        "[data-state='loading']:not([data-ready])",
+    )
+)
 QUIET = 0.1  # seconds with no request in flight that count as "the network is done"
 HANG_GUARD = 30.0
 

@@ -66,45 +66,103 @@ class Ledger:
         )
         return cursor.lastrowid
 
-    def model_call(self, second: int, trace: str, *, provider="anthropic", path="/v1/messages",
-                   stop="end_turn", model="claude-sonnet-4-20250514", **extra) -> int:  # fmt: skip
+    def model_call(
+        self,
+        second: int,
+        trace: str,
+        *,
+        provider="anthropic",
+        path="/v1/messages",
+        stop="end_turn",
+        model="claude-sonnet-4-20250514",
+        **extra,
+    ) -> int:
         protocol = {"google": "google", "ollama": "ollama", "openai": "openai"}.get(
             provider, "anthropic"
         )
         # Cost is 0 for every provider but anthropic, openai and google (spec §7).
         priced = provider in ("anthropic", "openai", "google")
         values = dict(
-            event_id=new_event_id(), timestamp=stamp(second), provider=provider,
-            protocol=protocol, model=model, method="POST", path=path, stream=1,
-            request_body_preview='{"messages": []}', status_code=200, stop_reason=stop,
-            input_tokens=100, output_tokens=20, duration_ms=900,
-            estimated_cost_usd=0.001 if priced else 0.0, trace_id=trace, turn_id=trace,
-        )  # fmt: skip
+            event_id=new_event_id(),
+            timestamp=stamp(second),
+            provider=provider,
+            protocol=protocol,
+            model=model,
+            method="POST",
+            path=path,
+            stream=1,
+            request_body_preview='{"messages": []}',
+            status_code=200,
+            stop_reason=stop,
+            input_tokens=100,
+            output_tokens=20,
+            duration_ms=900,
+            estimated_cost_usd=0.001 if priced else 0.0,
+            trace_id=trace,
+            turn_id=trace,
+        )
         return self.insert("model_calls", **{**values, **extra})
 
-    def tool_call(self, model_call: int, call_id: str, name: str, trace: str, second: int,
-                  call_index: int = 0) -> int:  # fmt: skip
+    def tool_call(
+        self, model_call: int, call_id: str, name: str, trace: str, second: int, call_index: int = 0
+    ) -> int:
         """A model-native call as insert_model_call writes it (status observed, server model)."""
         return self.insert(
-            "tool_calls", event_id=new_event_id(), timestamp=stamp(second),
-            model_call_id=model_call, provider="", status="observed", call_index=call_index,
-            call_id=call_id, tool_name=name, arguments="{}", origin="native", transport="sse",
-            server_name="model", decision="allowed", trace_id=trace, turn_id=trace,
-        )  # fmt: skip
+            "tool_calls",
+            event_id=new_event_id(),
+            timestamp=stamp(second),
+            model_call_id=model_call,
+            provider="",
+            status="observed",
+            call_index=call_index,
+            call_id=call_id,
+            tool_name=name,
+            arguments="{}",
+            origin="native",
+            transport="sse",
+            server_name="model",
+            decision="allowed",
+            trace_id=trace,
+            turn_id=trace,
+        )
 
     def tool_response(self, model_call: int, call_id: str, trace: str) -> int:
         return self.insert(
-            "tool_responses", model_call_id=model_call, call_id=call_id,
-            content_preview='{"output": "ok"}', is_error=0, trace_id=trace, turn_id=trace,
-        )  # fmt: skip
+            "tool_responses",
+            model_call_id=model_call,
+            call_id=call_id,
+            content_preview='{"output": "ok"}',
+            is_error=0,
+            trace_id=trace,
+            turn_id=trace,
+        )
 
-    def net(self, second: int, trace: str, *, domain="api.anthropic.com", path="/v1/messages",
-            method="POST", decision="allowed", **extra) -> int:  # fmt: skip
+    def net(
+        self,
+        second: int,
+        trace: str,
+        *,
+        domain="api.anthropic.com",
+        path="/v1/messages",
+        method="POST",
+        decision="allowed",
+        **extra,
+    ) -> int:
         return self.insert(
-            "net_events", event_id=new_event_id(), timestamp=stamp(second), domain=domain,
-            port=extra.pop("port", 443), decision=decision, method=method, path=path, status_code=200,
-            conn_type="https-mitm", trace_id=trace, turn_id=trace, **extra,
-        )  # fmt: skip
+            "net_events",
+            event_id=new_event_id(),
+            timestamp=stamp(second),
+            domain=domain,
+            port=extra.pop("port", 443),
+            decision=decision,
+            method=method,
+            path=path,
+            status_code=200,
+            conn_type="https-mitm",
+            trace_id=trace,
+            turn_id=trace,
+            **extra,
+        )
 
     def close(self) -> None:
         self.conn.commit()
@@ -194,8 +252,11 @@ def response_call_ids(protocol: str, calls: list[dict]) -> list[tuple[str, str]]
 
 
 PROVIDER_OF = {"anthropic": "anthropic", "openai": "openai", "google": "google"}
-PATH_OF = {"anthropic": "/v1/messages", "openai": "/v1/responses",
-           "google": "/v1beta/models/gemini-2.5-pro:streamGenerateContent"}  # fmt: skip
+PATH_OF = {
+    "anthropic": "/v1/messages",
+    "openai": "/v1/responses",
+    "google": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+}
 
 
 @dataclass
@@ -212,8 +273,16 @@ class Writer:
         """capsem-process/src/main.rs:414-416: a new process starts with an empty TraceState."""
         self.state, self.ambient = TraceState(), ambient
 
-    def exchange(self, protocol: str, request: dict, *, calls: list[dict] = (),
-                 stop: str | None = "end_turn", status: int = 200, path: str | None = None) -> str:  # fmt: skip
+    def exchange(
+        self,
+        protocol: str,
+        request: dict,
+        *,
+        calls: list[dict] = (),
+        stop: str | None = "end_turn",
+        status: int = 200,
+        path: str | None = None,
+    ) -> str:
         """One model exchange through `maybe_build_model_call`; returns the trace it joined.
         A failed exchange (status >= 400, or a stream cut) has no calls and no stop reason."""
         self.second += 1
@@ -229,9 +298,14 @@ class Writer:
         elif not is_tool_use:
             self.state.complete_trace(trace)  # 651-653
         model_call = self.ledger.model_call(
-            self.second, trace, provider=PROVIDER_OF[protocol], path=path or PATH_OF[protocol],
-            stop=stop, status_code=status, request_body_preview=json.dumps(request),
-        )  # fmt: skip
+            self.second,
+            trace,
+            provider=PROVIDER_OF[protocol],
+            path=path or PATH_OF[protocol],
+            stop=stop,
+            status_code=status,
+            request_body_preview=json.dumps(request),
+        )
         for index, (call_id, name) in enumerate(parsed):
             self.ledger.tool_call(model_call, call_id, name, trace, self.second, call_index=index)
         for call_id, _content in results:

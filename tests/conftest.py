@@ -75,6 +75,7 @@ def homes_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     seeds, so UUID ids differ while legacy name-keyed ids (`co-work-2`, …) collide. Read only."""
     root = tmp_path_factory.mktemp("capsem-homes") / "homes"
     for label, seed in (("alpha", 1), ("beta", 2)):
-        generate_home(root / label, GenerateOptions(seed=seed, defects=False, hostile=False,
-                                                    broken=False))  # fmt: skip
+        generate_home(
+            root / label, GenerateOptions(seed=seed, defects=False, hostile=False, broken=False)
+        )
     return root

@@ -15,8 +15,10 @@ SYSTEM = "You are a coding agent. Work in /root/project."
 USER = "Fix the failing test in a.py"
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 FIRST_TEXT = "Let me look."
-CALLS = [("read_file", {"path": "a.py"}, "def f():\n    return None"),
-         ("bash", {"command": "pytest -q"}, "3 passed in 0.41s")]  # fmt: skip
+CALLS = [
+    ("read_file", {"path": "a.py"}, "def f():\n    return None"),
+    ("bash", {"command": "pytest -q"}, "3 passed in 0.41s"),
+]
 FINAL = "Done: the tests pass."
 PATHS = {
     "anthropic": ("anthropic", "/v1/messages"),
@@ -54,31 +56,70 @@ def anthropic(step: int, user: str) -> tuple[str, str]:
     messages = [{"role": "user", "content": user}]
     for done in range(step):
         messages.append({"role": "assistant", "content": _anthropic_reply_blocks(done)})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{done}", "content": CALLS[done][2]}]})
-    request = {"model": "claude-sonnet-4-20250514", "max_tokens": 8192, "stream": True,
-               "system": [{"type": "text", "text": SYSTEM}], "messages": messages,
-               "tools": [{"name": n, "input_schema": {"type": "object"}} for n, _, _ in CALLS]}
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{done}",
+                        "content": CALLS[done][2],
+                    }
+                ],
+            }
+        )
+    request = {
+        "model": "claude-sonnet-4-20250514",
+        "max_tokens": 8192,
+        "stream": True,
+        "system": [{"type": "text", "text": SYSTEM}],
+        "messages": messages,
+        "tools": [{"name": n, "input_schema": {"type": "object"}} for n, _, _ in CALLS],
+    }
     events = [{"type": "message_start", "message": {"id": "msg_1", "content": []}}]
     for index, block in enumerate(_anthropic_reply_blocks(step)):
         if block["type"] == "text":
-            events.append({"type": "content_block_start", "index": index,
-                           "content_block": {"type": "text", "text": ""}})
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                }
+            )
             half = len(block["text"]) // 2
             for piece in (block["text"][:half], block["text"][half:]):
-                events.append({"type": "content_block_delta", "index": index,
-                               "delta": {"type": "text_delta", "text": piece}})
+                events.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "text_delta", "text": piece},
+                    }
+                )
         else:
-            events.append({"type": "content_block_start", "index": index, "content_block": {
-                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    },
+                }
+            )
             raw = json.dumps(block["input"])
             for piece in (raw[:5], raw[5:]):
-                events.append({"type": "content_block_delta", "index": index,
-                               "delta": {"type": "input_json_delta", "partial_json": piece}})
+                events.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    }
+                )
         events.append({"type": "content_block_stop", "index": index})
     stop = "tool_use" if step < 2 else "end_turn"
-    events += [{"type": "message_delta", "delta": {"stop_reason": stop}},
-               {"type": "message_stop"}]  # fmt: skip
+    events += [{"type": "message_delta", "delta": {"stop_reason": stop}}, {"type": "message_stop"}]
     return json.dumps(request), sse(*events, named=True)
 
 
@@ -89,8 +130,13 @@ def _chat_reply(step: int) -> dict:
     message: dict = {"role": "assistant", "content": _text_of(step)}
     if step < 2:
         name, args, _ = CALLS[step]
-        message["tool_calls"] = [{"id": f"call_{step}", "type": "function",
-                                  "function": {"name": name, "arguments": json.dumps(args)}}]
+        message["tool_calls"] = [
+            {
+                "id": f"call_{step}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+        ]
     return message
 
 
@@ -104,20 +150,50 @@ def openai_chat(step: int, user: str) -> tuple[str, str]:
     finish = "tool_calls" if step < 2 else "stop"
     if step == 1:  # a non-streamed reply
         return json.dumps(request), json.dumps(
-            {"id": "chatcmpl-1", "object": "chat.completion",
-             "choices": [{"index": 0, "message": reply, "finish_reason": finish}]})
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": reply, "finish_reason": finish}],
+            }
+        )
     chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}]
     if reply["content"]:
         for piece in (reply["content"][:3], reply["content"][3:]):
             chunks.append({"choices": [{"index": 0, "delta": {"content": piece}}]})
     for call in reply.get("tool_calls", []):
         arguments = call["function"]["arguments"]
-        chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [{
-            "index": 0, "id": call["id"], "type": "function",
-            "function": {"name": call["function"]["name"], "arguments": ""}}]}}]})
+        chunks.append(
+            {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    "id": call["id"],
+                                    "type": "function",
+                                    "function": {"name": call["function"]["name"], "arguments": ""},
+                                }
+                            ]
+                        },
+                    }
+                ]
+            }
+        )
         for piece in (arguments[:4], arguments[4:]):
-            chunks.append({"choices": [{"index": 0, "delta": {"tool_calls": [{
-                "index": 0, "function": {"arguments": piece}}]}}]})
+            chunks.append(
+                {
+                    "choices": [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "tool_calls": [{"index": 0, "function": {"arguments": piece}}]
+                            },
+                        }
+                    ]
+                }
+            )
     chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     return json.dumps(request), sse(*chunks) + "data: [DONE]\n\n"
 
@@ -128,12 +204,25 @@ def openai_chat(step: int, user: str) -> tuple[str, str]:
 def _responses_output(step: int) -> list[dict]:
     output = []
     if _text_of(step):
-        output.append({"type": "message", "role": "assistant", "id": f"msg_{step}",
-                       "content": [{"type": "output_text", "text": _text_of(step)}]})
+        output.append(
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": f"msg_{step}",
+                "content": [{"type": "output_text", "text": _text_of(step)}],
+            }
+        )
     if step < 2:
         name, args, _ = CALLS[step]
-        output.append({"type": "function_call", "id": f"fc_{step}", "call_id": f"call_{step}",
-                       "name": name, "arguments": json.dumps(args)})
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{step}",
+                "call_id": f"call_{step}",
+                "name": name,
+                "arguments": json.dumps(args),
+            }
+        )
     return output
 
 
@@ -141,23 +230,43 @@ def openai_responses(step: int, user: str) -> tuple[str, str]:
     given = [{"role": "user", "content": [{"type": "input_text", "text": user}]}]
     for done in range(step):
         given += _responses_output(done)
-        given.append({"type": "function_call_output", "call_id": f"call_{done}",
-                      "output": CALLS[done][2]})
+        given.append(
+            {"type": "function_call_output", "call_id": f"call_{done}", "output": CALLS[done][2]}
+        )
     request = {"model": "gpt-5", "instructions": SYSTEM, "input": given, "stream": True}
     output = _responses_output(step)
     events = [{"type": "response.created", "response": {"id": "resp_1", "output": []}}]
     for index, item in enumerate(output):
-        events.append({"type": "response.output_item.added", "output_index": index,
-                       "item": {**item, "arguments": ""} if "arguments" in item else item})
+        events.append(
+            {
+                "type": "response.output_item.added",
+                "output_index": index,
+                "item": {**item, "arguments": ""} if "arguments" in item else item,
+            }
+        )
         if item["type"] == "message":
-            events.append({"type": "response.output_text.delta", "output_index": index,
-                           "delta": item["content"][0]["text"]})
+            events.append(
+                {
+                    "type": "response.output_text.delta",
+                    "output_index": index,
+                    "delta": item["content"][0]["text"],
+                }
+            )
         else:
-            events.append({"type": "response.function_call_arguments.delta",
-                           "output_index": index, "delta": item["arguments"]})
+            events.append(
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "output_index": index,
+                    "delta": item["arguments"],
+                }
+            )
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
-    events.append({"type": "response.completed",
-                   "response": {"id": "resp_1", "status": "completed", "output": output}})
+    events.append(
+        {
+            "type": "response.completed",
+            "response": {"id": "resp_1", "status": "completed", "output": output},
+        }
+    )
     return json.dumps(request), sse(*events, named=True)
 
 
@@ -177,17 +286,25 @@ def gemini(step: int, user: str) -> tuple[str, str]:
     for done in range(step):
         contents.append({"role": "model", "parts": _gemini_parts(done)})
         name, _, result = CALLS[done]
-        contents.append({"role": "user", "parts": [
-            {"functionResponse": {"name": name, "response": {"output": result}}}]})
-    request = {"systemInstruction": {"parts": [{"text": SYSTEM}]}, "contents": contents,
-               "tools": [{"functionDeclarations": [{"name": n} for n, _, _ in CALLS]}]}
+        contents.append(
+            {
+                "role": "user",
+                "parts": [{"functionResponse": {"name": name, "response": {"output": result}}}],
+            }
+        )
+    request = {
+        "systemInstruction": {"parts": [{"text": SYSTEM}]},
+        "contents": contents,
+        "tools": [{"functionDeclarations": [{"name": n} for n, _, _ in CALLS]}],
+    }
     chunks = []
     for part in _gemini_parts(step):
         if "text" in part:
             half = len(part["text"]) // 2
             for piece in (part["text"][:half], part["text"][half:]):
-                chunks.append({"candidates": [{"content": {"role": "model",
-                                                           "parts": [{"text": piece}]}}]})
+                chunks.append(
+                    {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}]}
+                )
         else:
             chunks.append({"candidates": [{"content": {"role": "model", "parts": [part]}}]})
     chunks[-1]["candidates"][0]["finishReason"] = "STOP"
@@ -217,10 +334,21 @@ def ollama(step: int, user: str) -> tuple[str, str]:
     text = reply["content"]
     if text:
         for piece in (text[:4], text[4:]):
-            lines.append({"model": "qwen3:8b", "message": {"role": "assistant", "content": piece},
-                          "done": False})
-    last = {"model": "qwen3:8b", "message": {"role": "assistant", "content": ""}, "done": True,
-            "done_reason": "stop", "prompt_eval_count": 100, "eval_count": 20}
+            lines.append(
+                {
+                    "model": "qwen3:8b",
+                    "message": {"role": "assistant", "content": piece},
+                    "done": False,
+                }
+            )
+    last = {
+        "model": "qwen3:8b",
+        "message": {"role": "assistant", "content": ""},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 100,
+        "eval_count": 20,
+    }
     if reply.get("tool_calls"):
         last["message"]["tool_calls"] = reply["tool_calls"]
     lines.append(last)
@@ -262,8 +390,11 @@ def write_turn(ledger: Path, trace: str, fmt: str, user: str = USER) -> list[int
             )
             for direction, body, kind in (
                 ("request", request, "application/json"),
-                ("response", response, "text/event-stream" if "data:" in response[:20]
-                 else "application/json"),
+                (
+                    "response",
+                    response,
+                    "text/event-stream" if "data:" in response[:20] else "application/json",
+                ),
             ):
                 data = body.encode()
                 conn.execute(

@@ -43,9 +43,16 @@ async def make_datasette(
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where commands and settings are documented: the README, docs/ and benchmarks/README.md.
-DOCUMENTS = ("README.md", "docs/cli.md", "docs/pages.md", "docs/operating.md",
-             "docs/architecture.md", "docs/extending.md", "docs/capsem-format.md",
-             "benchmarks/README.md")  # fmt: skip
+DOCUMENTS = (
+    "README.md",
+    "docs/cli.md",
+    "docs/pages.md",
+    "docs/operating.md",
+    "docs/architecture.md",
+    "docs/extending.md",
+    "docs/capsem-format.md",
+    "benchmarks/README.md",
+)
 
 
 def documentation() -> str:

@@ -33,8 +33,10 @@ def _columns_of(sql_file: Path) -> dict[str, list[str]]:
     conn = sqlite3.connect(":memory:")
     conn.executescript(sql_file.read_text())
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    return {t: [r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (t,))]
-            for t in names}  # fmt: skip
+    return {
+        t: [r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (t,))]
+        for t in names
+    }
 
 
 def test_every_column_of_every_capsem_table_is_classified():
@@ -53,9 +55,10 @@ def test_every_column_of_every_capsem_table_is_classified():
     index_sql = Path(tables.__file__).parent.parent / "index" / "sql" / "create.sql"
     for table, columns in _columns_of(index_sql).items():
         unclassified += [
-            f"index: {table}.{c}" for c in columns
+            f"index: {table}.{c}"
+            for c in columns
             if tables.column_kind("index", table, c) == tables.UNCLASSIFIED
-        ]  # fmt: skip
+        ]
     assert unclassified == []
     # and the test can fail: a column no one classified is unclassified
     assert tables.column_kind("ledger", "net_events", "future_column") == tables.UNCLASSIFIED
@@ -68,10 +71,14 @@ def allow_home(capsem_home, manifest, tmp_path_factory):
     home = root / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
     session = next(
-        s for s in manifest["sessions"]
-        if s["era"] == "head" and s["clean"] and s["kind"] == "ephemeral" and not s["live"]
+        s
+        for s in manifest["sessions"]
+        if s["era"] == "head"
+        and s["clean"]
+        and s["kind"] == "ephemeral"
+        and not s["live"]
         and s.get("traces")
-    )  # fmt: skip
+    )
     conn = sqlite3.connect(home / session["ledger"])
     conn.execute("ALTER TABLE net_events ADD COLUMN future_column TEXT")
     conn.execute("UPDATE net_events SET future_column = ?", (UNKNOWN,))
@@ -98,9 +105,13 @@ async def _get(datasette, url: str, actor: str):
 async def test_an_unclassified_column_is_hidden_for_a_viewer_shown_to_the_operator(allow_instance):
     datasette, session = allow_instance
     db = f"/{session['id']}"
-    for url in (f"{db}/net_events", f"{db}/net_events.json?_shape=objects",
-                f"{db}/net_events.csv", f"{db}/legacy_things.json?_shape=array",
-                f"{db}/legacy_things.csv"):  # fmt: skip
+    for url in (
+        f"{db}/net_events",
+        f"{db}/net_events.json?_shape=objects",
+        f"{db}/net_events.csv",
+        f"{db}/legacy_things.json?_shape=array",
+        f"{db}/legacy_things.csv",
+    ):
         viewer = await _get(datasette, url, "viewer")
         assert viewer.status_code == 200, (url, viewer.text[:300])
         assert UNKNOWN not in viewer.text and UNCLASSIFIED_HIDDEN in viewer.text, url
@@ -165,12 +176,19 @@ async def test_hide_free_text_leaves_no_planted_word_for_a_viewer(allow_home):
     datasette = await team(home, root / "cache-hide", hide_free_text=True, index_refresh_seconds=0)
     db = f"/{session['id']}"
     words = [w.split("/")[-1].split(".")[0].split()[-1] for w in WORDS.values()]
-    routes = [f"{db}/{t}{suffix}" for t in ("dns_events", "exec_events", "fs_events",
-              "security_decision_events") for suffix in ("", ".json?_shape=array", ".csv")]
+    routes = [
+        f"{db}/{t}{suffix}"
+        for t in ("dns_events", "exec_events", "fs_events", "security_decision_events")
+        for suffix in ("", ".json?_shape=array", ".csv")
+    ]
     routes += [f"{db}/trace_chain.json?trace_id={quote(t)}" for t in session["traces"][:2]]
-    state_routes = ["/index/text_rows.json?_shape=array&_size=max", "/index/text_rows.csv",
-                    "/index/policy_events.json?_shape=array", "/index/text_search.json",
-                    "/index/text_search_idx.json?_size=max"]  # fmt: skip
+    state_routes = [
+        "/index/text_rows.json?_shape=array&_size=max",
+        "/index/text_rows.csv",
+        "/index/policy_events.json?_shape=array",
+        "/index/text_search.json",
+        "/index/text_search_idx.json?_size=max",
+    ]
     await _get(datasette, "/-/capsem/sessions.json", "auditor")  # builds the index
     for url in routes + state_routes:
         viewer = await _get(datasette, url, "viewer")

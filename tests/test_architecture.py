@@ -17,8 +17,17 @@ NAME = "datasette_capsem"
 # Layers, lowest first: a module may import only from its own layer or lower ones
 # (docs/architecture.md). `generate` is a tool beside the product and may read the ledger layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("findings", "sqlfiles", "config", "errors", "urls", "hookspecs", "memory", "permissions",
-     "streams"),
+    (
+        "findings",
+        "sqlfiles",
+        "config",
+        "errors",
+        "urls",
+        "hookspecs",
+        "memory",
+        "permissions",
+        "streams",
+    ),
     # files, the ledger model (its registry classifies the columns redaction hides), plugins
     ("readonly", "ledger", "plugins", "redaction"),
     ("catalog",),  # discovery
@@ -30,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("state",),  # the composition root
     ("views", "core_pages", "cli", "generate"),
     ("__init__",),  # Datasette hooks
-)  # fmt: skip
+)
 
 
 def modules() -> dict[str, Path]:
@@ -152,8 +161,13 @@ def test_a_server_imports_no_command_only_module():
         timeout=120,
     ).stdout.split()
     assert "datasette_capsem.state" in found  # the plugin itself was imported
-    command_only = ("datasette_capsem.generate", "datasette_capsem.push", "datasette_capsem.cli.",
-                    "opentelemetry", "google.protobuf")  # fmt: skip
+    command_only = (
+        "datasette_capsem.generate",
+        "datasette_capsem.push",
+        "datasette_capsem.cli.",
+        "opentelemetry",
+        "google.protobuf",
+    )
     assert not [name for name in found if name.startswith(command_only)]
 
 

@@ -153,8 +153,9 @@ async def test_canned_query_parameters_are_bound_never_interpolated(instance):
 
 
 @async_test
-async def test_malformed_core_parameters_get_a_4xx_not_datasettes_500(instance, capsem_home,
-                                                                     tmp_path):
+async def test_malformed_core_parameters_get_a_4xx_not_datasettes_500(
+    instance, capsem_home, tmp_path
+):
     datasette, valid = instance
     table = f"/{valid['session_id']}/model_calls"
     for url, named in (

@@ -26,8 +26,10 @@ async def test_compare_page(browser, compare_home, tmp_path):  # noqa: F811
         assert await page.locator(".capsem-compare-steps tbody tr").count() >= 2
         await page.screenshot(path=str(screenshot_dir() / "compare.png"), full_page=True)
         # Every id is a link, and the links lead somewhere.
-        for selector in (".capsem-compare-tools tbody tr >> nth=1 >> a >> nth=1",
-                         ".capsem-compare-steps tbody tr >> nth=0 >> a >> nth=0"):  # fmt: skip
+        for selector in (
+            ".capsem-compare-tools tbody tr >> nth=1 >> a >> nth=1",
+            ".capsem-compare-steps tbody tr >> nth=0 >> a >> nth=0",
+        ):
             href = await page.locator(selector).get_attribute("href")
             response = await page.request.get(base + href)
             assert response.status == 200, href

@@ -60,8 +60,12 @@ def png(width: int = 160, height: int = 96) -> bytes:
 
     rows = b"".join(b"\x00" + b"".join(pixel(x, y) for x in range(width)) for y in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
-            + chunk(b"IEND", b""))  # fmt: skip
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,11 +83,17 @@ def image_trace(tmp_path_factory) -> tuple[Path, str, str, list[str]]:
         blob = next(
             b
             for b in builder.ledger.rows["event_body_blobs"]
-            if b["event_id"] == call["event_id"] and b["direction"] == "response"
+            if b["event_id"] == call["event_id"]
+            and b["direction"] == "response"
             and b["source_table"] == "model_calls"
-        )  # fmt: skip
-        blob.update(body=body, content_type=media, stored_bytes=len(body),
-                    original_bytes=len(body), body_hash=blake3_ref(body))  # fmt: skip
+        )
+        blob.update(
+            body=body,
+            content_type=media,
+            stored_bytes=len(body),
+            original_bytes=len(body),
+            body_hash=blake3_ref(body),
+        )
     session_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
     home = tmp_path_factory.mktemp("image-trace") / "home"
     write_ledger(home / "run" / "sessions" / session_id / "session.db", "head", builder.ledger)

@@ -76,8 +76,9 @@ def expected_entries(manifest: dict) -> dict[str, set[tuple]]:
         if habit["kind"] == "unpairable_tool_ids":
             expected[habit["session"]].add((habit["kind"], habit["table"], habit["row_id"]))
         if habit["kind"] == "results_in_another_trace":  # a writer path the report names (info)
-            expected[habit["session"]].add(("result_in_another_trace", "tool_responses",
-                                            habit["row_id"]))  # fmt: skip
+            expected[habit["session"]].add(
+                ("result_in_another_trace", "tool_responses", habit["row_id"])
+            )
     for session in manifest["sessions"]:
         era, broken, alias = session.get("era"), session.get("broken"), session.get("alias_of")
         if era in PRE_READY_ERAS and not broken and not alias:
@@ -169,8 +170,13 @@ async def test_an_old_main_db_reports_exactly_its_injected_defects(tmp_path):
 
 async def test_the_rollup_comparison_rules():
     fresh = {column: 10 for column in rollup.ROLLUP_COLUMNS}
-    row = {"status": "stopped", "mode": "ephemeral", "stopped_at": "2026-08-01T10:00:00Z",
-           **fresh, "total_mcp_calls": 0}  # fmt: skip
+    row = {
+        "status": "stopped",
+        "mode": "ephemeral",
+        "stopped_at": "2026-08-01T10:00:00Z",
+        **fresh,
+        "total_mcp_calls": 0,
+    }
     assert rollup.compare_rollup(row, fresh).verdict == rollup.OK  # total_mcp_calls: never
     assert rollup.compare_rollup({**row, "total_tool_calls": 9}, fresh).verdict == rollup.MISMATCH
     # capsem run rows rolled up before 2026-06-26 wrote 0 tokens, cost and tool calls.
@@ -243,8 +249,15 @@ async def test_checks_an_era_cannot_answer_say_so(manifest, catalog, settings):
     old = sample_of(manifest, era="0.16", kind="legacy")
     report = report_for(old["id"], catalog, settings)
     skipped = {f.kind: f for f in report.findings if not f.applicable}
-    for kind in ("bad_event_id", "null_event_id", "unledgered_mcp_call", "orphan_body_blob",
-                 "dangling_security_event", "ask_lifecycle", "turn_trace_mismatch"):  # fmt: skip
+    for kind in (
+        "bad_event_id",
+        "null_event_id",
+        "unledgered_mcp_call",
+        "orphan_body_blob",
+        "dangling_security_event",
+        "ask_lifecycle",
+        "turn_trace_mismatch",
+    ):
         assert kind in skipped, kind
         assert "not applicable" in skipped[kind].note or "none of" in skipped[kind].note
     assert skipped["bad_event_id"].note.endswith("event_id")
@@ -421,8 +434,12 @@ async def test_an_outside_check_registers_through_pluggy(manifest, catalog, sett
         evil = next(f for f in report.findings if f.kind == "evil_domain")
         conn = open_readonly(conn_path, settings.cache_dir)
         try:
-            want = [r[0] for r in conn.execute(
-                "SELECT id FROM net_events WHERE domain = 'evil-exfil.example.net'")]  # fmt: skip
+            want = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM net_events WHERE domain = 'evil-exfil.example.net'"
+                )
+            ]
         finally:
             conn.close()
         assert evil.row_ids == want and evil.count == len(want)

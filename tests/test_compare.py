@@ -107,9 +107,7 @@ async def test_a_turn_against_itself_is_identical(datasette, compare_home):
 
 async def test_figures_are_the_ledgers(datasette, compare_home):
     home, a, b, _ = compare_home
-    data = (
-        await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))
-    ).json()
+    data = (await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))).json()
     for side, (session, trace, tools) in (("a", a), ("b", b)):
         rows = ledger_steps(home, session, trace)
         steps = data[side]["steps"]
@@ -138,9 +136,7 @@ async def test_figures_are_the_ledgers(datasette, compare_home):
 
 async def test_the_first_divergence_is_the_changed_arguments(datasette, compare_home):
     home, a, b, _ = compare_home
-    data = (
-        await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))
-    ).json()
+    data = (await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))).json()
     rows = data["tools"]
     assert rows[0]["status"] == "same"
     assert rows[1]["status"] == "changed" and rows[1]["why"] == "arguments differ"
@@ -165,8 +161,11 @@ async def test_alignment_of_tool_sequences():
 
     rows = align_tools(tools("read", "bash", "edit"), tools("read", "grep", "edit", "test"))
     assert [(r["status"], r["why"]) for r in rows] == [
-        ("same", None), ("changed", "another tool"), ("same", None), ("missing_in_a", None)
-    ]  # fmt: skip
+        ("same", None),
+        ("changed", "another tool"),
+        ("same", None),
+        ("missing_in_a", None),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -203,9 +202,7 @@ async def test_a_session_the_actor_may_not_view_is_unknown(datasette, compare_ho
     _, a, _, private = compare_home
     mine = f"{a[0]['id']}:{a[1]}"
     denied = (await datasette.client.get(url(mine, f"{private[0]['id']}:{private[1]}"))).json()
-    denied_bad_trace = (
-        await datasette.client.get(url(mine, f"{private[0]['id']}:nope"))
-    ).json()
+    denied_bad_trace = (await datasette.client.get(url(mine, f"{private[0]['id']}:nope"))).json()
     assert denied["status"] == denied_bad_trace["status"] == 404
     assert denied["error"] == denied_bad_trace["error"] == "Unknown session"
     assert denied["suggestions"] == [] and private[1] not in json.dumps(denied)

@@ -99,8 +99,10 @@ async def test_each_provider_format_reads_as_chat(datasette, provider_home, fmt)
     assert first["messages"][0]["text"] == cs.SYSTEM
     assert first["messages"][1]["text"] == turn["user"]
     assert all(m["new"] for m in first["messages"])
-    assert shape(first["reply"]) == [("assistant", "text", None),
-                                     ("assistant", "tool_call", "read_file")]  # fmt: skip
+    assert shape(first["reply"]) == [
+        ("assistant", "text", None),
+        ("assistant", "tool_call", "read_file"),
+    ]
     assert first["reply"][0]["text"] == cs.FIRST_TEXT
     assert json.loads(first["reply"][1]["text"]) == {"path": "a.py"}
 
@@ -164,16 +166,21 @@ async def test_generated_turns_of_every_era(datasette, provider_home, manifest):
             for trace in [t for t in session.get("traces", []) if t not in rewritten][:2]:
                 conn = sqlite3.connect(f"file:{home / session['ledger']}?mode=ro", uri=True)
                 try:
-                    ids = [r[0] for r in conn.execute(
-                        "SELECT id FROM model_calls WHERE trace_id = ? ORDER BY timestamp, id",
-                        (trace,))]  # fmt: skip
+                    ids = [
+                        r[0]
+                        for r in conn.execute(
+                            "SELECT id FROM model_calls WHERE trace_id = ? ORDER BY timestamp, id",
+                            (trace,),
+                        )
+                    ]
                 finally:
                     conn.close()
                 data = await get_conversation(datasette, session["id"], trace)
                 assert [s["model_call_id"] for s in data["steps"]] == ids
                 for step in data["steps"]:
                     assert step["request"]["source"] in (
-                        "event_body_blobs", "model_calls.request_body_preview"
+                        "event_body_blobs",
+                        "model_calls.request_body_preview",
                     ), step["request"]
                     assert step["messages"] or step["request"]["repeated"]
                     assert step["reply"] or step["response"]["problem"]
@@ -182,8 +189,9 @@ async def test_generated_turns_of_every_era(datasette, provider_home, manifest):
                         if part["type"] == "tool_call" and part.get("row"):
                             linked.append(part)
     assert checked == {"event_body_blobs", "model_calls.request_body_preview"}, checked
-    assert linked and all(p["href"].endswith("/tool_calls/" + p["row"].split(":")[1])
-                          for p in linked)  # fmt: skip
+    assert linked and all(
+        p["href"].endswith("/tool_calls/" + p["row"].split(":")[1]) for p in linked
+    )
 
 
 async def test_bad_trace_is_a_404(datasette, provider_home):
@@ -197,18 +205,33 @@ async def test_bad_trace_is_a_404(datasette, provider_home):
 async def test_non_streamed_replies_and_odd_bodies():
     """One JSON reply per provider, as each answers without streaming, and bodies that are
     not chat at all."""
-    anthropic = {"type": "message", "stop_reason": "end_turn",
-                 "content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "A"}]}
-    responses = {"status": "completed", "output": [
-        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "why"}]},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "B"}]}]}
-    gemini = [{"candidates": [{"content": {"parts": [{"text": "C", "thought": True}]}}]},
-              {"candidates": [{"content": {"parts": [{"text": "D"}]}, "finishReason": "STOP"}]}]
+    anthropic = {
+        "type": "message",
+        "stop_reason": "end_turn",
+        "content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "A"}],
+    }
+    responses = {
+        "status": "completed",
+        "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "why"}]},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "B"}],
+            },
+        ],
+    }
+    gemini = [
+        {"candidates": [{"content": {"parts": [{"text": "C", "thought": True}]}}]},
+        {"candidates": [{"content": {"parts": [{"text": "D"}]}, "finishReason": "STOP"}]},
+    ]
     ollama = {"message": {"role": "assistant", "content": "E", "thinking": "t"}, "done": True}
-    cases = [(anthropic, [("thinking", "hm"), ("text", "A")]),
-             (responses, [("thinking", "why"), ("text", "B")]),
-             (gemini, [("thinking", "C"), ("text", "D")]),
-             (ollama, [("thinking", "t"), ("text", "E")])]  # fmt: skip
+    cases = [
+        (anthropic, [("thinking", "hm"), ("text", "A")]),
+        (responses, [("thinking", "why"), ("text", "B")]),
+        (gemini, [("thinking", "C"), ("text", "D")]),
+        (ollama, [("thinking", "t"), ("text", "E")]),
+    ]
     for body, expected in cases:
         reply = parse_reply(json.dumps(body))
         assert [(m["type"], m["text"]) for m in reply["messages"]] == expected, body
@@ -222,11 +245,19 @@ async def test_rewritten_and_dropped_history():
     """A request that compacts its history: a summary stands where earlier messages were
     (`rewrites`), the dropped ones are counted, the rest is repeated."""
 
-    before = [_part("system", "text", "S"), _part("user", "text", "U"),
-              _part("assistant", "text", "A"), _part("tool", "tool_result", "R", call_id="1")]
-    messages = [_part("system", "text", "S"), _part("user", "text", "summary of U and A"),
-                _part("tool", "tool_result", "R", call_id="1"), _part("user", "text", "next")]
-    counts = mark_new(messages, before)  # fmt: skip
+    before = [
+        _part("system", "text", "S"),
+        _part("user", "text", "U"),
+        _part("assistant", "text", "A"),
+        _part("tool", "tool_result", "R", call_id="1"),
+    ]
+    messages = [
+        _part("system", "text", "S"),
+        _part("user", "text", "summary of U and A"),
+        _part("tool", "tool_result", "R", call_id="1"),
+        _part("user", "text", "next"),
+    ]
+    counts = mark_new(messages, before)
     assert counts == {"repeated": 2, "new": 2, "dropped": 2}
     assert [m["new"] for m in messages] == [False, True, False, True]
     assert messages[1].get("rewrites") and not messages[3].get("rewrites")

@@ -36,6 +36,7 @@ FILE_ERA = {
     "main_head_2026-08-22.sql": MAIN_DB,
 }
 
+
 def ddl_files() -> list[str]:
     return sorted(p.name for p in DDL_DIR.glob("*.sql"))
 

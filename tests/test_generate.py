@@ -659,10 +659,13 @@ def test_current_traces_are_agentic_loops(
     conn = open_copy(capsem_home, s["ledger"], tmp_path)
     ambient = s["habits"]["ambient_trace"]
     assert len(ambient) == 1 and len(ambient[0]) == 16 and ambient[0] in s["traces"]
-    assert conn.execute(
-        "SELECT count(*) FROM model_calls WHERE trace_id = ? AND stop_reason = 'end_turn'",
-        ambient,
-    ).fetchone()[0] == 1, "the title call takes the ambient trace"  # fmt: skip
+    assert (
+        conn.execute(
+            "SELECT count(*) FROM model_calls WHERE trace_id = ? AND stop_reason = 'end_turn'",
+            ambient,
+        ).fetchone()[0]
+        == 1
+    ), "the title call takes the ambient trace"
     for trace in s["traces"]:
         if trace in ambient:
             continue
@@ -764,11 +767,20 @@ def test_rollups_match_ledgers(capsem_home: Path, manifest: dict, tmp_path: Path
         ).fetchone()[0]
         same = same and abs(row["total_estimated_cost"] - cost) < 1e-9
         if s["habits"].get("legacy_run_zeros"):
-            zeroed = ("total_input_tokens", "total_output_tokens", "total_estimated_cost",
-                      "total_tool_calls", "exec_count", "audit_event_count")  # fmt: skip
+            zeroed = (
+                "total_input_tokens",
+                "total_output_tokens",
+                "total_estimated_cost",
+                "total_tool_calls",
+                "exec_count",
+                "audit_event_count",
+            )
             assert all(row[k] == 0 for k in zeroed) and not same, s["id"]
-            assert all(row[k] == ledger.execute(q).fetchone()[0]
-                       for k, q in fresh.items() if k not in zeroed), s["id"]  # fmt: skip
+            assert all(
+                row[k] == ledger.execute(q).fetchone()[0]
+                for k, q in fresh.items()
+                if k not in zeroed
+            ), s["id"]
             continue
         assert same == (s["id"] not in mismatched), s["id"]
         checked += 1
@@ -1147,9 +1159,12 @@ def test_ids_and_stop_reasons_follow_the_writer(
             if set(earlier) <= set(later) or len(later) < len(earlier):
                 continue
             pytest.fail(f"results of earlier requests are not repeated: {earlier} {later}")
-        assert conn.execute(
-            "SELECT count(*) FROM security_decision_events WHERE previous_decision IS NULL"
-        ).fetchone()[0] == 0  # fmt: skip
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM security_decision_events WHERE previous_decision IS NULL"
+            ).fetchone()[0]
+            == 0
+        )
         for source, confidence in conn.execute(
             "SELECT source, confidence FROM substitution_events"
         ):
@@ -1192,9 +1207,15 @@ def test_session_dirs_hold_what_capsem_leaves(capsem_home: Path, manifest: dict)
         if s["kind"] in ("legacy", "legacy_gz"):
             assert (directory / "capsem.log").is_file(), s["id"]
             continue
-        for name in ("process.log", "serial.log", "pty.log", "mcp-aggregator.stderr.log",
-                     "machine_identifier", "vm/active_profile.toml",
-                     "auto_snapshots/0/metadata.json"):  # fmt: skip
+        for name in (
+            "process.log",
+            "serial.log",
+            "pty.log",
+            "mcp-aggregator.stderr.log",
+            "machine_identifier",
+            "vm/active_profile.toml",
+            "auto_snapshots/0/metadata.json",
+        ):
             assert (directory / name).is_file(), (s["id"], name)
         assert (directory / "workspace").is_symlink() and (directory / "guest").is_dir()
         for line in (directory / "process.log").read_text().splitlines():

@@ -49,10 +49,13 @@ def own_databases(root: Path) -> tuple[Path, Path]:
     (root / "mine").mkdir(exist_ok=True)
     other, main = root / "other.db", root / "mine" / "main.db"
     with sqlite3.connect(other) as db:
-        db.execute("create table places (id integer primary key, name text, latitude real, "
-                   "longitude real)")  # fmt: skip
-        db.executemany("insert into places values (?, ?, ?, ?)",
-                       [(1, "Paris", 48.85, 2.35), (2, "Lyon", 45.76, 4.84)])  # fmt: skip
+        db.execute(
+            "create table places (id integer primary key, name text, latitude real, longitude real)"
+        )
+        db.executemany(
+            "insert into places values (?, ?, ?, ?)",
+            [(1, "Paris", 48.85, 2.35), (2, "Lyon", 45.76, 4.84)],
+        )
     with sqlite3.connect(main) as db:
         db.execute("create table notes (id integer primary key, body text)")
         db.execute("insert into notes values (1, 'a note of mine')")
@@ -81,8 +84,11 @@ async def test_datasette_serve_of_own_databases_without_a_home_is_datasette_as_i
     port = free_port()
     process = subprocess.Popen(
         [str(DATASETTE), "serve", str(other), str(main), "--port", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(base + "/-/versions.json", process)
@@ -144,8 +150,16 @@ def mixed_files(tmp_path_factory) -> tuple[Path, Path]:
 
 
 async def mixed_instance(capsem_home, cache_dir, files, **plugin_config) -> Datasette:
-    metadata = {"plugins": {PLUGIN: {"capsem_home": str(capsem_home), "cache_dir": str(cache_dir),
-                                     "index_refresh_seconds": 0, **plugin_config}}}  # fmt: skip
+    metadata = {
+        "plugins": {
+            PLUGIN: {
+                "capsem_home": str(capsem_home),
+                "cache_dir": str(cache_dir),
+                "index_refresh_seconds": 0,
+                **plugin_config,
+            }
+        }
+    }
     datasette = Datasette([str(f) for f in files], metadata=metadata)
     await datasette.invoke_startup()
     return datasette
@@ -168,7 +182,9 @@ async def test_a_mixed_instance_keeps_the_users_databases_and_says_which_main_wi
     datasette = await mixed_instance(capsem_home, cache_dir, mixed_files)
     said = capsys.readouterr().err
     assert "a database you serve is called main; yours keeps the name" in said
-    databases = {d["name"]: d for d in databases_of(await datasette.client.get("/-/databases.json"))}
+    databases = {
+        d["name"]: d for d in databases_of(await datasette.client.get("/-/databases.json"))
+    }
     assert databases["main"]["path"] == str(main) and databases["other"]["path"] == str(other)
     assert "index" in databases  # Capsem's cross-session index, its name free
     notes = await datasette.client.get("/main/notes.json?_shape=array")

@@ -33,8 +33,12 @@ COLLIDING = "co-work-2"  # a legacy name-keyed id both generated homes have
 
 
 def homes_config(root: Path) -> dict:
-    return {"homes": [{"label": "alpha", "path": str(root / "alpha")},
-                      {"label": "beta", "path": str(root / "beta")}]}  # fmt: skip
+    return {
+        "homes": [
+            {"label": "alpha", "path": str(root / "alpha")},
+            {"label": "beta", "path": str(root / "beta")},
+        ]
+    }
 
 
 def manifest_ids(home: Path) -> set[str]:
@@ -60,9 +64,7 @@ async def served(homes_dir, tmp_path_factory):
 # -- configuration ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "label", ["", "a--b", "-a", "a-", "a b", "a/b", "é", "x" * 65, 7, None]
-)  # fmt: skip
+@pytest.mark.parametrize("label", ["", "a--b", "-a", "a-", "a b", "a/b", "é", "x" * 65, 7, None])
 def test_a_bad_label_is_a_config_error_naming_it(tmp_path, label):
     with pytest.raises(ConfigError, match="label"):
         load_settings({"homes": [{"label": label, "path": str(tmp_path)}]})
@@ -157,8 +159,14 @@ def run_cli(*args: str):
 
 
 def test_cli_addresses_and_ambiguity(homes_dir, tmp_path, unique_id):
-    where = ["--home", f"alpha={homes_dir / 'alpha'}", "--home", f"beta={homes_dir / 'beta'}",
-             "--cache-dir", str(tmp_path)]  # fmt: skip
+    where = [
+        "--home",
+        f"alpha={homes_dir / 'alpha'}",
+        "--home",
+        f"beta={homes_dir / 'beta'}",
+        "--cache-dir",
+        str(tmp_path),
+    ]
     ambiguous = run_cli("resolve", COLLIDING, *where)
     assert ambiguous.exit_code == 2
     assert "ambiguous:" in ambiguous.output
@@ -171,8 +179,17 @@ def test_cli_addresses_and_ambiguity(homes_dir, tmp_path, unique_id):
     assert bad.exit_code == 2 and "'a--b'" in bad.output and "Traceback" not in bad.output
     mixed = run_cli("resolve", COLLIDING, "--home", str(homes_dir / "alpha"), *where[:2])
     assert mixed.exit_code == 2 and "LABEL=PATH" in mixed.output
-    listed = run_cli("list", "--homes-dir", str(homes_dir), "--cache-dir", str(tmp_path),
-                     "--json", "--all", "-n", "1000")  # fmt: skip
+    listed = run_cli(
+        "list",
+        "--homes-dir",
+        str(homes_dir),
+        "--cache-dir",
+        str(tmp_path),
+        "--json",
+        "--all",
+        "-n",
+        "1000",
+    )
     assert listed.exit_code == 0, listed.output
     rows = json.loads(listed.stdout)["sessions"]
     assert {row["home"] for row in rows} == {"alpha", "beta"}
@@ -379,16 +396,21 @@ def readme_commands() -> list[str]:
 
 def in_readme_dir(homes_dir: Path, tmp_path: Path) -> dict:
     (tmp_path / "homes").symlink_to(homes_dir)
-    return {**os.environ, "DATASETTE_CAPSEM_CACHE": str(tmp_path / "cache"),
-            "HOME": str(tmp_path / "user"), "PYTHONPATH": str(ROOT)}  # fmt: skip
+    return {
+        **os.environ,
+        "DATASETTE_CAPSEM_CACHE": str(tmp_path / "cache"),
+        "HOME": str(tmp_path / "user"),
+        "PYTHONPATH": str(ROOT),
+    }
 
 
 @pytest.mark.parametrize("command", readme_commands())
 def test_readme_homes_example_runs_as_written(command, homes_dir, tmp_path):
     argv = [DATASETTE, *shlex.split(command)[1:]]
     env = in_readme_dir(homes_dir, tmp_path)
-    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)  # fmt: skip
+    result = subprocess.run(
+        argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert "Traceback" not in result.stderr, result.stderr
     if argv[2:4] == ["resolve", COLLIDING]:  # a bare id two homes have
         assert result.returncode == 2 and "ambiguous:" in result.stderr
@@ -405,8 +427,14 @@ def test_readme_homes_example_runs_as_written(command, homes_dir, tmp_path):
 
 def run_server(args: list[str], env: dict, cwd: Path):
     port = free_port()
-    process = subprocess.Popen([DATASETTE, "capsem", *args, "--port", str(port)], env=env,
-                               cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [DATASETTE, "capsem", *args, "--port", str(port)],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return process, f"http://127.0.0.1:{port}"
 
 

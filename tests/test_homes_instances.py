@@ -60,8 +60,12 @@ def test_two_instances_over_the_same_homes_agree_and_write_nothing(homes_dir, tm
     before = snapshot_tree(homes_dir)
     servers = []
     for name in ("one", "two"):
-        env = dict(os.environ, DATASETTE_CAPSEM_CACHE=str(tmp_path / name / "cache"),
-                   HOME=str(tmp_path / name / "user"), PYTHONPATH=str(ROOT))  # fmt: skip
+        env = dict(
+            os.environ,
+            DATASETTE_CAPSEM_CACHE=str(tmp_path / name / "cache"),
+            HOME=str(tmp_path / name / "user"),
+            PYTHONPATH=str(ROOT),
+        )
         env.pop("CAPSEM_HOME", None)
         servers.append(run_cli(["serve", "--homes-dir", str(homes_dir)], env))
     try:

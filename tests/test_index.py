@@ -238,8 +238,17 @@ async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_hom
     assert {s["id"] for s in distinct_files(manifest)} <= set(indexed)
     per_file = expected_per_file(manifest, capsem_home, cache_dir, set(indexed))
     assert set(indexed) == set(per_file)  # every indexed id is one distinct file
-    for figure in ("requests", "model_calls", "input_tokens", "output_tokens", "cost_usd",
-                   "tool_calls", "file_events", "exec_events", "audit_events"):  # fmt: skip
+    for figure in (
+        "requests",
+        "model_calls",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "tool_calls",
+        "file_events",
+        "exec_events",
+        "audit_events",
+    ):
         want = sum(f[figure] or 0 for f in per_file.values())
         got = sum(row[figure] or 0 for row in indexed.values())
         assert same(got, want), figure
@@ -421,9 +430,7 @@ async def test_incremental_refresh_reads_only_changed_ledgers(capsem_home, manif
     again = service.refresh()
     assert again.indexed == [] and again.unchanged == again.total
 
-    session = next(
-        s for s in readable(manifest) if s["era"] == "head" and s["kind"] == "ephemeral"
-    )
+    session = next(s for s in readable(manifest) if s["era"] == "head" and s["kind"] == "ephemeral")
     before = service.snapshot().ledgers[session["id"]]
     writer = sqlite3.connect(home / session["ledger"])  # plays Capsem writing one more call
     writer.execute(

@@ -28,9 +28,19 @@ async def test_every_inline_script_of_a_capsem_page_is_allowed(capsem_home, mani
     datasette = await make_datasette(capsem_home, tmp_path / "cache")
     session = next(s for s in manifest["sessions"] if s["era"] == "head" and s["clean"])
     db = session["id"]
-    paths = ["/", f"/-/capsem/sessions/{db}", f"/{db}", f"/{db}/tool_calls",
-             f"/{db}/tool_calls/1", f"/{db}?sql=select+1", "/main", "/main/sessions",
-             "/-/versions", "/-/capsem", "/-/permissions"]  # fmt: skip
+    paths = [
+        "/",
+        f"/-/capsem/sessions/{db}",
+        f"/{db}",
+        f"/{db}/tool_calls",
+        f"/{db}/tool_calls/1",
+        f"/{db}?sql=select+1",
+        "/main",
+        "/main/sessions",
+        "/-/versions",
+        "/-/capsem",
+        "/-/permissions",
+    ]
     checked = 0
     for path in paths:
         response = await datasette.client.get(path, follow_redirects=True)

@@ -31,10 +31,13 @@ async def datasette(capsem_home, tmp_path_factory):
 @pytest.fixture(scope="module")
 def session(manifest) -> dict:
     return next(
-        s for s in manifest["sessions"]
-        if s["era"] == "head" and s.get("clean") and s["kind"] == "ephemeral"
+        s
+        for s in manifest["sessions"]
+        if s["era"] == "head"
+        and s.get("clean")
+        and s["kind"] == "ephemeral"
         and s["status"] == "stopped"
-    )  # fmt: skip
+    )
 
 
 def ledger_rows(home: Path, session: dict, sql: str, tmp_path: Path) -> list[dict]:
@@ -51,21 +54,23 @@ def cell_links(html: str, column: str) -> list[tuple[str, str]]:
     return [(unescape(m.group(1)), unescape(m.group(2))) for c in cells if (m := LINK.search(c))]
 
 
-async def test_table_pages_link_ids_to_the_plugin_pages(
-    datasette, capsem_home, session, tmp_path
-):
+async def test_table_pages_link_ids_to_the_plugin_pages(datasette, capsem_home, session, tmp_path):
     sid = session["id"]
     call = ledger_rows(
-        capsem_home, session,
-        "SELECT * FROM tool_calls WHERE model_call_id IS NOT NULL ORDER BY id LIMIT 1", tmp_path,
-    )[0]  # fmt: skip
+        capsem_home,
+        session,
+        "SELECT * FROM tool_calls WHERE model_call_id IS NOT NULL ORDER BY id LIMIT 1",
+        tmp_path,
+    )[0]
     page = await datasette.client.get(f"/{sid}/tool_calls?id={call['id']}")
     assert page.status_code == 200
     base = f"/-/capsem/sessions/{sid}"
-    assert cell_links(page.text, "event_id") == [(f"{base}/events/{call['event_id']}",
-                                                  call["event_id"])]  # fmt: skip
-    assert cell_links(page.text, "trace_id") == [(f"{base}/traces/{call['trace_id']}",
-                                                  call["trace_id"])]  # fmt: skip
+    assert cell_links(page.text, "event_id") == [
+        (f"{base}/events/{call['event_id']}", call["event_id"])
+    ]
+    assert cell_links(page.text, "trace_id") == [
+        (f"{base}/traces/{call['trace_id']}", call["trace_id"])
+    ]
     model_href, text = cell_links(page.text, "model_call_id")[0]
     assert text == str(call["model_call_id"])
     model = ledger_rows(
@@ -85,10 +90,12 @@ async def test_table_pages_link_ids_to_the_plugin_pages(
 async def test_a_responses_call_id_leads_to_its_call(datasette, capsem_home, session, tmp_path):
     sid = session["id"]
     pair = ledger_rows(
-        capsem_home, session,
+        capsem_home,
+        session,
         "SELECT r.id, c.event_id FROM tool_responses r JOIN tool_calls c"
-        " ON c.call_id = r.call_id AND c.trace_id = r.trace_id ORDER BY r.id LIMIT 1", tmp_path,
-    )[0]  # fmt: skip
+        " ON c.call_id = r.call_id AND c.trace_id = r.trace_id ORDER BY r.id LIMIT 1",
+        tmp_path,
+    )[0]
     page = await datasette.client.get(f"/{sid}/tool_responses?id={pair['id']}")
     href, _ = cell_links(page.text, "call_id")[0]
     response = await datasette.client.get(href)
@@ -117,13 +124,15 @@ async def test_event_pages_show_relations(datasette, capsem_home, session, tmp_p
     sid = session["id"]
     base = f"/-/capsem/sessions/{sid}"
     row = ledger_rows(
-        capsem_home, session,
+        capsem_home,
+        session,
         "SELECT c.event_id AS call_event, c.call_id, m.event_id AS model_event,"
         " r.id AS response_id, m2.event_id AS consumer_event"
         " FROM tool_calls c JOIN model_calls m ON m.id = c.model_call_id"
         " JOIN tool_responses r ON r.call_id = c.call_id AND r.trace_id = c.trace_id"
-        " JOIN model_calls m2 ON m2.id = r.model_call_id ORDER BY c.id LIMIT 1", tmp_path,
-    )[0]  # fmt: skip
+        " JOIN model_calls m2 ON m2.id = r.model_call_id ORDER BY c.id LIMIT 1",
+        tmp_path,
+    )[0]
     call_page = (await datasette.client.get(f"{base}/events/{row['call_event']}")).text
     relations = re.search(r'<ul class="capsem-relations">(.*?)</ul>', call_page, re.S).group(1)
     assert f'emitted by model call: <a href="{base}/events/{row["model_event"]}">' in relations
@@ -135,16 +144,20 @@ async def test_event_pages_show_relations(datasette, capsem_home, session, tmp_p
         in model_page
     )
     consumer = (await datasette.client.get(f"{base}/events/{row['consumer_event']}")).text
-    assert f'carried the response: <a href="/{sid}/tool_responses/{row["response_id"]}">' in consumer
+    assert (
+        f'carried the response: <a href="/{sid}/tool_responses/{row["response_id"]}">' in consumer
+    )
 
 
 async def test_an_unanswered_call_says_so(datasette, capsem_home, manifest, tmp_path):
     defect = next(d for d in manifest["defects"] if d["kind"] == "tool_call_without_response")
     session = next(s for s in manifest["sessions"] if s["id"] == defect["session"])
     event = ledger_rows(
-        capsem_home, session, f"SELECT event_id FROM tool_calls WHERE id = {defect['row_id']}",
+        capsem_home,
+        session,
+        f"SELECT event_id FROM tool_calls WHERE id = {defect['row_id']}",
         tmp_path,
-    )[0]["event_id"]  # fmt: skip
+    )[0]["event_id"]
     page = await datasette.client.get(f"/-/capsem/sessions/{session['id']}/events/{event}")
     assert "answered by: <em>no response in this session</em>" in page.text
 

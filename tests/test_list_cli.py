@@ -75,8 +75,16 @@ def test_the_table_has_the_figures_and_n_limits_it(capsem_home, list_cache):
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split() == [
-        "ID", "NAME", "STATUS", "CREATED", "VERDICT", "TOKENS", "COST", "REQS", "TOOLS"
-    ]  # fmt: skip
+        "ID",
+        "NAME",
+        "STATUS",
+        "CREATED",
+        "VERDICT",
+        "TOKENS",
+        "COST",
+        "REQS",
+        "TOOLS",
+    ]
     rows = listed(capsem_home, list_cache, "--no-refresh", "-n", "3")["sessions"]
     assert len(rows) == 3
     for line, row in zip(lines[1:4], rows, strict=True):
@@ -111,8 +119,10 @@ COMMANDS = [
 def test_a_missing_or_wrong_home_exits_2_from_every_command(command, tmp_path):
     cache = ["--cache-dir", str(tmp_path / "cache")]
     (tmp_path / "not-a-home").mkdir()
-    for home, why in ((tmp_path / "missing", "does not exist"),
-                      (tmp_path / "not-a-home", "is not a Capsem home")):  # fmt: skip
+    for home, why in (
+        (tmp_path / "missing", "does not exist"),
+        (tmp_path / "not-a-home", "is not a Capsem home"),
+    ):
         result = invoke(*command, "--home", str(home), *cache)
         assert result.exit_code == 2, (command, result.output)
         assert f"no Capsem home: {home} (from --home) {why}" in result.output
@@ -123,11 +133,20 @@ def test_a_missing_or_wrong_home_exits_2_from_every_command(command, tmp_path):
 
 
 def test_serve_with_a_capsem_home_that_is_not_there_exits_2_not_the_demo(tmp_path):
-    env = {**os.environ, "HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"),
-           "CAPSEM_HOME": str(tmp_path / "missing")}  # fmt: skip
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "CAPSEM_HOME": str(tmp_path / "missing"),
+    }
     datasette = Path(sys.executable).with_name("datasette")
-    result = subprocess.run([str(datasette), "capsem", "serve", "--port", "0"], env=env,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [str(datasette), "capsem", "serve", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2, result.stderr
     assert "(from $CAPSEM_HOME) does not exist" in result.stderr
     assert "demo" not in result.stderr.split("does not exist")[0]
@@ -135,16 +154,29 @@ def test_serve_with_a_capsem_home_that_is_not_there_exits_2_not_the_demo(tmp_pat
     metadata = tmp_path / "metadata.yml"
     metadata.write_text(f"plugins:\n  datasette-capsem:\n    capsem_home: {tmp_path / 'gone'}\n")
     env.pop("CAPSEM_HOME")
-    result = subprocess.run([str(datasette), "capsem", "serve", "-m", str(metadata)], env=env,
-                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    result = subprocess.run(
+        [str(datasette), "capsem", "serve", "-m", str(metadata)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 2, result.stderr
     assert f"(from capsem_home in {metadata}) does not exist" in result.stderr
 
 
 def test_export_into_a_missing_directory_is_a_clear_error(capsem_home, tmp_path):
     target = tmp_path / "nowhere" / "out.json"
-    result = invoke("export-otlp", "co-work-1", "--home", str(capsem_home),
-                    "--cache-dir", str(tmp_path / "c"), "-o", str(target))  # fmt: skip
+    result = invoke(
+        "export-otlp",
+        "co-work-1",
+        "--home",
+        str(capsem_home),
+        "--cache-dir",
+        str(tmp_path / "c"),
+        "-o",
+        str(target),
+    )
     assert result.exit_code == 2
     assert f"the directory {target.parent} does not exist" in result.output
     assert "Traceback" not in result.output
@@ -198,7 +230,9 @@ def test_a_unique_id_prefix_is_accepted_by_every_command(capsem_home, manifest, 
     prefix = session["id"][:8]
     assert invoke("resolve", prefix, *where).stdout.strip() == session["id"]
     checked = invoke("check", prefix, "--json", *where)
-    assert checked.exit_code in (0, 1) and json.loads(checked.stdout)["session"]["id"] == session["id"]
+    assert (
+        checked.exit_code in (0, 1) and json.loads(checked.stdout)["session"]["id"] == session["id"]
+    )
     exported = invoke("export-otlp", prefix, *where)
     assert exported.exit_code == 0 and json.loads(exported.stdout)["resourceSpans"]
     short = invoke("resolve", session["id"][:7], *where)
@@ -248,10 +282,14 @@ def test_readme_cli_example_runs_as_written(command, capsem_home, tmp_path):
     argv = shlex.split(command)
     assert argv[:2] == ["datasette", "capsem"]
     argv[0] = str(Path(sys.executable).with_name("datasette"))
-    env = {**os.environ, "CAPSEM_HOME": str(capsem_home),
-           "DATASETTE_CAPSEM_CACHE": str(tmp_path / "cache")}  # fmt: skip
-    result = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
-                            timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "CAPSEM_HOME": str(capsem_home),
+        "DATASETTE_CAPSEM_CACHE": str(tmp_path / "cache"),
+    }
+    result = subprocess.run(
+        argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
     assert "Traceback" not in result.stderr, result.stderr
     if argv[2] == "check":  # the tour session's unanswered call is a finding, not an error
         assert result.returncode in (0, 1), result.stderr

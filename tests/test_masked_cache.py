@@ -38,9 +38,11 @@ def planted(capsem_home, manifest, tmp_path_factory):
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def datasette(planted, tmp_path_factory):
     return await make_datasette(
-        planted[0], tmp_path_factory.mktemp("masked-cache-cache"),
-        index_refresh_seconds=0, view_secrets={"id": "operator"},
-    )  # fmt: skip
+        planted[0],
+        tmp_path_factory.mktemp("masked-cache-cache"),
+        index_refresh_seconds=0,
+        view_secrets={"id": "operator"},
+    )
 
 
 async def test_cached_answers_stay_masked_and_follow_the_ledger(datasette, planted):

@@ -98,22 +98,39 @@ def _plant_numbers(ledger: Path, planted: Planted, traces: list[str]) -> None:
         _plant(conn, planted, "nan_model_duration", "model_calls", nan, "duration_ms", "NaN")
         _plant(conn, planted, "minus_inf_tool_duration", "tool_calls", nan, "duration_ms", "-inf")
         _plant(
-            conn, planted, "last_instant", "model_calls", instant, "timestamp", LAST_INSTANT,
+            conn,
+            planted,
+            "last_instant",
+            "model_calls",
+            instant,
+            "timestamp",
+            LAST_INSTANT,
             where="AND duration_ms > 0",
-        )  # fmt: skip
+        )
         _plant(conn, planted, "infinite_cost", "model_calls", cost, "estimated_cost_usd", INFINITY)
         conn.execute(
             "UPDATE model_calls SET input_tokens = ? WHERE id = ?",
             [INFINITY, planted.rows["infinite_cost"][1]],
         )
         _plant(
-            conn, planted, "infinite_security_time", "security_rule_events", secs,
-            "timestamp_unix_ms", INFINITY,
-        )  # fmt: skip
+            conn,
+            planted,
+            "infinite_security_time",
+            "security_rule_events",
+            secs,
+            "timestamp_unix_ms",
+            INFINITY,
+        )
         _plant(
-            conn, planted, "huge_security_time", "security_rule_events", secs,
-            "timestamp_unix_ms", 1e300, where="AND timestamp_unix_ms < 1e300",
-        )  # fmt: skip
+            conn,
+            planted,
+            "huge_security_time",
+            "security_rule_events",
+            secs,
+            "timestamp_unix_ms",
+            1e300,
+            where="AND timestamp_unix_ms < 1e300",
+        )
         _plant(
             conn, planted, "minus_inf_cost", "model_calls", secs, "estimated_cost_usd", -INFINITY
         )
@@ -254,9 +271,11 @@ def node_of(graph: dict, table: str, row_id: int) -> dict:
 def span_of(otlp: dict, table: str, row_id: int) -> dict:
     spans = [s for rs in otlp["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
     return next(
-        s for s in spans if {"key": "capsem.row_id", "value": {"intValue": str(row_id)}}
-        in s["attributes"] and _attrs(s).get("capsem.table") == table
-    )  # fmt: skip
+        s
+        for s in spans
+        if {"key": "capsem.row_id", "value": {"intValue": str(row_id)}} in s["attributes"]
+        and _attrs(s).get("capsem.table") == table
+    )
 
 
 def _attrs(span: dict) -> dict[str, Any]:
@@ -453,7 +472,9 @@ async def test_checks_and_pages_give_the_same_hash_verdict(datasette, planted, t
         assert body["hash_verdict"] == verdict, blob_id
         if verdict == "unverifiable":
             original = body["original_bytes"]
-            assert body["hash_note"] == f"unverifiable (the hash covers all {original} original bytes)"
+            assert (
+                body["hash_note"] == f"unverifiable (the hash covers all {original} original bytes)"
+            )
 
     # The check page says the same.
     check = await get_strict(datasette, f"/-/capsem/sessions/{planted.blob_session}/check.json")

@@ -32,9 +32,15 @@ from tests.otlp_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_TABLES = (
-    "net_events", "dns_events", "fs_events", "exec_events", "audit_events",
-    "substitution_events", "mcp_calls", "snapshot_events",
-)  # fmt: skip
+    "net_events",
+    "dns_events",
+    "fs_events",
+    "exec_events",
+    "audit_events",
+    "substitution_events",
+    "mcp_calls",
+    "snapshot_events",
+)
 ROOT_NAMES = ("capsem.turn", "capsem.exchange", "capsem.ambient")
 SECRET = "sk-ant-api03-" + "Q7" * 20 + "-plantedAA"
 HANG_GUARD = 120  # seconds: only to bound a hang, never a performance threshold
@@ -273,13 +279,15 @@ def test_follow_picks_up_a_new_session_and_new_rows(clean_home, tmp_path):
     other = tmp_path / "other"
     other_manifest = generate_home(other, clean_options(seed=9))
     newcomer = next(
-        e for e in other_manifest["sessions"]
+        e
+        for e in other_manifest["sessions"]
         if e["ledger"] and e["era"] == "head" and e["kind"] == "ephemeral" and e["traces"]
-    )  # fmt: skip
+    )
     live = next(
-        e for e in manifest["sessions"]
+        e
+        for e in manifest["sessions"]
         if e["ledger"] and e["era"] == "head" and e["kind"] == "ephemeral" and not e["live"]
-    )  # fmt: skip
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with Receiver() as receiver:
         process = subprocess.Popen(
@@ -298,7 +306,7 @@ def test_follow_picks_up_a_new_session_and_new_rows(clean_home, tmp_path):
                 "--follow",
                 "--interval",
                 "0.3",
-            ],  # fmt: skip
+            ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -370,9 +378,10 @@ def test_credentials_are_masked_unless_unmasked(clean_home, tmp_path):
     home = tmp_path / "home"
     shutil.copytree(source, home, symlinks=True)
     entry = next(
-        e for e in manifest["sessions"]
+        e
+        for e in manifest["sessions"]
         if e["ledger"] and e["era"] == "head" and e["counts"].get("tool_calls")
-    )  # fmt: skip
+    )
     plant_secret(home, entry)
     for unmasked, json_mode in ((False, False), (False, True), (True, False)):
         with Receiver() as receiver:
@@ -496,10 +505,18 @@ def test_each_labelled_home_pushes_its_spans_under_its_own_label(homes_dir, tmp_
     with Receiver() as receiver:
         result = CliRunner().invoke(
             cli,
-            ["capsem", "push-otlp", "--homes-dir", str(homes_dir),
-             "--cache-dir", str(tmp_path / "cache"), "--endpoint", receiver.url],
+            [
+                "capsem",
+                "push-otlp",
+                "--homes-dir",
+                str(homes_dir),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--endpoint",
+                receiver.url,
+            ],
             catch_exceptions=False,
-        )  # fmt: skip
+        )
         assert result.exit_code == 0, result.output
         assert_no_duplicates(receiver)
         assert_span_ids_unique(receiver)

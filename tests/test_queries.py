@@ -28,19 +28,42 @@ from datasette_capsem.readonly import open_readonly
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 SESSION_QUERIES_EVERY_ERA = {
-    "trace_chain", "model_call", "token_totals", "net_decisions", "mcp_tool_usage",
-    "file_actions", "tool_usage_stats", "failing_domains", "tool_calls_without_response",
-    "orphan_tool_responses", "responses_before_calls",
-}  # fmt: skip
+    "trace_chain",
+    "model_call",
+    "token_totals",
+    "net_decisions",
+    "mcp_tool_usage",
+    "file_actions",
+    "tool_usage_stats",
+    "failing_domains",
+    "tool_calls_without_response",
+    "orphan_tool_responses",
+    "responses_before_calls",
+}
 SESSION_QUERIES_CURRENT_ONLY = {
-    "turn_chain", "unledgered_mcp_calls", "orphan_model_items", "orphan_body_blobs",
-}  # fmt: skip
+    "turn_chain",
+    "unledgered_mcp_calls",
+    "orphan_model_items",
+    "orphan_body_blobs",
+}
 TRACE_TABLES = (
-    "net_events", "model_calls", "model_items", "tool_calls", "tool_responses",
-    "event_body_blobs", "fs_events", "exec_events", "dns_events", "audit_events",
-    "substitution_events", "security_rule_events", "security_decision_events",
-    "security_ask_events", "mcp_calls", "snapshot_events",
-)  # fmt: skip
+    "net_events",
+    "model_calls",
+    "model_items",
+    "tool_calls",
+    "tool_responses",
+    "event_body_blobs",
+    "fs_events",
+    "exec_events",
+    "dns_events",
+    "audit_events",
+    "substitution_events",
+    "security_rule_events",
+    "security_decision_events",
+    "security_ask_events",
+    "mcp_calls",
+    "snapshot_events",
+)
 
 
 def readable(manifest: dict) -> list[dict]:
@@ -166,13 +189,24 @@ def time_key(text: str) -> tuple[str, str]:
 
 CHILD_TABLES = ("tool_calls", "tool_responses", "model_items")
 JOINED_TABLES = (
-    "security_rule_events", "security_decision_events", "security_ask_events", "event_body_blobs",
-)  # fmt: skip
+    "security_rule_events",
+    "security_decision_events",
+    "security_ask_events",
+    "event_body_blobs",
+)
 # Tables whose rows carry their own event id, which security rows and body blobs join to.
 PRIMARY_TABLES = (
-    "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
-    "exec_events", "audit_events", "substitution_events", "mcp_calls",
-)  # fmt: skip
+    "model_calls",
+    "tool_calls",
+    "model_items",
+    "net_events",
+    "dns_events",
+    "fs_events",
+    "exec_events",
+    "audit_events",
+    "substitution_events",
+    "mcp_calls",
+)
 
 
 def chain_rows_in_python(conn: sqlite3.Connection, column: str, value: str) -> set[tuple]:
@@ -326,8 +360,10 @@ async def test_model_call_lists_its_items_tool_calls_and_responses(
         items = conn.execute(
             "SELECT COUNT(*) FROM model_items WHERE model_call_id = ?", [mc_id]
         ).fetchone()[0]
-        call_ids = [r[0] for r in conn.execute(
-            "SELECT call_id FROM tool_calls WHERE model_call_id = ?", [mc_id])]  # fmt: skip
+        call_ids = [
+            r[0]
+            for r in conn.execute("SELECT call_id FROM tool_calls WHERE model_call_id = ?", [mc_id])
+        ]
         answers = conn.execute(
             f"SELECT COUNT(*) FROM tool_responses WHERE trace_id = ? AND call_id IN "
             f"({','.join('?' * len(call_ids))})",
@@ -342,10 +378,19 @@ async def test_model_call_lists_its_items_tool_calls_and_responses(
         r["role"]
         for r in await rows(datasette, f"/{session['id']}/model_call.json", model_call_id=mc_id)
     )
-    assert found == Counter(
-        {"call": 1, "item": items, "emitted tool call": len(call_ids),
-         "response that came back": answers, "response carried in this request": carried}
-    ) - Counter()  # fmt: skip
+    assert (
+        found
+        == Counter(
+            {
+                "call": 1,
+                "item": items,
+                "emitted tool call": len(call_ids),
+                "response that came back": answers,
+                "response carried in this request": carried,
+            }
+        )
+        - Counter()
+    )
 
 
 def nearest_rank(values: list[int], p: int) -> int:
@@ -584,9 +629,7 @@ async def test_an_outside_query_registers_through_the_hook(datasette, manifest):
         assert gone.status_code == 404
     finally:
         plugin_manager().unregister(plugin)
-    missing = await datasette.client.get(
-        f"/{by_era(manifest)['head']['id']}/biggest_bodies.json"
-    )
+    missing = await datasette.client.get(f"/{by_era(manifest)['head']['id']}/biggest_bodies.json")
     assert missing.status_code == 404
 
 

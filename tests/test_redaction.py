@@ -32,8 +32,8 @@ from datasette_capsem.redaction import HIDDEN, mask_text, redact_cell
         ("psql postgres://admin:pw0123@db.internal/x", "pw0123"),
         ("VAULT_TOKEN=hvs.CAESIabcdefghijklmnopqrstuv", "CAESIabc"),
         ("see github_pat_11ABCDEFG0123456789_abcdefghij", "11ABCDEFG"),
-        (r'{\"password\": \"inner-secret\"}', "inner-secret"),
-        (r'{\\\"password\\\": \\\"deeper-secret\\\"}', "deeper-secret"),
+        (r"{\"password\": \"inner-secret\"}", "inner-secret"),
+        (r"{\\\"password\\\": \\\"deeper-secret\\\"}", "deeper-secret"),
         ("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG", "wJalrXUtn"),
         ("hf_abcdefghijklmnopqrstuvwxyz12", "abcdefghijklmnop"),
         ("ya29.a0AfH6SMBabcdefghijklmnop", "a0AfH6SMB"),
@@ -43,7 +43,10 @@ from datasette_capsem.redaction import HIDDEN, mask_text, redact_cell
         ("\tDB_PASSWORD=letmein99", "letmein99"),
         ("password: yamlsecret1", "yamlsecret1"),
         ("&#34;DB_PASS&#34;: &#34;htmlsecret&#34;", "htmlsecret"),
-        ("-----BEGIN OPENSSH PRIVATE KEY-----\\nb3Blbn\\n-----END OPENSSH PRIVATE KEY-----", "b3Blbn"),
+        (
+            "-----BEGIN OPENSSH PRIVATE KEY-----\\nb3Blbn\\n-----END OPENSSH PRIVATE KEY-----",
+            "b3Blbn",
+        ),
     ],
 )
 def test_credentials_are_masked(text, secret):

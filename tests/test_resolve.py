@@ -86,9 +86,16 @@ async def test_an_unknown_name_is_a_404_with_near_matches(capsem_home, cache_dir
 
 @pytest.mark.parametrize(
     "query",
-    ["", "name=", "name=co-work-1&to=//evil.example", "name=co-work-1&to=https://evil.example",
-     "name=co-work-1&to=../../etc", "name=co-work-1&to=a/../../b", "name=" + "x" * 300],
-)  # fmt: skip
+    [
+        "",
+        "name=",
+        "name=co-work-1&to=//evil.example",
+        "name=co-work-1&to=https://evil.example",
+        "name=co-work-1&to=../../etc",
+        "name=co-work-1&to=a/../../b",
+        "name=" + "x" * 300,
+    ],
+)
 async def test_bad_resolve_parameters_are_a_400(capsem_home, cache_dir, query):
     datasette = await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
     response = await datasette.client.get(f"/-/capsem/resolve.json?{query}")
@@ -101,9 +108,10 @@ async def test_a_vm_named_like_another_sessions_id_never_shows_its_data(
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
     victim = next(
-        s for s in manifest["sessions"]
+        s
+        for s in manifest["sessions"]
         if s["kind"] == "ephemeral" and s.get("ledger") and s.get("clean") and s["main_db_row"]
-    )  # fmt: skip
+    )
     (impostor,) = by_name(manifest, "co-work-1")
     registry_path = home / "run" / "persistent_registry.json"
     registry = json.loads(registry_path.read_text())

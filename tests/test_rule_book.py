@@ -78,15 +78,12 @@ async def test_graph_findings_equal_the_report_restricted_to_each_trace(
             assert response.status_code == 200, (session.id, trace_id)
             graph = response.json()
             rows = {
-                n["id"] for n in graph["nodes"] if n.get("table") and not n.get("missing")
-                and not n.get("external")
+                n["id"]
+                for n in graph["nodes"]
+                if n.get("table") and not n.get("missing") and not n.get("external")
             }
-            shown = {
-                (kind["kind"], node) for kind in graph["findings"] for node in kind["nodes"]
-            }
-            expected = {
-                (kind, node) for node in rows for kind in expected_all.get(node, ())
-            }
+            shown = {(kind["kind"], node) for kind in graph["findings"] for node in kind["nodes"]}
+            expected = {(kind, node) for node in rows for kind in expected_all.get(node, ())}
             assert shown == expected, (session.id, trace_id)
             _assert_edges_follow_findings(graph, expected)
             compared_traces += 1
@@ -97,10 +94,15 @@ async def test_graph_findings_equal_the_report_restricted_to_each_trace(
 
 
 EDGE_KINDS = {
-    "orphan_tool_response", "response_before_call", "tool_response_parent_missing",
-    "tool_call_parent_missing", "tool_call_without_response", "orphan_model_item",
-    "audit_exec_missing", "orphan_body_blob",
-}  # fmt: skip
+    "orphan_tool_response",
+    "response_before_call",
+    "tool_response_parent_missing",
+    "tool_call_parent_missing",
+    "tool_call_without_response",
+    "orphan_model_item",
+    "audit_exec_missing",
+    "orphan_body_blob",
+}
 
 
 def _assert_edges_follow_findings(graph: dict, expected: set[tuple[str, str]]) -> None:

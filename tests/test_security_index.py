@@ -64,8 +64,9 @@ def policy_rows(conn: sqlite3.Connection) -> list[tuple[str, tuple, str, str]]:
                 if decision in ("denied", "blocked") or action == "block":
                     found.append((table, (eid, rid, ts), "blocked_tool", (ts or "")[:10] or None))
     if "security_rule_events" in tables:
-        for eid, rid, _, level, ms in rows("security_rule_events", "detection_level",
-                                           "timestamp_unix_ms"):  # fmt: skip
+        for eid, rid, _, level, ms in rows(
+            "security_rule_events", "detection_level", "timestamp_unix_ms"
+        ):
             if level is not None and level != "none":
                 found.append(("security_rule_events", (eid, rid, ms), "detection", ms_day(ms)))
     if "substitution_events" in tables:
@@ -133,9 +134,13 @@ def planted_session(manifest: dict) -> dict:
     return next(
         s
         for s in manifest["sessions"]
-        if s["era"] == "head" and s["clean"] and s.get("ledger") and not s.get("forked_from")
-        and not s.get("alias_of") and not s["live"]
-    )  # fmt: skip
+        if s["era"] == "head"
+        and s["clean"]
+        and s.get("ledger")
+        and not s.get("forked_from")
+        and not s.get("alias_of")
+        and not s["live"]
+    )
 
 
 def figures(data: dict) -> tuple[dict, Counter]:
@@ -159,10 +164,15 @@ async def test_every_figure_matches_independent_counts(home, manifest, tmp_path)
     assert response.status_code == 200
     by_session, by_day = figures(response.json())
     want_session = {
-        sid: Counter({c: sum(n for (cat, _), n in truth[sid].items() if cat == c)
-                      for c in {cat for cat, _ in truth[sid]}})
-        for sid in truth if truth[sid]
-    }  # fmt: skip
+        sid: Counter(
+            {
+                c: sum(n for (cat, _), n in truth[sid].items() if cat == c)
+                for c in {cat for cat, _ in truth[sid]}
+            }
+        )
+        for sid in truth
+        if truth[sid]
+    }
     assert by_session == want_session
     want_day = Counter()
     for found in truth.values():

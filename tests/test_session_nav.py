@@ -21,8 +21,11 @@ async def test_the_database_page_of_a_session_links_to_its_pages(datasette, mani
     assert page.status_code == 200
     text = page.text
     assert 'class="capsem-session-nav"' in text and "tour-broken-trace" in text
-    for href in (f"/-/capsem/sessions/{sid}", f"/-/capsem/sessions/{sid}#traces",
-                 f"/-/capsem/sessions/{sid}/check"):  # fmt: skip
+    for href in (
+        f"/-/capsem/sessions/{sid}",
+        f"/-/capsem/sessions/{sid}#traces",
+        f"/-/capsem/sessions/{sid}/check",
+    ):
         assert f'href="{href}"' in text, href
     assert "<script>" not in text.split('class="capsem-session-nav"')[1].split("</p>")[0]
     # Datasette's own page is still there (the template extends the default).

@@ -224,10 +224,24 @@ async def test_pagination_follows_datasette_conventions(capsem_home, cache_dir):
 
 @pytest.mark.parametrize(
     "query",
-    ["min_cost=abc", "min_cost=nan", "_size=0", "_size=lots", "_size=100000", "_next=-3",
-     "_next=x", "kind=vm", "since=yesterday", "until=2026-13", "since=2026-08-01&until=2026-07-01",
-     "_sort=secret", "_sort=cost&_sort_desc=cost", "with_db=maybe", "q=" + "x" * 300],
-)  # fmt: skip
+    [
+        "min_cost=abc",
+        "min_cost=nan",
+        "_size=0",
+        "_size=lots",
+        "_size=100000",
+        "_next=-3",
+        "_next=x",
+        "kind=vm",
+        "since=yesterday",
+        "until=2026-13",
+        "since=2026-08-01&until=2026-07-01",
+        "_sort=secret",
+        "_sort=cost&_sort_desc=cost",
+        "with_db=maybe",
+        "q=" + "x" * 300,
+    ],
+)
 async def test_bad_parameters_are_a_400_with_a_message(capsem_home, cache_dir, query):
     datasette = await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
     for path in ("/-/capsem/sessions.json", "/-/capsem/charts/usage.json"):
@@ -266,8 +280,9 @@ async def test_charts_follow_the_filters(capsem_home, cache_dir):
         indexed = get_state(datasette).index.snapshot().ledgers
         expected = sum(
             (indexed[r["id"]]["input_tokens"] or 0) + (indexed[r["id"]]["output_tokens"] or 0)
-            for r in rows if r["id"] in indexed and not indexed[r["id"]]["problem"]
-        )  # fmt: skip
+            for r in rows
+            if r["id"] in indexed and not indexed[r["id"]]["problem"]
+        )
         assert sum(u["tokens"] for u in usage) == expected >= ledger_tokens
         per_day = (await datasette.client.get(f"/-/capsem/charts/sessions.json?{query}")).json()
         assert sum(d["sessions"] for d in per_day["rows"]) == sum(
@@ -356,8 +371,9 @@ async def test_an_old_main_db_raises_no_false_rollup_flags(old_home, tmp_path):
     for sid, row in rows.items():
         if row["indexed"] and not row["index_problem"]:
             assert row["sources"]["mcp_calls"] == "ledger", sid
-            ledger = direct_sums(home / by_id.get(sid, by_id.get(row["same_vm_as"]))["ledger"],
-                                 tmp_path / "direct")  # fmt: skip
+            ledger = direct_sums(
+                home / by_id.get(sid, by_id.get(row["same_vm_as"]))["ledger"], tmp_path / "direct"
+            )
             assert row["mcp_calls"] == ledger["mcp_calls"], sid
         elif row["in_main_db"] and (row["stopped_at"] or row["created_at"]) >= "2026-06-24":
             assert row["mcp_calls"] is None and row["sources"]["mcp_calls"] is None, sid
@@ -374,15 +390,23 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
     clean = [
         s["id"]
         for s in manifest["sessions"]
-        if s.get("clean") and s["status"] == "stopped" and s["kind"] == "ephemeral"
-        and s.get("ledger") and not s.get("live")
-    ]  # fmt: skip
+        if s.get("clean")
+        and s["status"] == "stopped"
+        and s["kind"] == "ephemeral"
+        and s.get("ledger")
+        and not s.get("live")
+    ]
     vacuumed = next(s["id"] for s in manifest["sessions"] if s["status"] == "vacuumed")
     persistent = next(
-        s for s in manifest["sessions"]
-        if s["kind"] == "persistent" and s.get("clean") and s.get("ledger")
-        and not s.get("forked_from") and not s.get("alias_of") and s["era"] == "head"
-    )  # fmt: skip
+        s
+        for s in manifest["sessions"]
+        if s["kind"] == "persistent"
+        and s.get("clean")
+        and s.get("ledger")
+        and not s.get("forked_from")
+        and not s.get("alias_of")
+        and s["era"] == "head"
+    )
     assert by_id["code-3"]["kind"] == by_id["co-work-2"]["kind"] == "run"
     conn = _main_db(home, manifest)
     with conn:
@@ -422,9 +446,10 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
     # A legacy run row's zeros are not figures: the ledger's are shown, or nothing.
     assert rows["code-3"]["sources"]["tokens"] == "ledger" and rows["code-3"]["tokens"] > 0
     legacy_run = next(
-        s["id"] for s in manifest["sessions"]
+        s["id"]
+        for s in manifest["sessions"]
         if s["kind"] == "run" and not s.get("ledger") and s["status"] == "stopped"
-    )  # fmt: skip
+    )
     assert rows[legacy_run]["created_at"] < "2026-06-26"
     for figure in ("tokens", "cost", "tool_calls"):
         assert rows[legacy_run][figure] is None and rows[legacy_run]["sources"][figure] is None
@@ -494,8 +519,16 @@ async def test_the_compact_list_pages_as_whole_rows_would(capsem_home, cache_dir
         for entry in built.rows
     ]
     assert len(whole) == len(catalog.sessions) > 20
-    queries = ["all=1", "", "with_model=1&min_cost=0.01", "has_errors=1&all=1", "q=a&all=1",
-               "kind=persistent,ephemeral&all=1", "has_warnings=1", "since=2026-01-01&all=1"]  # fmt: skip
+    queries = [
+        "all=1",
+        "",
+        "with_model=1&min_cost=0.01",
+        "has_errors=1&all=1",
+        "q=a&all=1",
+        "kind=persistent,ephemeral&all=1",
+        "has_warnings=1",
+        "since=2026-01-01&all=1",
+    ]
     for column in SORTABLE:
         for descending in (False, True):
             for params in queries:

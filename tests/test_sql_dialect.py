@@ -80,10 +80,9 @@ def _schema(ddl: str):
 def test_the_renderer_fills_every_marker_and_refuses_an_unknown_one():
     schema = _schema("CREATE TABLE tool_calls (id INTEGER, trace_id TEXT);")
     sql = "SELECT {opt:t.trace_id}, {opt:t.turn_id}, {opt:trace_id}, {column} FROM {table} AS t"
-    assert render_sql(sql, schema, aliases={"t": "tool_calls"}, table="tool_calls",
-                      alias="t", column="id") == (
-        'SELECT t."trace_id", NULL, t."trace_id", "id" FROM "tool_calls" AS t'
-    )  # fmt: skip
+    assert render_sql(
+        sql, schema, aliases={"t": "tool_calls"}, table="tool_calls", alias="t", column="id"
+    ) == ('SELECT t."trace_id", NULL, t."trace_id", "id" FROM "tool_calls" AS t')
     assert render_sql("WHERE t.{key} = :{key}", key="turn_id") == "WHERE t.turn_id = :turn_id"
     assert render_sql("SELECT 1{where}", fragments={"where": " WHERE x = ?"}).endswith("= ?")
     with pytest.raises(ValueError, match="nothing given"):

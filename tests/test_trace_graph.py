@@ -60,9 +60,16 @@ BROKEN_LINKS = (
 )
 SECURITY_TABLES = ("security_rule_events", "security_decision_events", "security_ask_events")
 PRIMARY = (
-    "model_calls", "tool_calls", "model_items", "net_events", "dns_events", "fs_events",
-    "exec_events", "audit_events", "substitution_events",
-)  # fmt: skip
+    "model_calls",
+    "tool_calls",
+    "model_items",
+    "net_events",
+    "dns_events",
+    "fs_events",
+    "exec_events",
+    "audit_events",
+    "substitution_events",
+)
 
 
 def ids(conn: sqlite3.Connection, sql: str, params) -> set[str]:
@@ -335,8 +342,19 @@ async def test_hostile_values_stay_bounded_and_escaped(datasette, manifest):
 
 
 # What the page's script draws of a node and of an edge (picture.json keeps only these).
-PICTURE_NODE = {"id", "type", "lane", "group", "label", "detail", "title", "findings", "missing",
-                "external", "href"}  # fmt: skip
+PICTURE_NODE = {
+    "id",
+    "type",
+    "lane",
+    "group",
+    "label",
+    "detail",
+    "title",
+    "findings",
+    "missing",
+    "external",
+    "href",
+}
 PICTURE_EDGE = {"source", "target", "type", "broken", "severity", "title", "cross_trace"}
 
 

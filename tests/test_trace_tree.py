@@ -88,9 +88,11 @@ async def test_tree_nests_a_turn(datasette, manifest):
     kinds = {c["type"] for c in call["children"]}
     assert {"net_event", "body", "security_event"} <= kinds, kinds
     emitting = [
-        s for s in flatten(tree) if s["type"] == "model_call" and
-        any(c["type"] == "tool_call" for c in s.get("children", []))
-    ]  # fmt: skip
+        s
+        for s in flatten(tree)
+        if s["type"] == "model_call"
+        and any(c["type"] == "tool_call" for c in s.get("children", []))
+    ]
     assert emitting, "some model call emitted tool calls"
     tool = next(c for c in emitting[0]["children"] if c["type"] == "tool_call")
     response = next(c for c in tool["children"] if c["type"] == "tool_response")
@@ -165,9 +167,11 @@ def assert_critical_path(tree: dict) -> int:
     candidates = [
         (s["t"], s["t"] + (s.get("duration_ms") or 0.0))
         for s in spans.values()
-        if s["type"] in CRITICAL_TYPES and s.get("t") is not None and not s.get("missing")
+        if s["type"] in CRITICAL_TYPES
+        and s.get("t") is not None
+        and not s.get("missing")
         and not s.get("external")
-    ]  # fmt: skip
+    ]
     path = tree["critical_path"]
     assert bool(path) == bool(candidates)
     assert {i for i, s in spans.items() if s.get("critical")} == set(path)
@@ -211,8 +215,11 @@ async def test_conversation_unfolds_the_repeated_history(datasette, manifest):
         assert len(found["messages"]) == step["request"]["repeated"] == found["repeated"]
         assert not any(m["new"] for m in found["messages"])
         # What step n repeats was new in an earlier step or was an earlier reply.
-        earlier = {(m["role"], m["type"], m["text"].strip()) for s in steps[: number - 1]
-                   for m in s["messages"] + s["reply"]}  # fmt: skip
+        earlier = {
+            (m["role"], m["type"], m["text"].strip())
+            for s in steps[: number - 1]
+            for m in s["messages"] + s["reply"]
+        }
         shown = {(m["role"], m["type"], m["text"].strip()) for m in found["messages"]}
         assert shown & earlier
     for bad, status in (("0", 400), ("x", 400), (str(len(steps) + 1), 404)):

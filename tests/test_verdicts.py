@@ -72,8 +72,10 @@ async def test_every_listed_verdict_is_the_engines_quick_verdict(
         counts = report.severity_counts()
         assert verdict["state"] == report.verdict, session_id
         assert (verdict["errors"], verdict["warnings"], verdict["infos"]) == (
-            counts["error"], counts["warning"], counts["info"]
-        ), session_id  # fmt: skip
+            counts["error"],
+            counts["warning"],
+            counts["info"],
+        ), session_id
         assert verdict["kinds"] == sorted({f.kind for f in report.problems}), session_id
     assert states["error"] >= 10 and states["warning"] >= 5 and states["ok"] >= 10, states
 
@@ -105,9 +107,12 @@ async def test_filters_and_sorting_by_verdict(capsem_home, cache_dir, quick_repo
         assert {r["id"] for r in await listed(datasette, f"has_finding={kind}")} == hit
     two = await listed(datasette, "has_finding=orphan_tool_response,rollup_mismatch")
     assert len(two) == len(
-        {sid for sid, r in reports.items()
-         if {"orphan_tool_response", "rollup_mismatch"} & {f.kind for f in r.problems}}
-    )  # fmt: skip
+        {
+            sid
+            for sid, r in reports.items()
+            if {"orphan_tool_response", "rollup_mismatch"} & {f.kind for f in r.problems}
+        }
+    )
     bad = await datasette.client.get("/-/capsem/sessions.json?has_finding=%3Cscript%3E")
     assert bad.status_code == 400 and "has_finding" in bad.json()["message"]
 
@@ -149,10 +154,13 @@ async def test_a_changed_ledger_rechecks_only_itself_and_a_changed_row_is_stale(
     assert service.refresh().checked == []
 
     session = next(
-        s for s in readable(manifest)
-        if s["era"] == "head" and s["kind"] == "ephemeral" and s.get("clean")
+        s
+        for s in readable(manifest)
+        if s["era"] == "head"
+        and s["kind"] == "ephemeral"
+        and s.get("clean")
         and s["status"] == "stopped"
-    )  # fmt: skip
+    )
     assert service.snapshot().checks[session["id"]]["verdict"] == "ok"
     writer = sqlite3.connect(home / session["ledger"])  # a tool response no call emitted
     writer.execute(
@@ -169,10 +177,14 @@ async def test_a_changed_ledger_rechecks_only_itself_and_a_changed_row_is_stale(
 
     # main.db's row changes (the rollup is rewritten): the verdict is stale until re-checked
     other = next(
-        s for s in readable(manifest)
-        if s["status"] == "stopped" and s["main_db_row"] and s["id"] != session["id"]
-        and s["era"] == "head" and s.get("clean")
-    )  # fmt: skip
+        s
+        for s in readable(manifest)
+        if s["status"] == "stopped"
+        and s["main_db_row"]
+        and s["id"] != session["id"]
+        and s["era"] == "head"
+        and s.get("clean")
+    )
     main = sqlite3.connect(home / manifest["main_db"])
     main.execute(
         "UPDATE sessions SET total_requests = total_requests + 7 WHERE id = ?", [other["id"]]
@@ -232,4 +244,6 @@ async def test_the_findings_page(capsem_home, cache_dir, quick_reports):
     assert f'id="finding-{kinds[0]["kind"]}"' in check.text
     table = await datasette.client.get("/index/findings_by_kind.json?severity=error&_shape=array")
     assert table.status_code == 200
-    assert {r["kind"] for r in table.json()} == {k["kind"] for k in kinds if k["severity"] == "error"}
+    assert {r["kind"] for r in table.json()} == {
+        k["kind"] for k in kinds if k["severity"] == "error"
+    }

@@ -49,9 +49,18 @@ def another_thread():
 def check_all_json(home: Path, cache: Path, *options: str) -> dict:
     result = CliRunner().invoke(
         cli,
-        ["capsem", "check", "--all", "--json", "--home", str(home), "--cache-dir", str(cache),
-         *options],
-    )  # fmt: skip
+        [
+            "capsem",
+            "check",
+            "--all",
+            "--json",
+            "--home",
+            str(home),
+            "--cache-dir",
+            str(cache),
+            *options,
+        ],
+    )
     assert result.exit_code == 2, result.output  # the home holds unreadable ledgers
     document = json.loads(result.stdout)
     for session in document["sessions"]:
@@ -66,8 +75,11 @@ def test_check_all_in_processes_equals_one_process(capsem_home, manifest, tmp_pa
     assert spawned == one
     assert len(one["sessions"]) == len(manifest["sessions"])
     unreadable = {d["session"]["id"] for d in one["sessions"] if d["verdict"] == "unreadable"}
-    broken = {b["session"] for b in manifest["broken_files"]
-              if b["kind"] in ("zero_bytes", "not_sqlite", "truncated")}  # fmt: skip
+    broken = {
+        b["session"]
+        for b in manifest["broken_files"]
+        if b["kind"] in ("zero_bytes", "not_sqlite", "truncated")
+    }
     assert broken and broken <= unreadable
 
 
@@ -75,9 +87,12 @@ def dump(path: Path) -> dict[str, list]:
     """Every table of an index but FTS5's own, timing columns left out, rows sorted."""
     conn = sqlite3.connect(path)
     try:
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'text_search%'"
-        )]  # fmt: skip
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'text_search%'"
+            )
+        ]
         found = {}
         for table in tables:
             columns = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
@@ -122,8 +137,21 @@ def test_ctrl_c_ends_check_all_and_its_workers(tmp_path: Path):
     generate_home(
         home, GenerateOptions(seed=3, sessions=150, hostile=False, broken=False, defects=False)
     )
-    command = [sys.executable, "-m", "datasette", "capsem", "check", "--all", "--json",
-               "--workers", "2", "--home", str(home), "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "datasette",
+        "capsem",
+        "check",
+        "--all",
+        "--json",
+        "--workers",
+        "2",
+        "--home",
+        str(home),
+        "--cache-dir",
+        str(tmp_path / "c"),
+    ]
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
@@ -196,9 +224,10 @@ def test_workers_die_with_a_killed_parent(start):
         workers_seen: set[int] = set()
         while len(workers_seen) < 2 and time.monotonic() < deadline:
             workers_seen = {
-                child for child in _children(parent.pid)
+                child
+                for child in _children(parent.pid)
                 if "resource_tracker" not in Path(f"/proc/{child}/cmdline").read_text()
-            }  # fmt: skip
+            }
             time.sleep(0.1)
         assert len(workers_seen) >= 2, workers_seen
         # Whether or not a worker's initializer ran yet: before, it sees its parent gone and
@@ -209,8 +238,11 @@ def test_workers_die_with_a_killed_parent(start):
             Path(f"/proc/{w}").exists() for w in workers_seen
         ):
             time.sleep(0.1)
-        alive = [w for w in workers_seen if Path(f"/proc/{w}").exists()
-                 and "zombie" not in Path(f"/proc/{w}/status").read_text()]  # fmt: skip
+        alive = [
+            w
+            for w in workers_seen
+            if Path(f"/proc/{w}").exists() and "zombie" not in Path(f"/proc/{w}/status").read_text()
+        ]
         assert not alive, f"workers outlived their parent: {alive}"
     finally:
         parent.kill()

@@ -40,8 +40,9 @@ def anthropic_result(call_id: str) -> dict:
 def anthropic_turn_with_one_tool(writer: Writer, call_id: str = "toolu_01") -> list[dict]:
     """A user asks, the model calls a tool: the history the agent sends next."""
     history = [user("list the files")]
-    writer.exchange("anthropic", {"messages": history}, calls=[{"id": call_id, "name": "bash"}],
-                    stop="tool_use")  # fmt: skip
+    writer.exchange(
+        "anthropic", {"messages": history}, calls=[{"id": call_id, "name": "bash"}], stop="tool_use"
+    )
     return history + [{"role": "assistant", "content": [{"type": "tool_use", "id": call_id}]}]
 
 
@@ -65,13 +66,24 @@ async def test_gemini_cli_on_an_api_key_answers_under_its_own_id(tmp_path):
     ledger = session_ledger(home)
     writer = Writer(ledger, AMBIENT)
     contents = [{"role": "user", "parts": [{"text": "write a poem to a file"}]}]
-    call_trace = writer.exchange("google", {"contents": contents},
-                                 calls=[{"name": "write_file"}], stop="tool_use")  # fmt: skip
+    call_trace = writer.exchange(
+        "google", {"contents": contents}, calls=[{"name": "write_file"}], stop="tool_use"
+    )
     contents += [
         {"role": "model", "parts": [{"functionCall": {"name": "write_file"}}]},
-        {"role": "user", "parts": [{"functionResponse": {
-            "id": "write_file_1772463049393_0", "name": "write_file", "response": {"ok": 1}}}]},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "write_file_1772463049393_0",
+                        "name": "write_file",
+                        "response": {"ok": 1},
+                    }
+                }
+            ],
+        },
+    ]
     result_trace = writer.exchange("google", {"contents": contents})
     ledger.close()
     assert result_trace != call_trace  # the writer split the pair: nothing was pending under it
@@ -86,16 +98,22 @@ async def test_the_responses_api_resends_earlier_turns_results(tmp_path):
     ledger = session_ledger(home)
     writer = Writer(ledger, AMBIENT)
     items = [{"role": "user", "content": "run the tests"}]
-    first = writer.exchange("openai", {"input": items}, calls=[{"id": "call_1", "name": "shell"}],
-                            stop="tool_use")  # fmt: skip
-    items += [{"type": "function_call", "call_id": "call_1"},
-              {"type": "function_call_output", "call_id": "call_1", "output": "3 passed"}]  # fmt: skip
+    first = writer.exchange(
+        "openai", {"input": items}, calls=[{"id": "call_1", "name": "shell"}], stop="tool_use"
+    )
+    items += [
+        {"type": "function_call", "call_id": "call_1"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "3 passed"},
+    ]
     assert writer.exchange("openai", {"input": items}) == first  # end of turn 1
     items += [{"role": "user", "content": "now lint"}]
-    second = writer.exchange("openai", {"input": items}, calls=[{"id": "call_2", "name": "shell"}],
-                             stop="tool_use")  # fmt: skip
-    items += [{"type": "function_call", "call_id": "call_2"},
-              {"type": "function_call_output", "call_id": "call_2", "output": "clean"}]  # fmt: skip
+    second = writer.exchange(
+        "openai", {"input": items}, calls=[{"id": "call_2", "name": "shell"}], stop="tool_use"
+    )
+    items += [
+        {"type": "function_call", "call_id": "call_2"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "clean"},
+    ]
     assert writer.exchange("openai", {"input": items}) == second
     ledger.close()
     assert second != first
@@ -125,8 +143,12 @@ async def test_a_stream_cut_on_a_tool_result_step_then_a_retry_that_calls_again(
     writer = Writer(ledger, AMBIENT)
     history = anthropic_turn_with_one_tool(writer) + [anthropic_result("toolu_01")]
     writer.exchange("anthropic", {"messages": history}, stop=None)  # cut before any tool call
-    retry = writer.exchange("anthropic", {"messages": history},
-                            calls=[{"id": "toolu_02", "name": "bash"}], stop="tool_use")  # fmt: skip
+    retry = writer.exchange(
+        "anthropic",
+        {"messages": history},
+        calls=[{"id": "toolu_02", "name": "bash"}],
+        stop="tool_use",
+    )
     history += [{"role": "assistant", "content": []}, anthropic_result("toolu_02")]
     assert writer.exchange("anthropic", {"messages": history}) == retry
     ledger.close()
@@ -155,8 +177,12 @@ async def test_a_result_whose_call_was_recorded_nowhere_earlier_is_still_an_erro
     anthropic_turn_with_one_tool(writer, "toolu_01")
     writer.exchange("anthropic", {"messages": [user("go on"), anthropic_result("toolu_99")]})
     # A call emitted only after the result that answers it is no earlier call either.
-    writer.exchange("anthropic", {"messages": [user("again")]},
-                    calls=[{"id": "toolu_99", "name": "bash"}], stop="tool_use")  # fmt: skip
+    writer.exchange(
+        "anthropic",
+        {"messages": [user("again")]},
+        calls=[{"id": "toolu_99", "name": "bash"}],
+        stop="tool_use",
+    )
     ledger.close()
     _, report = report_of(home, ledger, tmp_path / "cache")
     found = problems(report)
@@ -170,10 +196,23 @@ async def test_gemini_cli_ids_pair_only_with_an_earlier_call_of_that_tool(tmp_pa
     ledger = session_ledger(home)
     writer = Writer(ledger, AMBIENT)
     contents = [{"role": "user", "parts": [{"text": "read it"}]}]
-    writer.exchange("google", {"contents": contents}, calls=[{"name": "read_file"}],
-                    stop="tool_use")  # fmt: skip
-    contents += [{"role": "user", "parts": [{"functionResponse": {
-        "id": "write_file_1772463049393_0", "name": "write_file", "response": {}}}]}]  # fmt: skip
+    writer.exchange(
+        "google", {"contents": contents}, calls=[{"name": "read_file"}], stop="tool_use"
+    )
+    contents += [
+        {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "write_file_1772463049393_0",
+                        "name": "write_file",
+                        "response": {},
+                    }
+                }
+            ],
+        }
+    ]
     writer.exchange("google", {"contents": contents})
     ledger.close()
     _, report = report_of(home, ledger, tmp_path / "cache")
@@ -193,7 +232,7 @@ async def test_the_pairing_is_shown_on_the_trace_and_event_pages(tmp_path):
     ledger.close()
     sid = ledger.path.parent.name
     datasette = await make_datasette(home, tmp_path / "serve-cache", index_refresh_seconds=0)
-    graph = (await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{RESUMED}/graph.json"))
+    graph = await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{RESUMED}/graph.json")
     assert graph.status_code == 200, graph.text
     edges = [e for e in graph.json()["edges"] if e["type"] == "responded-in"]
     assert edges and not any(e["broken"] for e in edges), edges
@@ -222,15 +261,25 @@ async def test_a_crashed_session_is_not_live_and_its_wal_rows_are_read(tmp_path)
     sid = ledger.path.parent.name
     writer = Writer(ledger, AMBIENT)
     anthropic_turn_with_one_tool(writer)
-    ledger.insert("exec_events", event_id=new_event_id(), timestamp=stamp(3), exec_id=1,
-                  command="sleep 99", source="api", trace_id=AMBIENT)  # fmt: skip
+    ledger.insert(
+        "exec_events",
+        event_id=new_event_id(),
+        timestamp=stamp(3),
+        exec_id=1,
+        command="sleep 99",
+        source="api",
+        trace_id=AMBIENT,
+    )
     ledger.conn.commit()  # committed into the WAL, never checkpointed: the writer was killed
     main = home / "sessions" / "main.db"
     main.parent.mkdir(parents=True)
     index = sqlite3.connect(main)
     index.executescript(ddl(MAIN_HEAD))
-    index.execute("INSERT INTO sessions (id, mode, status, created_at, stopped_at) "
-                  "VALUES (?, 'ephemeral', 'crashed', ?, ?)", (sid, stamp(0), stamp(5)))  # fmt: skip
+    index.execute(
+        "INSERT INTO sessions (id, mode, status, created_at, stopped_at) "
+        "VALUES (?, 'ephemeral', 'crashed', ?, ?)",
+        (sid, stamp(0), stamp(5)),
+    )
     index.commit()
     index.close()
     try:
@@ -269,8 +318,12 @@ async def test_a_turn_the_writer_split_reads_as_one_user_turn(tmp_path):
     writer = Writer(ledger, AMBIENT)
     history = anthropic_turn_with_one_tool(writer) + [anthropic_result("toolu_01")]
     first = writer.exchange("anthropic", {"messages": history}, stop=None)  # a cut stream
-    retry = writer.exchange("anthropic", {"messages": history},
-                            calls=[{"id": "toolu_02", "name": "bash"}], stop="tool_use")  # fmt: skip
+    retry = writer.exchange(
+        "anthropic",
+        {"messages": history},
+        calls=[{"id": "toolu_02", "name": "bash"}],
+        stop="tool_use",
+    )
     history += [{"role": "assistant", "content": []}, anthropic_result("toolu_02")]
     writer.exchange("anthropic", {"messages": history})
     writer.restart(RESUMED)  # and a resume whose result lands in the new ambient trace
@@ -289,18 +342,23 @@ async def test_a_turn_the_writer_split_reads_as_one_user_turn(tmp_path):
     resumed = next(t for t in page["traces"] if t["trace_id"] == "b17e55c1d2b94f00")
     assert resumed["continues"]["trace_id"] == third and "resume" in resumed["continues"]["why"]
     html = (await datasette.client.get(f"/-/capsem/sessions/{sid}")).text
-    assert f"continues turn <a href=\"/-/capsem/sessions/{sid}/traces/{first}\">" in html
+    assert f'continues turn <a href="/-/capsem/sessions/{sid}/traces/{first}">' in html
     assert "2 user turns, the writer split some" in html
-    otlp = (await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{retry}.otlp.json"))
-    spans = [s for r in otlp.json()["resourceSpans"] for ss in r["scopeSpans"]
-             for s in ss["spans"]]  # fmt: skip
+    otlp = await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{retry}.otlp.json")
+    spans = [s for r in otlp.json()["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]]
     root = next(s for s in spans if "parentSpanId" not in s)
     attrs = {a["key"]: a["value"] for a in root["attributes"]}
     assert attrs["capsem.continues_trace_id"] == {"stringValue": first}
-    first_spans = (await datasette.client.get(
-        f"/-/capsem/sessions/{sid}/traces/{first}.otlp.json")).json()  # fmt: skip
-    call_span = next(s["spanId"] for r in first_spans["resourceSpans"] for ss in r["scopeSpans"]
-                     for s in ss["spans"] if s["name"].endswith("bash"))  # fmt: skip
+    first_spans = (
+        await datasette.client.get(f"/-/capsem/sessions/{sid}/traces/{first}.otlp.json")
+    ).json()
+    call_span = next(
+        s["spanId"]
+        for r in first_spans["resourceSpans"]
+        for ss in r["scopeSpans"]
+        for s in ss["spans"]
+        if s["name"].endswith("bash")
+    )
     assert [link["spanId"] for link in root["links"]] == [call_span]
 
 
@@ -311,8 +369,9 @@ async def test_capsems_own_march_fixture_keeps_its_verdict(tmp_path):
     target = tmp_path / "home" / "run" / "sessions" / sid / "session.db"
     target.parent.mkdir(parents=True)
     target.write_bytes(fixture.read_bytes())
-    settings = load_settings({"capsem_home": str(tmp_path / "home"),
-                              "cache_dir": str(tmp_path / "cache")})  # fmt: skip
+    settings = load_settings(
+        {"capsem_home": str(tmp_path / "home"), "cache_dir": str(tmp_path / "cache")}
+    )
     session = Catalog(settings).get(sid)
     conn = open_readonly(session.ledger_path, tmp_path / "cache")
     try:
@@ -320,5 +379,8 @@ async def test_capsems_own_march_fixture_keeps_its_verdict(tmp_path):
     finally:
         conn.close()
     assert report.verdict == "warning"
-    assert problems(report) == {"model_call_quality": 1, "legacy_tables": 2,
-                                "capsem_ready_schema": 1}  # fmt: skip
+    assert problems(report) == {
+        "model_call_quality": 1,
+        "legacy_tables": 2,
+        "capsem_ready_schema": 1,
+    }

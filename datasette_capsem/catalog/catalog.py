@@ -252,8 +252,10 @@ class Catalog(_SnapshotQueries):
             taken = {home.label for home in homes}
             for home in found:
                 if home.label in taken:
-                    problems.append(f"{home.capsem_home} is left out: the label {home.label!r} "
-                                    "is already a configured home")  # fmt: skip
+                    problems.append(
+                        f"{home.capsem_home} is left out: the label {home.label!r} "
+                        "is already a configured home"
+                    )
                 else:
                     homes.append(home)
         self._listing_problems = problems

@@ -40,8 +40,14 @@ def check_catalog_session(
     `checks` and `memo`: see `check_session` (a run over many sessions passes them). `alone`:
     nothing else is being checked, so the checks that read the whole file get a second
     connection and the second core (`check_session`'s `reopen`)."""
-    options = {"session": session, "live": session.live, "sample_limit": sample_limit,
-               "profile": profile, "checks": checks, "memo": memo}  # fmt: skip
+    options = {
+        "session": session,
+        "live": session.live,
+        "sample_limit": sample_limit,
+        "profile": profile,
+        "checks": checks,
+        "memo": memo,
+    }
     if session.ledger_path is None:
         return check_session(None, **options)
     path = session.ledger_path

@@ -116,8 +116,9 @@ def _check_one(settings: Settings, text: str, as_json: bool, verbose: bool, samp
         outcome = Outcome(session, unreadable=problem)
         if as_json:
             click.echo(json.dumps(outcome.to_dict(), indent=2, default=str))
-        click.echo(f"cannot read the ledger of {session.id}: {problem.detail} ({problem.path})",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"cannot read the ledger of {session.id}: {problem.detail} ({problem.path})", err=True
+        )
         return EXIT_UNREADABLE
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, default=str))
@@ -139,8 +140,15 @@ def _summary_row(outcome: Outcome) -> list[str]:
     counts = report.severity_counts()
     top = Counter(f.kind for f in report.problems if f.severity != "info")
     kinds = ", ".join(kind for kind, _ in top.most_common(3))
-    return [session.id, session.kind, report.era, report.verdict,
-            str(counts["error"]), str(counts["warning"]), kinds]  # fmt: skip
+    return [
+        session.id,
+        session.kind,
+        report.era,
+        report.verdict,
+        str(counts["error"]),
+        str(counts["warning"]),
+        kinds,
+    ]
 
 
 # Most severe first: what --all prints before the rest (catalog order, newest first, within).
@@ -181,11 +189,18 @@ def _check_every(
     done: list[Rendered] = []
     stderr = sys.stderr
     render = _as_json_line if as_json else _as_table_row
-    with click.progressbar(length=len(sessions), label="Checking sessions", file=stderr,
-                           show_pos=True) as bar:  # fmt: skip
+    with click.progressbar(
+        length=len(sessions), label="Checking sessions", file=stderr, show_pos=True
+    ) as bar:
         try:
-            for rendered in check_all(catalog, settings, workers=workers, sample_limit=samples,
-                                      sessions=sessions, render=render):  # fmt: skip
+            for rendered in check_all(
+                catalog,
+                settings,
+                workers=workers,
+                sample_limit=samples,
+                sessions=sessions,
+                render=render,
+            ):
                 done.append(rendered)
                 bar.update(1)
         except WorkerFailed as error:
@@ -215,15 +230,28 @@ def _check_every(
 @click.argument("session", required=False)
 @click.option("--all", "every", is_flag=True, help="Check every session of the home.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report(s) as JSON.")
-@click.option("--problems-only", is_flag=True,
-              help="With --all: list only sessions with a finding (or unreadable).")  # fmt: skip
+@click.option(
+    "--problems-only",
+    is_flag=True,
+    help="With --all: list only sessions with a finding (or unreadable).",
+)
 @click.option(
     "-v", "--verbose", is_flag=True, help="Explain each finding; list what did not apply."
 )
-@click.option("--samples", default=20, show_default=True, type=click.IntRange(min=1),
-              help="Row ids kept per finding.")  # fmt: skip
-@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1),
-              help="Processes checking sessions for --all (1: check in this process).")  # fmt: skip
+@click.option(
+    "--samples",
+    default=20,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Row ids kept per finding.",
+)
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes checking sessions for --all (1: check in this process).",
+)
 @home_option
 @cache_option
 def check(

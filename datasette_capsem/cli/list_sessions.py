@@ -54,8 +54,11 @@ def _verdict(verdict: dict[str, Any]) -> str:
     state = verdict.get("state")
     if state in (None, "pending", "none"):
         return ""
-    counts = [f"{verdict[k]} {k[:-1] if verdict[k] == 1 else k}"
-              for k in ("errors", "warnings") if verdict.get(k)]  # fmt: skip
+    counts = [
+        f"{verdict[k]} {k[:-1] if verdict[k] == 1 else k}"
+        for k in ("errors", "warnings")
+        if verdict.get(k)
+    ]
     stale = " (stale)" if verdict.get("stale") else ""
     return f"{state}{': ' + ', '.join(counts) if counts else ''}{stale}"
 
@@ -73,8 +76,7 @@ def list_sessions(
     snapshot = catalog.snapshot()
     built = table.rows(snapshot, index.snapshot())
     try:
-        query = filters.parse_query(MultiParams(params), default_size=DEFAULT_COUNT,
-                                    max_size=10**9)  # fmt: skip
+        query = filters.parse_query(MultiParams(params), default_size=DEFAULT_COUNT, max_size=10**9)
     except filters.BadParameter as problem:
         raise CliError(str(problem)) from problem
     rows = filters.apply(table.ordered(built, query.sort, query.descending), query)
@@ -103,8 +105,14 @@ def table_text(rows: list[dict[str, Any]]) -> str:
 
 
 @click.command(name="list")
-@click.option("-n", "count", type=click.IntRange(min=1), default=DEFAULT_COUNT,
-              show_default=True, help="Show at most N sessions, newest first.")  # fmt: skip
+@click.option(
+    "-n",
+    "count",
+    type=click.IntRange(min=1),
+    default=DEFAULT_COUNT,
+    show_default=True,
+    help="Show at most N sessions, newest first.",
+)
 @click.option("--all", "every", is_flag=True, help="Include vacuumed sessions.")
 @click.option("--with-db", is_flag=True, help="Only sessions with a ledger on disk.")
 @click.option("--with-model", is_flag=True, help="Only sessions that used tokens.")
@@ -137,8 +145,15 @@ def list_command(
     """List sessions, newest first, with list_sessions.py's flags and the web list's figures
     (tokens, cost, requests, tool calls, and the verdict when the index has one)."""
     settings = settings_from_options(home, cache_dir)
-    flags = {"all": every, "with_db": with_db, "with_model": with_model, "with_net": with_net,
-             "with_tools": with_tools, "has_errors": has_errors, "has_warnings": has_warnings}  # fmt: skip
+    flags = {
+        "all": every,
+        "with_db": with_db,
+        "with_model": with_model,
+        "with_net": with_net,
+        "with_tools": with_tools,
+        "has_errors": has_errors,
+        "has_warnings": has_warnings,
+    }
     params = [(name, "1") for name, on in flags.items() if on]
     if min_cost is not None:
         params.append(("min_cost", repr(min_cost)))

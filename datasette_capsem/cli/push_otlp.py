@@ -83,10 +83,18 @@ def _sigterm_as_interrupt(_signum, _frame) -> None:
 @number_option("--interval", click.FloatRange(min=0.1), 5.0, "Seconds between polls with --follow.")
 @click.option("--json", "as_json", is_flag=True, help="Send OTLP/JSON instead of protobuf.")
 @number_option("--batch-spans", click.IntRange(min=1), 500, "At most this many spans per request.")
-@number_option("--retries", click.IntRange(min=0), 5,
-               "Retries of a failed request (5xx, 429, connection errors) before giving up.")  # fmt: skip
-@number_option("--backoff", click.FloatRange(min=0), 1.0,
-               "Seconds before the first retry; doubled at each retry (Retry-After wins).")  # fmt: skip
+@number_option(
+    "--retries",
+    click.IntRange(min=0),
+    5,
+    "Retries of a failed request (5xx, 429, connection errors) before giving up.",
+)
+@number_option(
+    "--backoff",
+    click.FloatRange(min=0),
+    1.0,
+    "Seconds before the first retry; doubled at each retry (Retry-After wins).",
+)
 @number_option("--timeout", click.FloatRange(min=0.1), 30.0, "Seconds to wait for one request.")
 @click.option(
     "--unmasked",

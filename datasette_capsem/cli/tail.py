@@ -37,8 +37,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2
 def printable(text: str) -> str:
     """Text a terminal shows as text: control and bidi characters escaped, newlines as \\n."""
     text = text.replace("\n", "\\n")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256
-                        else f"\\u{ord(m.group()):04x}", text)  # fmt: skip
+    return _CONTROL.sub(
+        lambda m: (
+            f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"
+        ),
+        text,
+    )
 
 
 def line(row: dict) -> str:

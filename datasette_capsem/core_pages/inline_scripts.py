@@ -29,7 +29,6 @@ JINJA = re.compile(r"(\{\{.*?\}\}|\{%.*?%\})", re.S)
 TOKEN_HOLE = r"[\w.:/%~+-]*"  # a version, true/false, a path: no quote, space or bracket
 
 
-
 def csp_hash(script: str) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
     return f"'sha256-{digest}'"
@@ -138,4 +137,3 @@ def response_hashes(html: str) -> list[str]:
         if _of_a_template(script):
             found.append(digest)
     return found
-

@@ -143,8 +143,8 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
             name = column.strip().strip('[]"`')
             if not name:
                 continue
-            kind = tables.column_kind(database, table, name) if name != "*" else (
-                tables.UNCLASSIFIED
+            kind = (
+                tables.column_kind(database, table, name) if name != "*" else (tables.UNCLASSIFIED)
             )
             if kind != tables.SHOWN:
                 return probe_refusal(name, kind, table, what)

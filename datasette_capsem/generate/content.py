@@ -633,9 +633,15 @@ class Builder:
             else None
         )
         rid, _eid = self.net(
-            domain, path, "allowed", 200, method="POST", request=request, response=response,
+            domain,
+            path,
+            "allowed",
+            200,
+            method="POST",
+            request=request,
+            response=response,
             capture=token,
-        )  # fmt: skip
+        )
         self.provider_posts.append(rid)
         self.tick(5, 200)
         return rid
@@ -646,13 +652,33 @@ class Builder:
         domain, path = vocabulary.UPLOAD
         body, digest = upload_body()
         rid, eid = self.net(
-            domain, path, "allowed", 200, method="POST", capture=False,
-            request_bytes=len(body) * 2 // 5, response='{"file":{"state":"ACTIVE"}}',
-        )  # fmt: skip
-        self.blob("net_events", "http.request", eid, "request", body, self.ambient,
-                  "application/octet-stream", body_hash=digest)  # fmt: skip
-        self.blob("net_events", "http.request", eid, "response", b'{"file":{"state":"ACTIVE"}}',
-                  self.ambient)  # fmt: skip
+            domain,
+            path,
+            "allowed",
+            200,
+            method="POST",
+            capture=False,
+            request_bytes=len(body) * 2 // 5,
+            response='{"file":{"state":"ACTIVE"}}',
+        )
+        self.blob(
+            "net_events",
+            "http.request",
+            eid,
+            "request",
+            body,
+            self.ambient,
+            "application/octet-stream",
+            body_hash=digest,
+        )
+        self.blob(
+            "net_events",
+            "http.request",
+            eid,
+            "response",
+            b'{"file":{"state":"ACTIVE"}}',
+            self.ambient,
+        )
         self.provider_posts.append(rid)
         self.tick(500, 4000)
         return rid
@@ -757,10 +783,13 @@ class Builder:
                     # after file): then its synthesized id recurs (spec §4.3).
                     again = (
                         carried[0][1]
-                        if position == 0 and carried and provider.name == "google"
-                        and carried[0][1] in provider.native_tools and rng.random() < 0.7
+                        if position == 0
+                        and carried
+                        and provider.name == "google"
+                        and carried[0][1] in provider.native_tools
+                        and rng.random() < 0.7
                         else None
-                    )  # fmt: skip
+                    )
                     name, args, result = self.tool_request(provider, again)
                     call_id, answer_id = self.call_ids(provider, name, position)
                     emitted.append((call_id, name, args, result))

@@ -55,14 +55,22 @@ def write_dir_files(directory: Path, spec: SessionSpec) -> None:
         (directory / "capsem.log").write_text(
             _jsonl(
                 [
-                    {"timestamp": _stamp(start), "level": "INFO", "target": "capsem_app",
-                     "message": f"session {spec.id} started"},
-                    {"timestamp": _stamp(start + timedelta(minutes=9)), "level": "INFO",
-                     "target": "capsem_app", "message": "vm stopped"},
+                    {
+                        "timestamp": _stamp(start),
+                        "level": "INFO",
+                        "target": "capsem_app",
+                        "message": f"session {spec.id} started",
+                    },
+                    {
+                        "timestamp": _stamp(start + timedelta(minutes=9)),
+                        "level": "INFO",
+                        "target": "capsem_app",
+                        "message": "vm stopped",
+                    },
                 ]
             ),
             encoding="utf-8",
-        )  # fmt: skip
+        )
         if spec.era == eras.V0_16.name:  # 0.16: workspace, system and the snapshot ring
             (directory / "workspace").mkdir(exist_ok=True)
             (directory / "system").mkdir(exist_ok=True)
@@ -71,16 +79,28 @@ def write_dir_files(directory: Path, spec: SessionSpec) -> None:
     (directory / "process.log").write_text(
         _jsonl(
             [
-                {"timestamp": _stamp(start), "level": "INFO", "target": "capsem_process",
-                 "fields": {"message": "ledger opened", "vm_id": spec.id}},
-                {"timestamp": _stamp(start + timedelta(seconds=2)), "level": "INFO",
-                 "target": "capsem_process::vsock", "message": "guest agent connected"},
-                {"timestamp": _stamp(start + timedelta(minutes=30)), "level": "INFO",
-                 "target": "capsem_logger::writer", "message": "final flush, wal_checkpoint(TRUNCATE)"},
+                {
+                    "timestamp": _stamp(start),
+                    "level": "INFO",
+                    "target": "capsem_process",
+                    "fields": {"message": "ledger opened", "vm_id": spec.id},
+                },
+                {
+                    "timestamp": _stamp(start + timedelta(seconds=2)),
+                    "level": "INFO",
+                    "target": "capsem_process::vsock",
+                    "message": "guest agent connected",
+                },
+                {
+                    "timestamp": _stamp(start + timedelta(minutes=30)),
+                    "level": "INFO",
+                    "target": "capsem_logger::writer",
+                    "message": "final flush, wal_checkpoint(TRUNCATE)",
+                },
             ]
         ),
         encoding="utf-8",
-    )  # fmt: skip
+    )
     (directory / "serial.log").write_text(
         "[    0.000000] Linux version 6.12.8-capsem\n[    1.204311] capsem-init: ready\n",
         encoding="utf-8",

@@ -81,12 +81,19 @@ def _leftovers(b: Builder, spec: SessionSpec) -> None:
     """Rows in the 1.2 tables Capsem later dropped from its DDL but never from files."""
     ledger = b.ledger
     ledger.rows["session_identity"].append(
-        {"id": 1, "updated_at": b.ts(), "vm_id": spec.name or spec.id, "profile_id": "code",
-         "user_id": "local"}
-    )  # fmt: skip
-    families = {"anthropic": ("anthropic", "anthropic_messages"),
-                "openai": ("openai", "openai_responses"), "google": ("google_gemini",
-                "google_gemini_content")}  # fmt: skip
+        {
+            "id": 1,
+            "updated_at": b.ts(),
+            "vm_id": spec.name or spec.id,
+            "profile_id": "code",
+            "user_id": "local",
+        }
+    )
+    families = {
+        "anthropic": ("anthropic", "anthropic_messages"),
+        "openai": ("openai", "openai_responses"),
+        "google": ("google_gemini", "google_gemini_content"),
+    }
     interactions: dict[int, int] = {}
     for call in ledger.rows["model_calls"]:
         provider, family = families.get(call["provider"], ("unknown", "unknown"))

@@ -17,9 +17,12 @@ from datasette_capsem.generate.content import TOOL_STOP_APIS, Builder, cost_usd,
 PROVIDER_PATHS = {
     "anthropic": ("api.anthropic.com", "/v1/messages", "claude-sonnet-4-5"),
     "openai": ("api.openai.com", "/v1/responses", "gpt-5"),
-    "google": ("generativelanguage.googleapis.com",
-               "/v1beta/models/gemini-2.5-pro:streamGenerateContent", "gemini-2.5-pro"),
-}  # fmt: skip
+    "google": (
+        "generativelanguage.googleapis.com",
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent",
+        "gemini-2.5-pro",
+    ),
+}
 
 
 def _model_call(b: Builder, trace: str, provider: str, *, stop: str | None = "end_turn") -> int:
@@ -29,29 +32,58 @@ def _model_call(b: Builder, trace: str, provider: str, *, stop: str | None = "en
     b.tick(200, 2000)
     inp, out = b.rng.randint(800, 4000), b.rng.randint(10, 200)
     return b.ledger.add(
-        "model_calls", event_id=b.event_id(), timestamp=b.ts(), provider=provider,
-        protocol=provider, model=model, method="POST", path=path, stream=1,
-        request_body_preview='{"messages": []}', status_code=200, stop_reason=stop,
-        input_tokens=inp, output_tokens=out, duration_ms=900,
-        estimated_cost_usd=cost_usd(provider, model, inp, out, 0), trace_id=trace,
+        "model_calls",
+        event_id=b.event_id(),
+        timestamp=b.ts(),
+        provider=provider,
+        protocol=provider,
+        model=model,
+        method="POST",
+        path=path,
+        stream=1,
+        request_body_preview='{"messages": []}',
+        status_code=200,
+        stop_reason=stop,
+        input_tokens=inp,
+        output_tokens=out,
+        duration_ms=900,
+        estimated_cost_usd=cost_usd(provider, model, inp, out, 0),
+        trace_id=trace,
         turn_id=b.turn(trace),
-    )  # fmt: skip
+    )
 
 
 def _call(b: Builder, model_call: int, trace: str, call_id: str, name: str) -> int:
     return b.ledger.add(
-        "tool_calls", event_id=b.event_id(), timestamp=b.ts(), model_call_id=model_call,
-        provider="", status="observed", call_index=0, call_id=call_id, tool_name=name,
-        arguments="{}", origin="native", transport="sse", server_name="model",
-        decision="allowed", trace_id=trace, turn_id=b.turn(trace),
-    )  # fmt: skip
+        "tool_calls",
+        event_id=b.event_id(),
+        timestamp=b.ts(),
+        model_call_id=model_call,
+        provider="",
+        status="observed",
+        call_index=0,
+        call_id=call_id,
+        tool_name=name,
+        arguments="{}",
+        origin="native",
+        transport="sse",
+        server_name="model",
+        decision="allowed",
+        trace_id=trace,
+        turn_id=b.turn(trace),
+    )
 
 
 def _result(b: Builder, model_call: int, trace: str, call_id: str) -> int:
     return b.ledger.add(
-        "tool_responses", model_call_id=model_call, call_id=call_id, content_preview="ok",
-        is_error=0, trace_id=trace, turn_id=b.turn(trace),
-    )  # fmt: skip
+        "tool_responses",
+        model_call_id=model_call,
+        call_id=call_id,
+        content_preview="ok",
+        is_error=0,
+        trace_id=trace,
+        turn_id=b.turn(trace),
+    )
 
 
 def _tool_step(b: Builder, provider: str, call_id: str, name: str = "bash") -> str:

@@ -41,10 +41,24 @@ BODY_READ_BYTES = 4 * 1024 * 1024  # read of each body; a longer one is parsed a
 MESSAGE_CHARS = 20_000  # text of one message part; the raw body holds the rest
 MAX_STEPS = 1000
 CALL_COLUMNS = (
-    "id", "event_id", "timestamp", "provider", "model", "path", "stream", "stop_reason",
-    "status_code", "input_tokens", "output_tokens", "estimated_cost_usd", "duration_ms",
-    "text_content", "thinking_content", "system_prompt_preview", "request_body_preview",
-)  # fmt: skip
+    "id",
+    "event_id",
+    "timestamp",
+    "provider",
+    "model",
+    "path",
+    "stream",
+    "stop_reason",
+    "status_code",
+    "input_tokens",
+    "output_tokens",
+    "estimated_cost_usd",
+    "duration_ms",
+    "text_content",
+    "thinking_content",
+    "system_prompt_preview",
+    "request_body_preview",
+)
 FORMATS = ("anthropic", "openai-chat", "openai-responses", "gemini", "ollama")
 
 
@@ -108,12 +122,25 @@ def _anthropic_blocks(role: str, content: Any) -> list[dict[str, Any]]:
         elif kind in ("thinking", "redacted_thinking"):
             parts.append(_part(role, "thinking", block.get("thinking") or "[redacted thinking]"))
         elif kind in ("tool_use", "server_tool_use"):
-            parts.append(_part(role, "tool_call", _arguments(block.get("input")),
-                               name=block.get("name"), call_id=block.get("id")))  # fmt: skip
+            parts.append(
+                _part(
+                    role,
+                    "tool_call",
+                    _arguments(block.get("input")),
+                    name=block.get("name"),
+                    call_id=block.get("id"),
+                )
+            )
         elif kind == "tool_result":
-            parts.append(_part("tool", "tool_result", _texts(block.get("content")),
-                               call_id=block.get("tool_use_id"),
-                               is_error=bool(block.get("is_error"))))  # fmt: skip
+            parts.append(
+                _part(
+                    "tool",
+                    "tool_result",
+                    _texts(block.get("content")),
+                    call_id=block.get("tool_use_id"),
+                    is_error=bool(block.get("is_error")),
+                )
+            )
         elif kind in ("image", "document"):
             parts.append(_part(role, kind, f"[{kind}]"))
         else:
@@ -150,9 +177,15 @@ def _chat_message(message: Any) -> list[dict[str, Any]]:
         role = str(message.get("role") or "user")
         role = "system" if role == "developer" else role
         if role == "tool":
-            parts.append(_part("tool", "tool_result", _texts(message.get("content")),
-                               call_id=message.get("tool_call_id"),
-                               name=message.get("tool_name") or message.get("name")))  # fmt: skip
+            parts.append(
+                _part(
+                    "tool",
+                    "tool_result",
+                    _texts(message.get("content")),
+                    call_id=message.get("tool_call_id"),
+                    name=message.get("tool_name") or message.get("name"),
+                )
+            )
             return parts
         if message.get("thinking"):
             parts.append(_part(role, "thinking", message["thinking"]))
@@ -164,8 +197,15 @@ def _chat_message(message: Any) -> list[dict[str, Any]]:
         for call in message.get("tool_calls") or []:
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict):
-                parts.append(_part(role, "tool_call", _arguments(function.get("arguments")),
-                                   name=function.get("name"), call_id=call.get("id")))  # fmt: skip
+                parts.append(
+                    _part(
+                        role,
+                        "tool_call",
+                        _arguments(function.get("arguments")),
+                        name=function.get("name"),
+                        call_id=call.get("id"),
+                    )
+                )
     return parts
 
 
@@ -180,11 +220,21 @@ def _responses_items(items: Any, default_role: str = "user") -> list[dict[str, A
             role = "system" if role == "developer" else role
             parts.append(_part(role, "text", _texts(item.get("content"))))
         elif kind == "function_call":
-            parts.append(_part("assistant", "tool_call", _arguments(item.get("arguments")),
-                               name=item.get("name"), call_id=item.get("call_id")))  # fmt: skip
+            parts.append(
+                _part(
+                    "assistant",
+                    "tool_call",
+                    _arguments(item.get("arguments")),
+                    name=item.get("name"),
+                    call_id=item.get("call_id"),
+                )
+            )
         elif kind == "function_call_output":
-            parts.append(_part("tool", "tool_result", _texts(item.get("output")),
-                               call_id=item.get("call_id")))  # fmt: skip
+            parts.append(
+                _part(
+                    "tool", "tool_result", _texts(item.get("output")), call_id=item.get("call_id")
+                )
+            )
         elif kind == "reasoning":
             parts.append(_part("assistant", "thinking", _texts(item.get("summary"))))
         else:
@@ -213,8 +263,15 @@ def _gemini_parts(role: str, given: Any) -> list[dict[str, Any]]:
             continue
         if "functionCall" in part or "function_call" in part:
             call = part.get("functionCall") or part.get("function_call") or {}
-            parts.append(_part(role, "tool_call", _arguments(call.get("args")),
-                               name=call.get("name"), call_id=call.get("id")))  # fmt: skip
+            parts.append(
+                _part(
+                    role,
+                    "tool_call",
+                    _arguments(call.get("args")),
+                    name=call.get("name"),
+                    call_id=call.get("id"),
+                )
+            )
         elif "functionResponse" in part or "function_response" in part:
             answer = part.get("functionResponse") or part.get("function_response") or {}
             result = answer.get("response")
@@ -222,8 +279,11 @@ def _gemini_parts(role: str, given: Any) -> list[dict[str, Any]]:
                 only = next(iter(result.values()))
                 result = only if isinstance(only, str) else result
             result = result if isinstance(result, str) else _arguments(result)
-            parts.append(_part("tool", "tool_result", result,
-                               name=answer.get("name"), call_id=answer.get("id")))  # fmt: skip
+            parts.append(
+                _part(
+                    "tool", "tool_result", result, name=answer.get("name"), call_id=answer.get("id")
+                )
+            )
         elif "text" in part:
             parts.append(_part(role, "thinking" if part.get("thought") else "text", part["text"]))
         elif "inlineData" in part or "fileData" in part:
@@ -379,8 +439,13 @@ class _Reply:
     def call(self, key: Any, name: Any = None, call_id: Any = None, arguments: str = "") -> None:
         block = self.blocks.get(key)
         if block is None or block["type"] != "tool_call":
-            block = {"role": "assistant", "type": "tool_call", "text": "", "name": None,
-                     "call_id": None}  # fmt: skip
+            block = {
+                "role": "assistant",
+                "type": "tool_call",
+                "text": "",
+                "name": None,
+                "call_id": None,
+            }
             self.blocks[key] = block
             self.parts.append(block)
         block["name"] = block["name"] or name
@@ -452,8 +517,12 @@ class _Reply:
                 self.text("text", delta.get("content") or "", ("c", "x"))
                 for call in delta.get("tool_calls") or []:
                     function = call.get("function") or {}
-                    self.call(("c", call.get("index", 0)), function.get("name"), call.get("id"),
-                              function.get("arguments") or "")  # fmt: skip
+                    self.call(
+                        ("c", call.get("index", 0)),
+                        function.get("name"),
+                        call.get("id"),
+                        function.get("arguments") or "",
+                    )
         elif isinstance(data.get("candidates"), list):  # Gemini: JSON or stream chunk
             for candidate in data["candidates"][:1]:
                 content = candidate.get("content") if isinstance(candidate, dict) else None
@@ -471,9 +540,14 @@ class _Reply:
             for call in message.get("tool_calls") or []:
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict):
-                    self.parts.append(_part("assistant", "tool_call",
-                                            _arguments(function.get("arguments")),
-                                            name=function.get("name")))  # fmt: skip
+                    self.parts.append(
+                        _part(
+                            "assistant",
+                            "tool_call",
+                            _arguments(function.get("arguments")),
+                            name=function.get("name"),
+                        )
+                    )
             self.stop = data.get("done_reason") or self.stop
         elif isinstance(data.get("content"), list):  # Anthropic JSON without "type"
             self.final = _anthropic_blocks("assistant", data["content"])
@@ -487,8 +561,14 @@ class _Reply:
                 part = {**part, "text": _arguments(part["text"]) if part["text"] else "{}"}
             if part["type"] in ("text", "thinking") and not part["text"]:
                 continue
-            out.append(_part(part["role"], part["type"], part["text"],
-                             **{k: part.get(k) for k in ("name", "call_id", "is_error")}))  # fmt: skip
+            out.append(
+                _part(
+                    part["role"],
+                    part["type"],
+                    part["text"],
+                    **{k: part.get(k) for k in ("name", "call_id", "is_error")},
+                )
+            )
         return out
 
 
@@ -546,8 +626,13 @@ def _key(part: dict[str, Any]) -> tuple:
     text = part["text"].strip()
     if part["type"] in ("tool_call", "tool_result"):
         text = _arguments(text) if text[:1] in ("{", "[") else text
-    return (part["role"], part["type"], text, part.get("name") if part["type"] == "tool_call"
-            else None, part.get("call_id"))  # fmt: skip
+    return (
+        part["role"],
+        part["type"],
+        text,
+        part.get("name") if part["type"] == "tool_call" else None,
+        part.get("call_id"),
+    )
 
 
 def _align(old: list[tuple], new: list[tuple]) -> list[tuple[str, int, int, int, int]]:
@@ -644,12 +729,12 @@ def build_steps(calls: list[dict[str, Any]], history: bool = False) -> list[dict
                 "problem": request["problem"],
                 "messages": len(messages),
                 **_counts(opcodes),
-            },  # fmt: skip
+            },
             "response": {
                 **call["response_source"],
                 "problem": reply["problem"],
                 "shape": reply["shape"],
-            },  # fmt: skip
+            },
             "messages": _marked(messages, opcodes, True),
             "reply": reply["messages"],
         }
@@ -676,9 +761,13 @@ def load_conversation(
     if "model_calls" not in schema.tables or not call_ids:
         return []
     rows = lsql.run(
-        conn, "rows_by_id", {"ids": lsql.json_list(call_ids)},
-        schema=schema, table="model_calls", columns=CALL_COLUMNS,
-    )  # fmt: skip
+        conn,
+        "rows_by_id",
+        {"ids": lsql.json_list(call_ids)},
+        schema=schema,
+        table="model_calls",
+        columns=CALL_COLUMNS,
+    )
     rows.sort(key=lambda r: (str(r.get("timestamp") or ""), r["id"]))
     rows = rows[:MAX_STEPS]
     blobs: dict[tuple[Any, str], dict[str, Any]] = {}
@@ -696,16 +785,20 @@ def load_conversation(
             if blob is not None:
                 call[f"{direction}_text"] = _decode(blob["body"])
                 call[f"{direction}_source"] = {
-                    "source": "event_body_blobs", "blob_id": blob["id"],
-                    "event_id": blob["event_id"], "bytes": blob.get("body_length"),
+                    "source": "event_body_blobs",
+                    "blob_id": blob["id"],
+                    "event_id": blob["event_id"],
+                    "bytes": blob.get("body_length"),
                     "cut": (blob.get("body_length") or 0) > BODY_READ_BYTES
                     or bool(blob.get("truncated")),
-                }  # fmt: skip
+                }
             elif direction == "request" and row.get("request_body_preview"):
                 text = _decode(row["request_body_preview"])
                 call["request_text"] = text
-                call["request_source"] = {"source": "model_calls.request_body_preview",
-                                          "bytes": len(text.encode())}  # fmt: skip
+                call["request_source"] = {
+                    "source": "model_calls.request_body_preview",
+                    "bytes": len(text.encode()),
+                }
             else:
                 call[f"{direction}_source"] = {"source": None}
         calls.append(call)

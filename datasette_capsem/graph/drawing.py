@@ -111,8 +111,9 @@ class Drawing:
             entry["count"] += 1
         self.nodes[node_id]["findings"].append(kind)
 
-    def relation(self, row_node: str, source: str, target: str, edge_type: str, kind: str,
-                 **fields: Any) -> None:  # fmt: skip
+    def relation(
+        self, row_node: str, source: str, target: str, edge_type: str, kind: str, **fields: Any
+    ) -> None:
         """An edge of the identity graph, drawn broken when the rule book found `kind` (or,
         for a pair Capsem could never match, `unpairable_tool_ids`) on the row at `row_node`."""
         for candidate in (kind, UNPAIRABLE):
@@ -120,8 +121,9 @@ class Drawing:
             if entry is not None and row_node in entry["nodes"]:
                 info = {k: entry[k] for k in ("severity", "title")}
                 broken = entry["severity"] != "info"  # an info finding is a writer's habit
-                self.edge(source, target, edge_type, broken=broken, finding=candidate, **info,
-                          **fields)  # fmt: skip
+                self.edge(
+                    source, target, edge_type, broken=broken, finding=candidate, **info, **fields
+                )
                 return
         self.edge(source, target, edge_type, **fields)
 

@@ -21,8 +21,9 @@ def _parts(template: str) -> tuple[tuple[str, tuple[str, ...], int], ...]:
     """(literal text before, alternatives, width) per `{a|b:N}` field, and the tail."""
     parts, at = [], 0
     for match in _FIELD.finditer(template):
-        parts.append((template[at : match.start()], tuple(match.group(1).split("|")),
-                      int(match.group(2))))  # fmt: skip
+        parts.append(
+            (template[at : match.start()], tuple(match.group(1).split("|")), int(match.group(2)))
+        )
         at = match.end()
     parts.append((template[at:], (), 0))
     return tuple(parts)

@@ -238,10 +238,13 @@ class OtlpExporter:
         if continued:  # the writer split this turn from another trace (spec §4.4)
             span["attributes"] += attributes({"capsem.continues_trace_id": continued[0][0]})
             span["links"] = [
-                {"traceId": otlp_trace_id(trace), "spanId": span_id(otlp_trace_id(trace),
-                 "tool_calls", call_row), "attributes": attributes({"capsem.link": why})}
+                {
+                    "traceId": otlp_trace_id(trace),
+                    "spanId": span_id(otlp_trace_id(trace), "tool_calls", call_row),
+                    "attributes": attributes({"capsem.link": why}),
+                }
                 for trace, call_row, why in continued
-            ]  # fmt: skip
+            ]
         return span
 
     def _continued_turns(self) -> list[tuple[str, Any, str]]:

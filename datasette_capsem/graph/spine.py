@@ -94,8 +94,9 @@ def _model_call_ref(drawing: Drawing, mc_id: Any, group: int) -> tuple[str, str]
     return drawing.placeholder(f"model_calls:{mc_id}", "model_call", label, group), "missing"
 
 
-def _from_model_call(drawing: Drawing, node_id: str, mc_id: Any, group: int, edge_type: str,
-                     kind: str) -> None:  # fmt: skip
+def _from_model_call(
+    drawing: Drawing, node_id: str, mc_id: Any, group: int, edge_type: str, kind: str
+) -> None:
     """The edge from the model call that emitted or owns a row (broken by finding `kind`)."""
     parent, where = _model_call_ref(drawing, mc_id, group)
     if where == "outside":
@@ -163,15 +164,30 @@ def _tool_responses(drawing: Drawing) -> None:
         _link_response_to_consumer(drawing, node["id"], mc_id, group)
 
 
-def _link_response_to_call(drawing: Drawing, node_id: str, row: dict, call: dict | None,
-                           group: int) -> None:  # fmt: skip
+def _link_response_to_call(
+    drawing: Drawing, node_id: str, row: dict, call: dict | None, group: int
+) -> None:
     pair = drawing.rows.paired_elsewhere.get(row.get("id"))
     if call is None and pair is not None:  # the writer put the result away from its call
-        call_node = _elsewhere_node(drawing, "tool_calls", pair["call_row"], pair["call_trace_id"],
-                                    f"tool call #{pair['call_row']}", group,
-                                    event_id=pair.get("call_event_id"), why=pair["reason"])  # fmt: skip
-        drawing.relation(node_id, call_node, node_id, "responded-in", "result_in_another_trace",
-                         cross_trace=True, why=pair["reason"])  # fmt: skip
+        call_node = _elsewhere_node(
+            drawing,
+            "tool_calls",
+            pair["call_row"],
+            pair["call_trace_id"],
+            f"tool call #{pair['call_row']}",
+            group,
+            event_id=pair.get("call_event_id"),
+            why=pair["reason"],
+        )
+        drawing.relation(
+            node_id,
+            call_node,
+            node_id,
+            "responded-in",
+            "result_in_another_trace",
+            cross_trace=True,
+            why=pair["reason"],
+        )
         return
     if call is None:
         label = f"tool call {short(row.get('call_id'), 12)} — missing"
@@ -184,15 +200,24 @@ def _link_response_to_call(drawing: Drawing, node_id: str, row: dict, call: dict
     drawing.relation(node_id, call_node, node_id, "responded-in", "response_before_call")
 
 
-def _elsewhere_node(drawing: Drawing, table: str, row_id: Any, trace_id: Any, label: str,
-                    group: int, **fields: Any) -> str:  # fmt: skip
+def _elsewhere_node(
+    drawing: Drawing, table: str, row_id: Any, trace_id: Any, label: str, group: int, **fields: Any
+) -> str:
     """The node of a row of another trace that pairs with a row of this one (spec §4.4)."""
     node_id = f"{table}:{row_id}"
     if node_id not in drawing.nodes:
         row = {"id": row_id, "trace_id": trace_id, "event_id": fields.pop("event_id", None)}
         label = f"{label} (trace {short(trace_id)})"
-        drawing.row_node(table, row, label, group=group, external=True, trace_id=trace_id,
-                         trace_href=drawing.links.trace(str(trace_id)), **fields)  # fmt: skip
+        drawing.row_node(
+            table,
+            row,
+            label,
+            group=group,
+            external=True,
+            trace_id=trace_id,
+            trace_href=drawing.links.trace(str(trace_id)),
+            **fields,
+        )
         drawing.nodes[node_id]["t"] = None
     return node_id
 
@@ -221,9 +246,15 @@ def _unanswered_calls(drawing: Drawing) -> None:
         answers = drawing.rows.answered_elsewhere.get(row["id"])
         if answers:  # answered in a later trace (spec §4.4): each answer drawn, none broken
             for pair in answers:
-                answer = _elsewhere_node(drawing, "tool_responses", pair["id"], pair["trace_id"],
-                                         f"response {short(pair.get('call_id'), 12)}",
-                                         drawing.nodes[node_id]["group"], why=pair["reason"])  # fmt: skip
+                answer = _elsewhere_node(
+                    drawing,
+                    "tool_responses",
+                    pair["id"],
+                    pair["trace_id"],
+                    f"response {short(pair.get('call_id'), 12)}",
+                    drawing.nodes[node_id]["group"],
+                    why=pair["reason"],
+                )
                 drawing.edge(node_id, answer, "responded-in", cross_trace=True, why=pair["reason"])
             continue
         missing = drawing.placeholder(
@@ -259,8 +290,9 @@ def _model_items(drawing: Drawing) -> None:
         _link_item(drawing, node["id"], row, calls, responses, group)
 
 
-def _link_item(drawing: Drawing, node_id: str, row: dict, calls: dict, responses: dict,
-               group: int) -> None:  # fmt: skip
+def _link_item(
+    drawing: Drawing, node_id: str, row: dict, calls: dict, responses: dict, group: int
+) -> None:
     call_id = row.get("call_id")
     if row.get("kind") == "tool_call":
         call = calls.get((call_id, row.get("model_call_id")))

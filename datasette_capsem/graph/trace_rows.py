@@ -218,8 +218,9 @@ SPLIT_PATHS = {
 }
 
 
-def pairs_elsewhere(conn, schema: LedgerSchema, results: list | None,
-                    calls: list | None) -> list[dict]:  # fmt: skip
+def pairs_elsewhere(
+    conn, schema: LedgerSchema, results: list | None, calls: list | None
+) -> list[dict]:
     """The rule book's own pairing across traces (tool_results_across_traces, spec §4.4) of
     these tool_responses ids and tool_calls ids (None and None: every pair of the file): one
     row per result and the call it answers."""

@@ -47,9 +47,14 @@ CRITICAL_TYPES = tuple(dict.fromkeys(t.node_type for t in TABLES if t.critical))
 LANE_OF_KIND = {t.kind: t.timeline_lane for t in TABLES if t.timeline_lane}
 # The toggleable lanes' names, in the order the page offers them (tree.json `timeline_lanes`).
 TIMELINE_LANES = (
-    ("net", "HTTP"), ("dns", "DNS"), ("file", "files"), ("process", "processes"),
-    ("security", "security"), ("body", "bodies"), ("item", "model items"),
-)  # fmt: skip
+    ("net", "HTTP"),
+    ("dns", "DNS"),
+    ("file", "files"),
+    ("process", "processes"),
+    ("security", "security"),
+    ("body", "bodies"),
+    ("item", "model items"),
+)
 # A kind's short label on the page (tree.json `kinds`).
 KIND_LABELS = {"trace": "trace", "turn": "turn"} | {
     t.kind: t.kind_label for t in TABLES if t.kind and t.kind_label
@@ -177,9 +182,11 @@ def _mark_critical(spans: dict[str, dict[str, Any]], graph: dict[str, Any]) -> l
     timed = [
         (node["id"], spans[node["id"]]["t"], spans[node["id"]].get("duration_ms") or 0.0)
         for node in graph["nodes"]
-        if node["type"] in CRITICAL_TYPES and spans[node["id"]].get("t") is not None
-        and not node.get("missing") and not node.get("external")
-    ]  # fmt: skip
+        if node["type"] in CRITICAL_TYPES
+        and spans[node["id"]].get("t") is not None
+        and not node.get("missing")
+        and not node.get("external")
+    ]
     path = critical_path(timed)
     for span_id in path:
         spans[span_id]["critical"] = True
@@ -254,8 +261,10 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
             if span["type"] == "turn":
                 span["t"] = span["totals"]["start"]
     _compact(root)
-    findings = {f["kind"]: {k: f[k] for k in ("severity", "title", "count", "nodes")}
-                for f in graph["findings"]}  # fmt: skip
+    findings = {
+        f["kind"]: {k: f[k] for k in ("severity", "title", "count", "nodes")}
+        for f in graph["findings"]
+    }
     return {
         "trace_id": rows.trace_id,
         "ambient": graph.get("ambient"),

@@ -101,8 +101,11 @@ def _placed(bars: list[dict[str, Any]], unplaced: int) -> dict[str, Any]:
         bar["offset_ms"] = round(offset, 3)
         bar["left_pct"] = round(100.0 * offset / span, 3)
         bar["width_pct"] = round(max(100.0 * bar["duration_ms"] / span, 0.15), 3)
-    timed = [(str(i), b["start_ms"], b["duration_ms"]) for i, b in enumerate(bars)
-             if b["start_ms"] is not None and b["kind"] in CRITICAL_KINDS]  # fmt: skip
+    timed = [
+        (str(i), b["start_ms"], b["duration_ms"])
+        for i, b in enumerate(bars)
+        if b["start_ms"] is not None and b["kind"] in CRITICAL_KINDS
+    ]
     on_path = [bars[int(i)] for i in critical_path(timed)]
     for bar in bars:
         bar["critical"] = False

@@ -60,9 +60,22 @@ FIGURES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 # column current Capsem never writes and no older writer's count of it can be checked.
 LEDGER_FIRST = ("mcp_calls",)
 SORTABLE = (
-    "id", "home", "name", "kind", "status", "created", "duration", "cost", "requests", "tokens",
-    "tool_calls", "mcp_calls", "file_events", "has_ledger", "verdict",
-)  # fmt: skip
+    "id",
+    "home",
+    "name",
+    "kind",
+    "status",
+    "created",
+    "duration",
+    "cost",
+    "requests",
+    "tokens",
+    "tool_calls",
+    "mcp_calls",
+    "file_events",
+    "has_ledger",
+    "verdict",
+)
 SORT_FIELDS = {"created": "created_at", "duration": "duration_seconds", "verdict": "verdict_rank"}
 CACHED_FILTERS = 64  # filter results kept per build, so paging through one costs a slice
 CACHED_RENDERINGS = 16  # rendered pages of rows kept per build (about 100 KB each)
@@ -222,9 +235,18 @@ def build_row(
 # What a list entry holds of its row: what sorting (SORTABLE, SORT_FIELDS), filters
 # (index/filters.py), charts (index/charts.py) and facets read; "home" is None when unlabelled.
 ENTRY_FIELDS = (
-    "id", "home", "name", "kind", "status", "created_at", "duration_seconds", *FIGURES,
-    "has_ledger", "verdict_rank", "verdict",
-)  # fmt: skip
+    "id",
+    "home",
+    "name",
+    "kind",
+    "status",
+    "created_at",
+    "duration_seconds",
+    *FIGURES,
+    "has_ledger",
+    "verdict_rank",
+    "verdict",
+)
 ENTRY_COLUMNS = {name: i for i, name in enumerate(ENTRY_FIELDS)}
 VERDICT_FIELDS = ("state", "errors", "warnings", "kinds")  # of the row's verdict, for filters
 VERDICT_COLUMNS = {name: i for i, name in enumerate(VERDICT_FIELDS)}

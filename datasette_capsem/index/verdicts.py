@@ -63,10 +63,18 @@ class Checked:
     def of_report(cls, report: Report, check_ms: float) -> Checked:
         counts = report.severity_counts()
         rows = [
-            (f.kind, f.severity, f.title, f.check, f.table, f.count,
-             _json_ids(f.row_ids[:SAMPLE_LIMIT]), f.failed)
+            (
+                f.kind,
+                f.severity,
+                f.title,
+                f.check,
+                f.table,
+                f.count,
+                _json_ids(f.row_ids[:SAMPLE_LIMIT]),
+                f.failed,
+            )
             for f in report.problems
-        ]  # fmt: skip
+        ]
         return cls(
             verdict=report.verdict,
             errors=counts.get("error", 0),

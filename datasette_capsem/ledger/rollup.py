@@ -52,8 +52,14 @@ ROLLUP_COLUMNS = tuple(ROLLUP_FIGURES)
 
 # 1.0 until 1.3 shipped (2026-06-27): `capsem run` rows were rolled up with zeros here
 # (spec §3.5: handle_run wrote 0 tokens, cost and tool calls and never touched exec/audit).
-LEGACY_RUN_ZEROED = ("total_input_tokens", "total_output_tokens", "total_estimated_cost",
-                     "total_tool_calls", "exec_count", "audit_event_count")  # fmt: skip
+LEGACY_RUN_ZEROED = (
+    "total_input_tokens",
+    "total_output_tokens",
+    "total_estimated_cost",
+    "total_tool_calls",
+    "exec_count",
+    "audit_event_count",
+)
 LEGACY_RUN_UNTIL = "2026-06-27"
 # total_mcp_calls was dropped from the DDL on 2026-06-24 and is never written since.
 MCP_COLUMN = "total_mcp_calls"
@@ -97,8 +103,9 @@ class RollupComparison:
         return {d.column: {"main_db": d.main_db, "ledger": d.ledger} for d in self.disagreements}
 
     def describe(self) -> str:
-        return "; ".join(f"{d.column}: main.db {d.main_db}, ledger {d.ledger}"
-                         for d in self.disagreements)  # fmt: skip
+        return "; ".join(
+            f"{d.column}: main.db {d.main_db}, ledger {d.ledger}" for d in self.disagreements
+        )
 
 
 def _number(value: Any) -> float | int | None:

@@ -19,7 +19,9 @@ LEDGER_TABLES: tuple[str, ...] = NAMES
 
 # Tables a current writer never creates; their presence marks a migrated or legacy file.
 LEGACY_TABLES = (
-    *(table.name for table in TABLES if table.legacy), "session_identity", "policy_hook_events"
+    *(table.name for table in TABLES if table.legacy),
+    "session_identity",
+    "policy_hook_events",
 )
 LEGACY_PREFIXES = ("ai_", "security_event", "detection_")
 

@@ -33,9 +33,13 @@ def load_arguments(conn: sqlite3.Connection, schema: LedgerSchema, ids: list[int
     if not ids or not schema.has("tool_calls", "arguments"):
         return {}
     rows = lsql.run(
-        conn, "rows_by_id", {"ids": lsql.json_list(ids)},
-        schema=schema, table="tool_calls", columns=("id", "arguments"),
-    )  # fmt: skip
+        conn,
+        "rows_by_id",
+        {"ids": lsql.json_list(ids)},
+        schema=schema,
+        table="tool_calls",
+        columns=("id", "arguments"),
+    )
     return {row["id"]: row.get("arguments") for row in rows}
 
 
@@ -64,9 +68,14 @@ def turn_steps(rows: TraceRows, arguments: dict[int, Any]) -> dict[str, Any]:
         if response.get("call_id") is not None:
             responses.setdefault(str(response["call_id"]), response)
     tools = []
-    for tool in sorted(rows.tool_calls, key=lambda r: (
-        step_of.get(r.get("model_call_id"), len(calls)), as_int(r.get("call_index")) or 0,
-        *_order(r))):  # fmt: skip
+    for tool in sorted(
+        rows.tool_calls,
+        key=lambda r: (
+            step_of.get(r.get("model_call_id"), len(calls)),
+            as_int(r.get("call_index")) or 0,
+            *_order(r),
+        ),
+    ):
         full = arguments.get(tool["id"], tool.get("arguments"))
         response = responses.get(str(tool.get("call_id")))
         if response is None:
@@ -140,9 +149,11 @@ def align_tools(a: list[dict], b: list[dict]) -> list[dict[str, Any]]:
             if x is not None and y is not None:
                 same = x["name"] == y["name"] and x["arguments_hash"] == y["arguments_hash"]
                 status = "same" if same else "changed"
-                why = None if same else (
-                    "arguments differ" if x["name"] == y["name"] else "another tool"
-                )  # fmt: skip
+                why = (
+                    None
+                    if same
+                    else ("arguments differ" if x["name"] == y["name"] else "another tool")
+                )
             else:
                 status = "missing_in_b" if y is None else "missing_in_a"
                 why = None
@@ -159,7 +170,10 @@ def pair_steps(a: list[dict], b: list[dict]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"step": k, "a": x, "b": y}
         if x is not None and y is not None:
             row["same"] = (x["model"], x["stop_reason"], x["tools"]) == (
-                y["model"], y["stop_reason"], y["tools"])  # fmt: skip
+                y["model"],
+                y["stop_reason"],
+                y["tools"],
+            )
             row["delta"] = {
                 key: round((y[key] or 0) - (x[key] or 0), 6)
                 for key in ("input_tokens", "output_tokens", "cost_usd", "duration_ms")
@@ -176,9 +190,11 @@ def divergence(tools: list[dict], steps: list[dict], a: dict, b: dict) -> dict[s
         if row["status"] != "same":
             x, y = row["a"], row["b"]
             if row["status"] == "changed":
-                what = (f"tool call {index + 1}: {x['name']} in a, {y['name']} in b"
-                        if row["why"] == "another tool"
-                        else f"tool call {index + 1}: {x['name']} with other arguments")  # fmt: skip
+                what = (
+                    f"tool call {index + 1}: {x['name']} in a, {y['name']} in b"
+                    if row["why"] == "another tool"
+                    else f"tool call {index + 1}: {x['name']} with other arguments"
+                )
             elif row["status"] == "missing_in_b":
                 what = f"tool call {index + 1}: {x['name']} in a only"
             else:
@@ -187,9 +203,14 @@ def divergence(tools: list[dict], steps: list[dict], a: dict, b: dict) -> dict[s
             return {"at": "tool_call", "index": index, "step": side["step"], "what": what}
     for row in steps:
         if not row["same"]:
-            return {"at": "step", "index": row["step"], "step": row["step"],
-                    "what": f"step {row['step'] + 1}: model, stop reason or tools differ"
-                    if row["a"] and row["b"] else f"step {row['step'] + 1} in one turn only"}  # fmt: skip
+            return {
+                "at": "step",
+                "index": row["step"],
+                "step": row["step"],
+                "what": f"step {row['step'] + 1}: model, stop reason or tools differ"
+                if row["a"] and row["b"]
+                else f"step {row['step'] + 1} in one turn only",
+            }
     if a["totals"]["final_stop_reason"] != b["totals"]["final_stop_reason"]:
         return {"at": "outcome", "index": None, "step": None, "what": "the turns end differently"}
     return None
@@ -199,13 +220,22 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """The comparison of two turns read by `turn_steps`."""
     tools = align_tools(a["tools"], b["tools"])
     steps = pair_steps(a["steps"], b["steps"])
-    counts = {s: sum(1 for r in tools if r["status"] == s)
-              for s in ("same", "changed", "missing_in_a", "missing_in_b")}  # fmt: skip
+    counts = {
+        s: sum(1 for r in tools if r["status"] == s)
+        for s in ("same", "changed", "missing_in_a", "missing_in_b")
+    }
     delta = {
         key: round((b["totals"][key] or 0) - (a["totals"][key] or 0), 6)
-        for key in ("model_calls", "tool_calls", "input_tokens", "output_tokens", "cost_usd",
-                    "duration_ms", "tool_errors")
-    }  # fmt: skip
+        for key in (
+            "model_calls",
+            "tool_calls",
+            "input_tokens",
+            "output_tokens",
+            "cost_usd",
+            "duration_ms",
+            "tool_errors",
+        )
+    }
     return {
         "tools": tools,
         "steps": steps,

@@ -42,15 +42,20 @@ def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dic
     model_call_id = row.get("model_call_id")
     if model_call_id is not None and schema.has("model_calls", "event_id"):
         rows = lsql.run(conn, "relation_model_call", {"id": model_call_id})
-        found["emitted_by"] = rows[0] if rows else {"id": model_call_id, "event_id": None,
-                                                     "missing": True}  # fmt: skip
+        found["emitted_by"] = (
+            rows[0] if rows else {"id": model_call_id, "event_id": None, "missing": True}
+        )
     if (
         row.get("call_id")
         and schema.has("tool_responses", "trace_id")
         and schema.has("model_calls", "event_id")
     ):
-        params = {"call_id": row["call_id"], "trace_id": row.get("trace_id"),
-                  "model_call_id": model_call_id, "limit": LIMIT}  # fmt: skip
+        params = {
+            "call_id": row["call_id"],
+            "trace_id": row.get("trace_id"),
+            "model_call_id": model_call_id,
+            "limit": LIMIT,
+        }
         found["answered_by"] = lsql.run(conn, "relation_answers", params)
     if not found["answered_by"] and row.get("id") is not None:
         found["answered_elsewhere"] = pairs_elsewhere(conn, schema, [], [row["id"]])

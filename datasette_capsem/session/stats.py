@@ -163,8 +163,12 @@ def credentials(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     has, figures = start
     if "outcome" in has:
         figures += _by_value(conn, table, "outcome", ("captured", "brokered", "injected", "error"))
-    by = (("outcome", "By outcome"), ("source", "By source"), ("provider", "By provider"),
-          ("event_type", "By origin"))  # fmt: skip
+    by = (
+        ("outcome", "By outcome"),
+        ("source", "By source"),
+        ("provider", "By provider"),
+        ("event_type", "By origin"),
+    )
     groups = _groups(conn, table, has, by)
     return {"name": "Credentials", "table": table, "figures": figures, "groups": groups}
 
@@ -177,8 +181,12 @@ def security(conn, schema: LedgerSchema) -> dict[str, Any] | None:
     if "detection_level" in has:
         count = _count(conn, table, "COALESCE(detection_level, 'none') != 'none'")
         figures.append(_figure("Detections", count, table, detection_level__not="none"))
-    by = (("rule_action", "By action"), ("detection_level", "By detection level"),
-          ("event_type", "By event type"), ("rule_id", "By rule"))  # fmt: skip
+    by = (
+        ("rule_action", "By action"),
+        ("detection_level", "By detection level"),
+        ("event_type", "By event type"),
+        ("rule_id", "By rule"),
+    )
     groups = _groups(conn, table, has, by)
     lists = []
     if {"detection_level", "rule_id"} <= set(has):

@@ -41,9 +41,15 @@ def _by_kind(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for finding in findings:
         entry = kinds.setdefault(
             finding["kind"],
-            {"kind": finding["kind"], "title": finding["title"], "severity": finding["severity"],
-             "explanation": finding["explanation"], "count": 0, "parts": []},
-        )  # fmt: skip
+            {
+                "kind": finding["kind"],
+                "title": finding["title"],
+                "severity": finding["severity"],
+                "explanation": finding["explanation"],
+                "count": 0,
+                "parts": [],
+            },
+        )
         if Severity.rank(finding["severity"]) < Severity.rank(entry["severity"]):
             entry["severity"] = finding["severity"]
         entry["count"] += finding["count"]
@@ -70,8 +76,12 @@ async def check_page(datasette, request):
         raise errors.unreadable(opened.problem, whose)
     report = await _report(opened, opened.links.database)
     data = _with_base(datasette, report.to_dict())
-    context = {**data, **_grouped(data["findings"]), "session_href": opened.links.session(),
-               "display_name": opened.session.display_name}  # fmt: skip
+    context = {
+        **data,
+        **_grouped(data["findings"]),
+        "session_href": opened.links.session(),
+        "display_name": opened.session.display_name,
+    }
     return await render.page(datasette, request, "check.html", context, data=data)
 
 

@@ -21,8 +21,13 @@ from datasette_capsem.views.opening import bad_value, open_session, url_value
 MAX_EVENT_ID_CHARS = 64
 MAX_BLOB_ID_DIGITS = 18
 CHUNK_BYTES = 256 * 1024  # a download is streamed in slices of this size
-EXTENSIONS = {"application/json": "json", "text/event-stream": "sse", "text/plain": "txt",
-              "application/x-ndjson": "ndjson", "text/html": "html.txt"}  # fmt: skip
+EXTENSIONS = {
+    "application/json": "json",
+    "text/event-stream": "sse",
+    "text/plain": "txt",
+    "application/x-ndjson": "ndjson",
+    "text/html": "html.txt",
+}
 
 
 def body_links(links, event_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -51,44 +56,95 @@ def _relations(opened, conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
         if row["table"] == "model_calls" and row["row_id"] is not None:
             related = relations.model_call_relations(conn, schema, row["row_id"])
             for call in related["emitted"]:
-                found.append({"label": "emitted tool call", "text": call["call_id"],
-                              "detail": call["tool_name"],
-                              "href": _event_or_row(links, "tool_calls", call["id"],
-                                                    call["event_id"])})  # fmt: skip
+                found.append(
+                    {
+                        "label": "emitted tool call",
+                        "text": call["call_id"],
+                        "detail": call["tool_name"],
+                        "href": _event_or_row(links, "tool_calls", call["id"], call["event_id"]),
+                    }
+                )
             for response in related["carried"]:
-                found.append({"label": "carried the response", "text": response["call_id"],
-                              "detail": f"tool_responses {response['id']}",
-                              "href": links.row("tool_responses", response["id"])})  # fmt: skip
-                found.append({"label": "… answering the call", "text": response["call_id"],
-                              "detail": None,
-                              "href": links.tool_call(response["call_id"], response["trace_id"],
-                                                      row["row_id"])})  # fmt: skip
+                found.append(
+                    {
+                        "label": "carried the response",
+                        "text": response["call_id"],
+                        "detail": f"tool_responses {response['id']}",
+                        "href": links.row("tool_responses", response["id"]),
+                    }
+                )
+                found.append(
+                    {
+                        "label": "… answering the call",
+                        "text": response["call_id"],
+                        "detail": None,
+                        "href": links.tool_call(
+                            response["call_id"], response["trace_id"], row["row_id"]
+                        ),
+                    }
+                )
         elif row["table"] == "tool_calls":
             related = relations.tool_call_relations(conn, schema, cells)
             parent = related["emitted_by"]
             if parent is not None:
-                found.append({"label": "emitted by model call", "text": str(parent["id"]),
-                              "detail": "missing" if parent.get("missing") else None,
-                              "href": _event_or_row(links, "model_calls", parent["id"],
-                                                    parent["event_id"])})  # fmt: skip
+                found.append(
+                    {
+                        "label": "emitted by model call",
+                        "text": str(parent["id"]),
+                        "detail": "missing" if parent.get("missing") else None,
+                        "href": _event_or_row(
+                            links, "model_calls", parent["id"], parent["event_id"]
+                        ),
+                    }
+                )
             for response in related["answered_by"]:
-                found.append({"label": "answered by", "text": f"tool_responses {response['id']}",
-                              "detail": None,
-                              "href": links.row("tool_responses", response["id"])})  # fmt: skip
-                found.append({"label": "consumed by model call",
-                              "text": str(response["model_call_id"]), "detail": None,
-                              "href": _event_or_row(links, "model_calls", response["model_call_id"],
-                                                    response["model_event_id"])})  # fmt: skip
+                found.append(
+                    {
+                        "label": "answered by",
+                        "text": f"tool_responses {response['id']}",
+                        "detail": None,
+                        "href": links.row("tool_responses", response["id"]),
+                    }
+                )
+                found.append(
+                    {
+                        "label": "consumed by model call",
+                        "text": str(response["model_call_id"]),
+                        "detail": None,
+                        "href": _event_or_row(
+                            links,
+                            "model_calls",
+                            response["model_call_id"],
+                            response["model_event_id"],
+                        ),
+                    }
+                )
             for pair in related["answered_elsewhere"]:  # the writer's split (spec §4.4)
-                found.append({"label": "answered in trace", "text": str(pair["trace_id"]),
-                              "detail": pair["reason"],
-                              "href": links.trace(str(pair["trace_id"]))})  # fmt: skip
-                found.append({"label": "answered by", "text": f"tool_responses {pair['id']}",
-                              "detail": None,
-                              "href": links.row("tool_responses", pair["id"])})  # fmt: skip
+                found.append(
+                    {
+                        "label": "answered in trace",
+                        "text": str(pair["trace_id"]),
+                        "detail": pair["reason"],
+                        "href": links.trace(str(pair["trace_id"])),
+                    }
+                )
+                found.append(
+                    {
+                        "label": "answered by",
+                        "text": f"tool_responses {pair['id']}",
+                        "detail": None,
+                        "href": links.row("tool_responses", pair["id"]),
+                    }
+                )
             if not related["answered_by"] and not related["answered_elsewhere"]:
-                found.append({"label": "answered by", "text": "no response in this session",
-                              "detail": None, "href": None})  # fmt: skip
+                found.append(
+                    {
+                        "label": "answered by",
+                        "text": "no response in this session",
+                        "detail": None,
+                        "href": None,
+                    }
+                )
         row["relations"] = found
     return rows
 
@@ -310,8 +366,11 @@ async def ledger_row(datasette, request):
     event_id = await opened.db.execute_fn(
         lambda conn: relations.row_event_id(conn, opened.schema, table, row_id)
     )
-    raise Redirect(_event_or_row(opened.links, table, row_id, event_id)
-                   if event_id else opened.links.row(table, row_id))  # fmt: skip
+    raise Redirect(
+        _event_or_row(opened.links, table, row_id, event_id)
+        if event_id
+        else opened.links.row(table, row_id)
+    )
 
 
 async def tool_call(datasette, request):
@@ -334,9 +393,14 @@ async def tool_call(datasette, request):
             "No such tool call",
             f"No tool call of session {opened.session.id} has the call id {call_id!r}: a "
             "response whose call is missing is an orphan (see the integrity report).",
-            [{"id": opened.session.id, "name": opened.session.display_name,
-              "href": opened.links.check()}],
-        )  # fmt: skip
+            [
+                {
+                    "id": opened.session.id,
+                    "name": opened.session.display_name,
+                    "href": opened.links.check(),
+                }
+            ],
+        )
     raise Redirect(_event_or_row(opened.links, "tool_calls", found["id"], found["event_id"]))
 
 

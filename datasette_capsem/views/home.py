@@ -22,11 +22,21 @@ from datasette_capsem.views import render
 
 # (column, heading) of the page's table; figures carry their source.
 COLUMNS = (
-    ("id", "Session"), ("name", "Name"), ("verdict", "Verdict"), ("kind", "Kind"), ("status", "Status"),
-    ("created", "Created"), ("duration", "Dur"), ("cost", "Cost"), ("requests", "Net"),
-    ("tokens", "Tokens"), ("tool_calls", "Tools"), ("mcp_calls", "MCP"),
-    ("file_events", "Files"), ("has_ledger", "Ledger"),
-)  # fmt: skip
+    ("id", "Session"),
+    ("name", "Name"),
+    ("verdict", "Verdict"),
+    ("kind", "Kind"),
+    ("status", "Status"),
+    ("created", "Created"),
+    ("duration", "Dur"),
+    ("cost", "Cost"),
+    ("requests", "Net"),
+    ("tokens", "Tokens"),
+    ("tool_calls", "Tools"),
+    ("mcp_calls", "MCP"),
+    ("file_events", "Files"),
+    ("has_ledger", "Ledger"),
+)
 
 
 PAGING = ("_next", "_size", "_sort", "_sort_desc")
@@ -105,11 +115,15 @@ def _under_base(datasette, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return base + href.lstrip("/") if href else href
 
     return [
-        {**row, "href": at(row.get("href")), "database_href": at(row.get("database_href")),
-         "verdict": {**row["verdict"], "href": at(row["verdict"].get("href"))},
-         **({"home_href": at(row["home_href"])} if "home_href" in row else {})}
+        {
+            **row,
+            "href": at(row.get("href")),
+            "database_href": at(row.get("database_href")),
+            "verdict": {**row["verdict"], "href": at(row["verdict"].get("href"))},
+            **({"home_href": at(row["home_href"])} if "home_href" in row else {}),
+        }
         for row in rows
-    ]  # fmt: skip
+    ]
 
 
 def _home_facet(built, request, query: filters.ListQuery, rows) -> list[dict[str, Any]]:
@@ -125,8 +139,14 @@ def _home_facet(built, request, query: filters.ListQuery, rows) -> list[dict[str
     for label, count in counts:
         others = [h for h in query.homes if h != label]
         value = ",".join(others if label in chosen else [*query.homes, label]) or None
-        facet.append({"value": label, "count": count, "selected": label in chosen,
-                      "href": url_with(request, home=value, _next=None)})  # fmt: skip
+        facet.append(
+            {
+                "value": label,
+                "count": count,
+                "selected": label in chosen,
+                "href": url_with(request, home=value, _next=None),
+            }
+        )
     return facet
 
 

@@ -154,10 +154,15 @@ async def _by_name(datasette, request, value: str) -> CapsemError | Redirect:
             datasette, request.actor, links_for(datasette, session).database
         ):
             continue
-        offered.append({"id": found["id"], "name": found["name"],
-                        "href": urls.session(found["id"]) + rest,
-                        **{k: found.get(k) for k in ("kind", "status", "created_at")},
-                        **({"home": found["home"]} if found.get("home") else {})})  # fmt: skip
+        offered.append(
+            {
+                "id": found["id"],
+                "name": found["name"],
+                "href": urls.session(found["id"]) + rest,
+                **{k: found.get(k) for k in ("kind", "status", "created_at")},
+                **({"home": found["home"]} if found.get("home") else {}),
+            }
+        )
     if not offered:
         return await unknown_session(datasette, request, value, suggest=False)
     match = resolution.candidates[-1]["match"]

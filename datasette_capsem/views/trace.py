@@ -196,10 +196,14 @@ async def conversation_answer(
         return found
     step = found["steps"][0]
     return {
-        "session_id": found["session_id"], "trace_id": found["trace_id"],
-        "step": history, "model_call": step["model_call"], "href": step["href"],
-        "repeated": step["request"].get("repeated"), "messages": step["messages"],
-    }  # fmt: skip
+        "session_id": found["session_id"],
+        "trace_id": found["trace_id"],
+        "step": history,
+        "model_call": step["model_call"],
+        "href": step["href"],
+        "repeated": step["request"].get("repeated"),
+        "messages": step["messages"],
+    }
 
 
 def _trace_id(request) -> str:

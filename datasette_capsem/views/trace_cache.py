@@ -47,8 +47,15 @@ log = logging.getLogger(__name__)
 
 # What a stored text is built by: the graph, tree and conversation code, the masker and how a
 # page's data becomes JSON. Changing any of them makes every stored text stale.
-CODE_PARTS = ("graph", "redaction.py", "streams.py", "views/trace.py", "views/trace_cache.py",
-              "views/render.py", "urls.py")  # fmt: skip
+CODE_PARTS = (
+    "graph",
+    "redaction.py",
+    "streams.py",
+    "views/trace.py",
+    "views/trace_cache.py",
+    "views/render.py",
+    "urls.py",
+)
 
 
 def _decode_text(data: Any) -> dict[str, Any]:
