@@ -181,3 +181,13 @@ def test_head_counts() -> None:
     want = expected_shape("session_head_2026-08-22.sql")
     assert len(want["tables"]) == 15
     assert len(want["index_sql"]) == 81
+
+
+def test_the_generators_copy_of_the_ddl_is_capsems():
+    """The generator ships Capsem's DDL (`generate/schemas/`, a header line added) because the
+    installed package has no tests/: both copies say the same, line for line."""
+    shipped = Path(__file__).resolve().parents[1] / "datasette_capsem" / "generate" / "schemas"
+    for ground in sorted(DDL_DIR.glob("*.sql")):
+        copy = (shipped / ground.name).read_text("utf-8").split("\n", 1)
+        assert copy[0].startswith("-- datasette-capsem era"), ground.name
+        assert copy[1] == ground.read_text("utf-8"), ground.name
