@@ -11,21 +11,12 @@ from html import unescape
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 LINK = re.compile(r'<a href="([^"]+)">([^<]*)</a>')
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, tmp_path_factory):
-    return await make_datasette(
-        capsem_home, tmp_path_factory.mktemp("links-cache"), index_refresh_seconds=0
-    )
 
 
 @pytest.fixture(scope="module")

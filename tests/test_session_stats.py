@@ -7,10 +7,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.ledger.tables import SHOWN, column_kind
-from tests.helpers import make_datasette
 from tests.trace_support import hostile_session, ledger, readable
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -59,13 +57,6 @@ SECTION_TABLES = {
     "Credentials": "substitution_events",
     "Security": "security_rule_events",
 }
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, tmp_path_factory):
-    return await make_datasette(
-        capsem_home, tmp_path_factory.mktemp("stats-cache"), index_refresh_seconds=0
-    )
 
 
 def one_per_era(manifest: dict) -> list[dict]:

@@ -6,10 +6,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.graph.waterfall import critical_path
-from tests.helpers import make_datasette
 from tests.trace_support import hostile_session, ledger, readable
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -21,13 +19,6 @@ LAYER_TABLES = {
     "fs": "fs_events",
     "model": "model_calls",
 }
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, tmp_path_factory):
-    return await make_datasette(
-        capsem_home, tmp_path_factory.mktemp("timeline-cache"), index_refresh_seconds=0
-    )
 
 
 def url(session_id: str, query: str = "") -> str:
