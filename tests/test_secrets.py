@@ -223,7 +223,7 @@ async def test_an_actor_without_the_permission_never_sees_a_planted_secret(insta
             assert "capsem-view-secrets" in response.text, route
     # SQL over shown columns runs for the same actor.
     shown = quote("select id, domain, status_code from net_events order by id")
-    answered = await datasette.client.get(f"/{session_id}.json?sql={shown}&_shape=array")
+    answered = await get(datasette, f"/{session_id}.json?sql={shown}&_shape=array")
     assert answered.status_code == 200
     assert ids["net_events"] in [row["id"] for row in answered.json()]
     for probe in (

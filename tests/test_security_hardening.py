@@ -24,6 +24,7 @@ import pytest_asyncio
 import yaml
 from blake3 import blake3
 
+from datasette_capsem.permissions import DATASETTE_1
 from datasette_capsem.redaction import HIDDEN
 from tests.helpers import make_datasette, snapshot_tree
 from tests.security_support import ROOT, core_routes, plugin_routes
@@ -159,8 +160,14 @@ def team_metadata(**plugin) -> dict:
 
 
 async def team(home: Path, cache: Path, **plugin):
+    """The README's team recipe, as `datasette serve .` reads it on each Datasette line."""
+    metadata = team_metadata(**plugin)
+    if DATASETTE_1:  # 1.0 reads allow_sql and settings from datasette.yaml
+        config = yaml.safe_load((ROOT / "datasette.yaml").read_text())
+        config["allow_sql"] = metadata["allow_sql"]
+        return await make_datasette(home, cache, metadata=metadata, config=config)
     settings = json.loads((ROOT / "settings.json").read_text())
-    return await make_datasette(home, cache, metadata=team_metadata(**plugin), settings=settings)
+    return await make_datasette(home, cache, metadata=metadata, settings=settings)
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
