@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 
 from datasette_capsem.catalog import Catalog
-from datasette_capsem.checks.cache import TRACE_STORE_DIRECTORY, ReportCache, ReportStore
+from datasette_capsem.checks.cache import STORE_DIRECTORY, TRACE_STORE_DIRECTORY, ReportCache
 from datasette_capsem.config import (
     PLUGIN_NAME,
     ConfigError,
@@ -25,6 +25,7 @@ from datasette_capsem.index.listing import SessionTable
 from datasette_capsem.index.service import IndexService
 from datasette_capsem.mount.mounter import Mounter
 from datasette_capsem.session.follow import FollowCache
+from datasette_capsem.versioned_store import VersionedStore
 
 STATE_ATTRIBUTE = "_capsem_state"
 ROLE_ATTRIBUTE = "_capsem_role"
@@ -103,7 +104,7 @@ class CapsemState:
     reports: ReportCache
     traces: ReportCache  # rows and graph of the traces viewed last (views/trace.py)
     follow: FollowCache  # newest rows of live ledgers, one read per file version (views/follow.py)
-    trace_store: ReportStore  # trace answers of stopped sessions on disk (views/trace_cache.py)
+    trace_store: VersionedStore  # trace answers of stopped sessions on disk (views/trace_cache.py)
 
 
 def build_state(datasette) -> CapsemState:
@@ -116,13 +117,13 @@ def build_state(datasette) -> CapsemState:
         mounter=Mounter(datasette, catalog, settings, taken=get_role(datasette).own_databases),
         index=IndexService(settings, catalog),
         session_table=SessionTable(catalog.database_name),
-        reports=ReportCache(store=ReportStore.in_cache(settings.cache_dir)),
+        reports=ReportCache(store=VersionedStore.in_cache(settings.cache_dir, STORE_DIRECTORY)),
         # A trace page asks for its tree and graph right after its HTML: a few entries per
         # trace (rows, graph, and tree/graph/conversation answers per reader policy: up to 8),
         # kept while the ledger is unchanged, let each be built once (views/trace_cache.py).
         traces=ReportCache(size=24, max_age=120.0),
         follow=FollowCache(),
-        trace_store=ReportStore.in_cache(settings.cache_dir, TRACE_STORE_DIRECTORY),
+        trace_store=VersionedStore.in_cache(settings.cache_dir, TRACE_STORE_DIRECTORY),
     )
 
 

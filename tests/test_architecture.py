@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "memory",
         "permissions",
         "streams",
+        "versioned_store",
     ),
     # files, the ledger model (its registry classifies the columns redaction hides), plugins
     ("readonly", "ledger", "plugins", "redaction"),

@@ -21,19 +21,13 @@ import pytest
 import pytest_asyncio
 
 from datasette_capsem.checks import SqlCheck, SqlVariant, hookimpl
-from datasette_capsem.checks.cache import (
-    ROW_VERDICTS_JSON,
-    STORE_DIRECTORY,
-    CachedReport,
-    ReportStore,
-    StoreKey,
-    rule_book_version,
-)
+from datasette_capsem.checks.cache import ROW_VERDICTS_JSON, STORE_DIRECTORY, rule_book_version
 from datasette_capsem.checks.engine import all_checks, check_session
 from datasette_capsem.checks.profiles import ROWS
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
+from datasette_capsem.versioned_store import CachedEntry, StoreKey, VersionedStore
 from tests.helpers import actor_cookies, make_datasette, snapshot_tree
 from tests.trace_support import clean_current, defect_sessions, session_url, trace_url
 
@@ -114,7 +108,7 @@ async def test_reports_are_computed_once_across_a_restart(home, manifest, tmp_pa
 
 async def test_row_verdicts_read_back_are_the_computed_ones(home, manifest, tmp_path):
     """Every row's verdicts, in order, survive the codec (on the home's injected defects)."""
-    store = ReportStore.in_cache(tmp_path)
+    store = VersionedStore.in_cache(tmp_path, STORE_DIRECTORY)
     for session in {d["session"] for d in manifest["defects"]}:
         entry = next(s for s in manifest["sessions"] if s["id"] == session)
         if not entry.get("ledger") or entry.get("broken"):
@@ -128,7 +122,7 @@ async def test_row_verdicts_read_back_are_the_computed_ones(home, manifest, tmp_
         finally:
             conn.close()
         key = StoreKey(str(home / entry["ledger"]), ROWS, ROW_VERDICTS_JSON)
-        assert store.save(key, CachedReport(("v",), 1.0, verdicts), "book")
+        assert store.save(key, CachedEntry(("v",), 1.0, verdicts), "book")
         loaded = store.load(key, ("v",), "book")
         assert loaded is not None and loaded.computed_at == 1.0
         assert list(loaded.report.rows().items()) == list(verdicts.rows().items())
@@ -284,18 +278,18 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from datasette_capsem.checks.cache import CachedReport, ReportStore, StoreKey
-    store, key = ReportStore(Path(sys.argv[1])), StoreKey("/ledger", "quick")
+    from datasette_capsem.versioned_store import CachedEntry, StoreKey, VersionedStore
+    store, key = VersionedStore(Path(sys.argv[1])), StoreKey("/ledger", "quick")
     big = {"findings": [{"kind": "k", "details": {str(i): "x" * 200 for i in range(400)}}]}
     for n in range(int(sys.argv[2])):
         report = {**big, "writer": sys.argv[3], "n": n}
-        assert store.save(key, CachedReport(("v",), float(n), report), "book")
+        assert store.save(key, CachedEntry(("v",), float(n), report), "book")
     """
 )
 
 
 async def test_two_processes_writing_one_report_never_leave_a_torn_file(tmp_path):
-    store, key = ReportStore(tmp_path / "reports"), StoreKey("/ledger", "quick")
+    store, key = VersionedStore(tmp_path / "reports"), StoreKey("/ledger", "quick")
     writers = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(store.directory), "150", name])
         for name in ("a", "b")
@@ -362,13 +356,13 @@ async def test_a_stored_report_is_masked_for_readers_without_secrets(
 
 
 async def test_prune_removes_reports_of_deleted_ledgers_and_leftovers(tmp_path):
-    store = ReportStore(tmp_path / "reports")
+    store = VersionedStore(tmp_path / "reports")
     kept_ledger, gone_ledger = tmp_path / "kept.db", tmp_path / "gone.db"
     kept_ledger.write_bytes(b"x")
     gone_ledger.write_bytes(b"x")
     kept, gone = StoreKey(str(kept_ledger), "quick"), StoreKey(str(gone_ledger), "rows")
     for key in (kept, gone):
-        assert store.save(key, CachedReport(("v",), 1.0, {"verdict": "ok"}), "book")
+        assert store.save(key, CachedEntry(("v",), 1.0, {"verdict": "ok"}), "book")
     gone_ledger.unlink()  # Capsem deleted a stopped ephemeral session's directory
     (store.directory / "0123.json.z").write_bytes(b"garbage")
     old_temporary, new_temporary = store.directory / ".tmp-old", store.directory / ".tmp-new"
@@ -380,4 +374,4 @@ async def test_prune_removes_reports_of_deleted_ledgers_and_leftovers(tmp_path):
         [kept.filename, new_temporary.name]
     )
     assert store.load(kept, ("v",), "book").report == {"verdict": "ok"}
-    assert ReportStore(tmp_path / "never-made").prune() == 0
+    assert VersionedStore(tmp_path / "never-made").prune() == 0

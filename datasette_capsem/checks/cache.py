@@ -6,7 +6,7 @@ and the event pages read the rule book's findings through it, so a view of an un
 never runs the checks again.
 
 Two tiers, one idea. `ReportCache` holds the reports of the sessions viewed lately in memory;
-under it, `ReportStore` keeps the reports of ledgers no writer holds in the plugin's cache dir
+under it, `VersionedStore` keeps the reports of ledgers no writer holds in the plugin's cache dir
 (never in the Capsem home), so a restarted server, a second server over the same cache, and the
 index refresh (which runs the overview's quick profile on every session anyway,
 `index/verdicts.py`) share them. A stored report is keyed by the ledger file's resolved path
@@ -30,27 +30,28 @@ directory, beside the index (which holds the ledgers' text itself).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import hashlib
-import json
 import logging
-import os
 import re
 import sys
-import tempfile
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from datasette_capsem.checks.engine import all_checks
 from datasette_capsem.checks.model import Check, Finding, RowVerdict, RowVerdicts
 from datasette_capsem.readonly import file_fingerprint
+from datasette_capsem.versioned_store import (
+    JSON_OBJECT,
+    CachedEntry,
+    Codec,
+    StoreKey,
+    VersionedStore,
+)
 
 log = logging.getLogger(__name__)
 
@@ -63,27 +64,11 @@ REPORT_MAX_AGE_SECONDS = 300.0
 
 STORE_DIRECTORY = "reports"  # under the plugin's cache dir
 TRACE_STORE_DIRECTORY = "traces"  # beside it: trace answers (views/trace_cache.py)
-STORE_FORMAT = 1  # bump when the file layout or a codec changes
-# zlib's fastest level: a quick report compresses to 6.8 instead of 5.8 KB, in a third of
-# the time (the index build stores 10,000 of them). Any level reads back the same way.
-STORE_ZLIB_LEVEL = 1
-HEADER_MAX_BYTES = 65536
-TEMPORARY_MAX_AGE_SECONDS = 3600.0  # a temporary file this old was left by a killed writer
-PRUNE_INTERVAL_SECONDS = 3600.0  # how often a server prunes the store (after its first save)
 # What the rule book is made of besides its registered checks: changing any of these files
 # (an edited .sql, a new finding kind, the dialect) makes every stored report stale.
 RULE_BOOK_PARTS = ("checks", "ledger", "queries", "findings.py", "sqlfiles.py")
 RULE_BOOK_SUFFIXES = (".py", ".sql", ".json")
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # object addresses differ from run to run
-
-
-@dataclass
-class CachedReport:
-    validator: Hashable
-    computed_at: float  # epoch seconds when the run started: the state it describes
-    report: Any  # a report dict, or the rule book's RowVerdicts
-    # A report of a stopped session holds while its validator does; a live one ages out.
-    timeless: bool = False
 
 
 # -- what a report depends on --------------------------------------------------------------
@@ -151,14 +136,6 @@ def rule_book_version(checks: list[Check] | None = None) -> str:
 # -- how a report is written ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Codec:
-    """How a cached value becomes JSON and back."""
-
-    encode: Callable[[Any], Any]
-    decode: Callable[[Any], Any]
-
-
 def _encode_row_verdicts(verdicts: RowVerdicts) -> dict[str, Any]:
     """Each distinct verdict once, then runs of consecutive rows of one table with the same
     verdicts: a finding that fires on a million rows is one run."""
@@ -197,182 +174,17 @@ def _decode_row_verdicts(data: dict[str, Any]) -> RowVerdicts:
     return RowVerdicts(findings)
 
 
-def _report_dict(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise ValueError("a stored report is not an object")
-    return data
-
-
-REPORT_JSON = Codec(encode=lambda report: report, decode=_report_dict)
+REPORT_JSON = JSON_OBJECT
 ROW_VERDICTS_JSON = Codec(encode=_encode_row_verdicts, decode=_decode_row_verdicts)
 
 
-@dataclass(frozen=True)
-class StoreKey:
-    """Where one report of one ledger file is stored: the file (resolved) and the profile."""
-
-    ledger: str
-    profile: str
-    codec: Codec = REPORT_JSON
-
-    @property
-    def filename(self) -> str:
-        # A digest, never the path itself: nothing from a URL or a file name reaches the path.
-        name = f"{self.ledger}\0{self.profile}".encode("utf-8", "surrogatepass")
-        return hashlib.blake2b(name, digest_size=20).hexdigest() + ".json.z"
-
-
-def store_key(
-    session: Any, path: Path | str | None, profile: str, codec: Codec = REPORT_JSON
-) -> StoreKey | None:
-    """The store's key of a session's report, or None when it is not stored: no ledger, or a
-    live one (its report may depend on the clock)."""
-    if path is None or session.live:
-        return None
-    try:
-        resolved = str(Path(path).resolve())
-    except (OSError, RuntimeError):
-        return None
-    return StoreKey(resolved, profile, codec)
-
-
-def _digest(validator: Hashable, version: str) -> str:
-    text = repr((STORE_FORMAT, version, validator)).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=20).hexdigest()
-
-
-class ReportStore:
-    """Reports on disk, one compressed JSON file per (ledger file, profile), in the plugin's
-    cache dir. Written to a temporary file and moved into place with `os.replace`, so readers
-    (other threads, other server processes) see a whole old file or a whole new one; the last
-    writer wins. An unreadable, corrupt or stale file is a miss, overwritten by the next run.
-    Errors never reach a page: the store then simply does not help."""
-
-    def __init__(self, directory: Path):
-        self.directory = Path(directory)
-        self.saved = 0  # reports written
-        self.loaded = 0  # reports read back and still valid
-        self._pruned_at: float | None = None  # time.monotonic() of the last prune
-
-    @classmethod
-    def in_cache(cls, cache_dir: Path, directory: str = STORE_DIRECTORY) -> ReportStore:
-        return cls(Path(cache_dir) / directory)
-
-    def prune_now_and_then(self) -> None:
-        """Prune in the background (the running event loop's executor) after the first save,
-        then hourly at most."""
-        now = time.monotonic()
-        if self._pruned_at is None or now - self._pruned_at > PRUNE_INTERVAL_SECONDS:
-            self._pruned_at = now
-            asyncio.get_running_loop().run_in_executor(None, self.prune)
-
-    def path_of(self, key: StoreKey) -> Path:
-        return self.directory / key.filename
-
-    def load(self, key: StoreKey, validator: Hashable, version: str) -> CachedReport | None:
-        """The stored report for `key` if it was computed at `validator` by this rule book."""
-        try:
-            head, _, body = self.path_of(key).read_bytes().partition(b"\n")
-            header = json.loads(head)
-            if (
-                header.get("format") != STORE_FORMAT
-                or header.get("ledger") != key.ledger
-                or header.get("profile") != key.profile
-                or header.get("validator") != _digest(validator, version)
-            ):
-                return None
-            report = key.codec.decode(json.loads(zlib.decompress(body)))
-            entry = CachedReport(validator, float(header["computed_at"]), report, timeless=True)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, zlib.error):
-            log.info("ignoring an unreadable stored report %s", self.path_of(key).name)
-            return None
-        self.loaded += 1
-        return entry
-
-    def save(self, key: StoreKey, entry: CachedReport, version: str) -> bool:
-        """Write `entry` for `key` atomically; False when it cannot be (and nothing changed).
-        The file is a one-line JSON header (what it is of, for `load` and `prune`), then the
-        report as zlib-compressed JSON."""
-        header = {
-            "format": STORE_FORMAT,
-            "ledger": key.ledger,
-            "profile": key.profile,
-            "validator": _digest(entry.validator, version),
-            "computed_at": entry.computed_at,
-        }
-        try:
-            report = json.dumps(key.codec.encode(entry.report), separators=(",", ":"))
-            data = (
-                json.dumps(header).encode()
-                + b"\n"
-                + zlib.compress(report.encode(), STORE_ZLIB_LEVEL)
-            )
-        except (TypeError, ValueError) as error:  # e.g. a BLOB row id: not JSON, not stored
-            log.info("report of %s not stored: %s", key.ledger, error)
-            return False
-        try:
-            self._write(self.path_of(key), data)
-        except OSError as error:
-            log.warning("could not store a report in %s: %s", self.directory, error)
-            return False
-        self.saved += 1
-        return True
-
-    def prune(self) -> int:
-        """Remove the reports of ledger files that no longer exist (Capsem deletes a stopped
-        ephemeral session's directory), unreadable files, and temporary files a killed writer
-        left; returns how many files went. Reads each file's header line only."""
-        removed = 0
-        try:
-            entries = list(os.scandir(self.directory))
-        except OSError:
-            return 0
-        for entry in entries:
-            if self._stale(entry):
-                with contextlib.suppress(OSError):
-                    os.unlink(entry.path)
-                    removed += 1
-        return removed
-
-    @staticmethod
-    def _stale(entry: os.DirEntry) -> bool:
-        try:
-            if entry.name.startswith(".tmp-"):
-                return time.time() - entry.stat().st_mtime > TEMPORARY_MAX_AGE_SECONDS
-            if not entry.name.endswith(".json.z"):
-                return False
-            with open(entry.path, "rb") as stream:
-                header = json.loads(stream.readline(HEADER_MAX_BYTES))
-            return not os.path.exists(header["ledger"])
-        except FileNotFoundError:
-            return False  # another process pruned it first
-        except (OSError, ValueError, TypeError, KeyError):
-            return True
-
-    def _write(self, path: Path, data: bytes) -> None:
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")  # 0600
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-            os.replace(temporary, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
-
-    def save_report(
-        self, key: StoreKey, validator: Hashable, computed_at: float, report: Any
-    ) -> bool:
-        """Store a report computed outside a `ReportCache` (the index refresh's quick one),
-        under the current rule book; `validator` must have been taken before it ran."""
-        entry = CachedReport(validator, computed_at, report, timeless=True)
-        return self.save(key, entry, rule_book_version())
-
-
-# -- the memory tier -----------------------------------------------------------------------
+def save_report(
+    store: VersionedStore, key: StoreKey, validator: Hashable, computed_at: float, report: Any
+) -> bool:
+    """Store a report computed outside a `ReportCache` (the index refresh's quick one), under
+    the current rule book; `validator` must have been taken before it ran."""
+    entry = CachedEntry(validator, computed_at, report, timeless=True)
+    return store.save(key, entry, rule_book_version())
 
 
 class ReportCache:
@@ -390,19 +202,19 @@ class ReportCache:
         self,
         size: int = REPORT_CACHE_ENTRIES,
         max_age: float = REPORT_MAX_AGE_SECONDS,
-        store: ReportStore | None = None,
+        store: VersionedStore | None = None,
     ):
         self.size, self.max_age, self.store = size, max_age, store
         self.runs = 0  # reports computed (each runs the whole profile once)
         self.hits = 0  # views answered from memory
         self.loaded = 0  # reports read from the store instead of computed
-        self._entries: OrderedDict[Hashable, CachedReport] = OrderedDict()
+        self._entries: OrderedDict[Hashable, CachedEntry] = OrderedDict()
         self._running: dict[Hashable, tuple[Hashable, asyncio.Future]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def fresh(self, key: Hashable, validator: Hashable) -> CachedReport | None:
+    def fresh(self, key: Hashable, validator: Hashable) -> CachedEntry | None:
         entry = self._entries.get(key)
         if entry is None or entry.validator != validator:
             return None
@@ -417,7 +229,7 @@ class ReportCache:
         validator: Hashable,
         compute: Callable[[], Awaitable[Any]],
         stored: StoreKey | None = None,
-    ) -> tuple[CachedReport, bool]:
+    ) -> tuple[CachedEntry, bool]:
         """(entry, cached): the held or stored report if still valid, else one computed now
         (and stored when `stored` says where)."""
         entry = self.fresh(key, validator)
@@ -432,7 +244,7 @@ class ReportCache:
         entry, computed = await asyncio.shield(running[1])
         return entry, not computed
 
-    async def _compute(self, key, validator, compute, stored) -> tuple[CachedReport, bool]:
+    async def _compute(self, key, validator, compute, stored) -> tuple[CachedEntry, bool]:
         try:
             store = self.store if stored is not None else None
             version = rule_book_version() if store is not None else ""
@@ -444,7 +256,7 @@ class ReportCache:
                 started = time.time()
                 report = await compute()
                 self.runs += 1
-                entry = CachedReport(validator, started, report, timeless=stored is not None)
+                entry = CachedEntry(validator, started, report, timeless=stored is not None)
                 if store is not None:
                     await asyncio.to_thread(store.save, stored, entry, version)
                     store.prune_now_and_then()
@@ -457,7 +269,7 @@ class ReportCache:
             if held is not None and held[0] == validator:
                 del self._running[key]
 
-    def _remember(self, key: Hashable, entry: CachedReport) -> None:
+    def _remember(self, key: Hashable, entry: CachedEntry) -> None:
         self._entries[key] = entry
         self._entries.move_to_end(key)
         while len(self._entries) > self.size:

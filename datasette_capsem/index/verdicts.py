@@ -6,7 +6,7 @@ whose ledger file or main.db row changed since it was last checked, and stores t
 the findings in the index database (`session_checks`, `session_findings`), where SQL can read
 them too. The rules stay the engine's: this module only runs it and records what it said.
 
-The whole report goes to the rule book's report store too (`checks/cache.py`), keyed by the
+The whole report goes to the rule book's report store too (`checks/cache.py`, kept by `versioned_store.py`), keyed by the
 ledger file, so the overview's first visit after a refresh shows it without running a check.
 
 What a verdict was computed from is stored beside it: the ledger's stat fingerprint and
@@ -24,12 +24,13 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Session
-from datasette_capsem.checks.cache import ReportStore, report_validator, store_key
+from datasette_capsem.checks.cache import STORE_DIRECTORY, report_validator, save_report
 from datasette_capsem.checks.engine import database_name_for
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.profiles import QUICK
 from datasette_capsem.checks.runner import check_catalog_session, run_options
 from datasette_capsem.config import Settings
+from datasette_capsem.versioned_store import VersionedStore, store_key
 
 PROFILE = QUICK
 SAMPLE_LIMIT = 20  # row ids kept per stored finding
@@ -106,9 +107,8 @@ def check(session: Session, settings: Settings) -> Checked:
         )
     checked = Checked.of_report(report, (time.perf_counter() - started) * 1000)
     if key is not None:
-        ReportStore.in_cache(settings.cache_dir).save_report(
-            key, validator, computed_at, report.to_dict()
-        )
+        store = VersionedStore.in_cache(settings.cache_dir, STORE_DIRECTORY)
+        save_report(store, key, validator, computed_at, report.to_dict())
     return checked
 
 

@@ -18,16 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.checks import check_session
-from datasette_capsem.checks.cache import (
-    ROW_VERDICTS_JSON,
-    CachedReport,
-    ReportCache,
-    report_validator,
-    store_key,
-)
+from datasette_capsem.checks.cache import ROW_VERDICTS_JSON, ReportCache, report_validator
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.checks.profiles import ROWS
 from datasette_capsem.state import get_state
+from datasette_capsem.versioned_store import CachedEntry, store_key
 from datasette_capsem.views.opening import Opened
 
 log = logging.getLogger(__name__)
@@ -56,7 +51,7 @@ def validator(opened: Opened) -> Hashable:
     return report_validator(opened.session, _ledger(opened), opened.links.database)
 
 
-def _freshness(entry: CachedReport, cached: bool, profile: str) -> dict[str, Any]:
+def _freshness(entry: CachedEntry, cached: bool, profile: str) -> dict[str, Any]:
     computed = datetime.fromtimestamp(entry.computed_at, tz=timezone.utc)
     return {
         "profile": profile,

@@ -30,15 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem import redaction
-from datasette_capsem.checks.cache import (
-    CachedReport,
-    Codec,
-    ReportStore,
-    rule_book_version,
-    source_digest,
-    store_key,
-)
+from datasette_capsem.checks.cache import rule_book_version, source_digest
 from datasette_capsem.state import get_state
+from datasette_capsem.versioned_store import CachedEntry, Codec, VersionedStore, store_key
 from datasette_capsem.views import render
 from datasette_capsem.views.integrity import validator
 from datasette_capsem.views.opening import Opened
@@ -72,7 +66,7 @@ def code_version() -> str:
     return source_digest(CODE_PARTS, (".py", ".sql")).hex()
 
 
-def trace_store(datasette) -> ReportStore:
+def trace_store(datasette) -> VersionedStore:
     """The trace store of this Datasette instance (state.py builds it)."""
     return get_state(datasette).trace_store
 
@@ -119,7 +113,7 @@ async def json_text(
         if stored is not None:
             clean = policy != redaction.OPEN and await asyncio.to_thread(_net_clean, text)
             entry = {"text": text, "net_clean": clean}
-            saved = CachedReport(check, started, entry, timeless=True)
+            saved = CachedEntry(check, started, entry, timeless=True)
             loop = asyncio.get_running_loop()
             loop.run_in_executor(None, store.save, stored, saved, version)
             store.prune_now_and_then()
