@@ -69,6 +69,25 @@ def doc_section(heading: str) -> str:
     raise AssertionError(f"no section {heading!r} in {', '.join(DOCUMENTS)}")
 
 
+def sessions_in(manifest: dict, *, has: tuple = (), lacks: tuple = (), **equal) -> list[dict]:
+    """The manifest's sessions whose fields equal `equal`, with every field of `has` set (truthy)
+    and none of `lacks`: how a test picks the generated sessions it needs."""
+    return [
+        s
+        for s in manifest["sessions"]
+        if all(s.get(key) == value for key, value in equal.items())
+        and all(s.get(key) for key in has)
+        and not any(s.get(key) for key in lacks)
+    ]
+
+
+def session_in(manifest: dict, *, has: tuple = (), lacks: tuple = (), **equal) -> dict:
+    """The first of `sessions_in`; a test whose generated home lacks it fails saying which."""
+    found = sessions_in(manifest, has=has, lacks=lacks, **equal)
+    assert found, f"no session of the manifest with {equal}, has {has}, lacks {lacks}"
+    return found[0]
+
+
 def snapshot_tree(root: Path) -> dict[str, tuple[str, int]]:
     """sha256 and mtime of every file below `root`, to prove nothing was written."""
     result = {}

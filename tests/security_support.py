@@ -15,6 +15,7 @@ import httpx
 
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.views.routes import ROUTES
+from tests.helpers import session_in
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = re.compile(r"\((?:\?P<(\w+)>)?((?:[^()\\]|\\.)*)\)(\?)?")
@@ -47,11 +48,7 @@ def _expand(pattern: str, values: dict[str, str]) -> list[str] | None:
 
 def session_ids(home: Path, manifest: dict, cache: Path) -> dict[str, str]:
     """Ids of one clean current-era session with traces: session, trace, event, blob, row."""
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head" and s["clean"] and s.get("traces") and not s["live"]
-    )
+    session = session_in(manifest, era="head", has=("clean", "traces"), lacks=("live",))
     conn = open_readonly(home / session["ledger"], cache)
     try:
         event_id, blob_id = conn.execute(

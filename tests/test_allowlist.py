@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from datasette_capsem.ledger import tables
 from datasette_capsem.redaction import HIDDEN, UNCLASSIFIED_HIDDEN
+from tests.helpers import session_in
 from tests.test_security_hardening import headers_for, team
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -70,14 +71,8 @@ def allow_home(capsem_home, manifest, tmp_path_factory):
     root = tmp_path_factory.mktemp("allowlist")
     home = root / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head"
-        and s["clean"]
-        and s["kind"] == "ephemeral"
-        and not s["live"]
-        and s.get("traces")
+    session = session_in(
+        manifest, era="head", kind="ephemeral", has=("clean", "traces"), lacks=("live",)
     )
     conn = sqlite3.connect(home / session["ledger"])
     conn.execute("ALTER TABLE net_events ADD COLUMN future_column TEXT")

@@ -16,7 +16,7 @@ import pytest_asyncio
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
 from datasette_capsem.views.routes import ROUTES
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -58,11 +58,7 @@ QUERY_PARAMS = [
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def instance(capsem_home, manifest, tmp_path_factory):
     datasette = await make_datasette(capsem_home, tmp_path_factory.mktemp("cache"))
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head" and s["clean"] and s.get("traces") and not s["live"]
-    )
+    session = session_in(manifest, era="head", has=("clean", "traces"), lacks=("live",))
     conn = open_readonly(capsem_home / session["ledger"], tmp_path_factory.mktemp("c2"))
     event_id = conn.execute("SELECT event_id FROM net_events LIMIT 1").fetchone()[0]
     blob_id = conn.execute("SELECT id FROM event_body_blobs LIMIT 1").fetchone()[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -36,7 +36,7 @@ async def test_huge_bodies_do_not_bloat_the_session_and_trace_pages(
 ):
     datasette = await make_datasette(capsem_home, tmp_path / "cache", view_secrets=True)
     item = next(h for h in manifest["hostile"] if h["kind"] == "huge_cell")
-    session = next(s for s in manifest["sessions"] if s["id"] == item["session"])
+    session = session_in(manifest, id=item["session"])
     pages = [f"/-/capsem/sessions/{session['id']}"]
     pages += [f"/-/capsem/sessions/{session['id']}/traces/{t}" for t in session["traces"]]
     for page in pages:

@@ -5,16 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tests.browser import live_server, open_page, screenshot_dir, settle
+from tests.helpers import session_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
 
 def a_clean_session(manifest: dict) -> dict:
-    return next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head" and s["clean"] and s["kind"] == "persistent"
-    )
+    return session_in(manifest, era="head", kind="persistent", has=("clean",))
 
 
 async def test_home_session_and_table_load_without_console_errors(

@@ -12,13 +12,14 @@ from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
 from datasette_capsem.index import IndexService
 from tests.browser import live_server, open_page, screenshot_dir, settle
+from tests.helpers import session_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 NAME = "tour-unanswered-call"
 
 
 async def test_from_the_list_to_the_body_in_four_clicks(browser, capsem_home, manifest, tmp_path):
-    session = next(s for s in manifest["sessions"] if s["name"] == NAME)
+    session = session_in(manifest, name=NAME)
     cache = tmp_path / "cache"
     settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
     IndexService(settings, Catalog(settings)).refresh()  # as the background refresh would

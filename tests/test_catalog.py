@@ -12,7 +12,7 @@ import pytest
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import ConfigError, load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in, sessions_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -36,7 +36,7 @@ def test_catalog_matches_the_manifest_in_every_layout(capsem_home, manifest, tmp
 
 def test_persistent_vms_get_their_display_names_from_the_registry(capsem_home, manifest, tmp_path):
     catalog = catalog_for(capsem_home, tmp_path)
-    named = [s for s in manifest["sessions"] if s["kind"] == "persistent" and s.get("name")]
+    named = sessions_in(manifest, kind="persistent", has=("name",))
     assert named
     for expected in named:
         assert catalog.get(expected["id"]).name == expected["name"]
@@ -122,7 +122,7 @@ async def test_an_unparsable_registry_is_reported_and_the_rest_is_served(tmp_pat
     page = await datasette.client.get("/")
     assert page.status_code == 200
     assert "persistent_registry.json" in page.text
-    ledger = next(s for s in manifest["sessions"] if s.get("ledger") and not s.get("broken"))
+    ledger = session_in(manifest, has=("ledger",), lacks=("broken",))
     assert (await datasette.client.get(f"/{ledger['id']}.json")).status_code == 200
 
 
@@ -151,7 +151,7 @@ async def test_a_missing_main_db_is_named_and_dirs_are_still_served(
     assert page.status_code == 200 and "main.db not found" in page.text
     missing = await datasette.client.get("/main.json")
     assert missing.status_code == 404 and "main.db" in missing.json()["message"]
-    ledger = next(s for s in manifest["sessions"] if s.get("ledger") and not s.get("broken"))
+    ledger = session_in(manifest, has=("ledger",), lacks=("broken",))
     assert (await datasette.client.get(f"/{ledger['id']}.json")).status_code == 200
 
 

@@ -11,6 +11,7 @@ from datasette.cli import cli
 
 from datasette_capsem.findings import KINDS
 from datasette_capsem.generate import GenerateOptions, generate_home
+from tests.helpers import session_in
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def session_with(manifest: dict, severity: str) -> str:
 
 
 def clean(manifest: dict) -> dict:
-    return next(s for s in manifest["sessions"] if s["clean"] and s["ledger"] and s["era"])
+    return session_in(manifest, has=("clean", "ledger", "era"))
 
 
 def test_clean_session_exits_0(run, manifest):
@@ -73,7 +74,7 @@ def test_json_report(run, manifest):
 
 
 def test_a_name_resolves_to_its_session(run, manifest):
-    named = next(s for s in manifest["sessions"] if s["name"] and s["ledger"] and s["clean"])
+    named = session_in(manifest, has=("name", "ledger", "clean"))
     result = run(named["name"], "--json")
     assert json.loads(result.stdout)["session"]["id"] == named["id"]
 

@@ -20,7 +20,7 @@ from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import open_readonly
-from tests.helpers import DOCUMENTS, doc_section, documentation
+from tests.helpers import DOCUMENTS, doc_section, documentation, session_in
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "datasette_capsem"
@@ -51,7 +51,7 @@ def test_the_example_plugin_registers_and_reports(tmp_path, capsem_home, manifes
     for block in code_blocks(EXTENDING, "sql"):
         name = "exfil_domain" if "json_each(:domains)" in block else "biggest_bodies"
         (package / "sql" / f"{name}.sql").write_text(block)
-    session = next(s for s in manifest["sessions"] if s.get("clean") and s.get("era") == "head")
+    session = session_in(manifest, era="head", has=("clean",))
     ledger = tmp_path / "session.db"  # a private copy with one request the check must catch
     source = open_readonly(capsem_home / session["ledger"], tmp_path / "cache")
     target = sqlite3.connect(ledger)

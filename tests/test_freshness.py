@@ -25,7 +25,7 @@ from datasette_capsem.index import IndexService
 from datasette_capsem.index import service as service_module
 from datasette_capsem.index.notify import DirectoryNotifier
 from datasette_capsem.mount.ledger_db import LedgerDatabase
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, sessions_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -85,11 +85,7 @@ async def list_row(datasette, session_id: str) -> dict | None:
 async def test_list_and_search_follow_changes_without_the_timer(capsem_home, manifest, tmp_path):
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    current = [
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger") and s.get("clean") and s["era"] == "head" and not s.get("alias_of")
-    ]
+    current = sessions_in(manifest, era="head", has=("ledger", "clean"), lacks=("alias_of",))
     changed, replaced, removed, donor = current[:4]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)
     state_index = datasette._capsem_state.index
@@ -197,11 +193,7 @@ async def test_a_change_is_seen_through_the_os_without_any_stat_round(
     monkeypatch.setattr(service_module, "WATCH_MAX_SECONDS", 3600.0)
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    current = [
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger") and s.get("clean") and s["era"] == "head" and not s.get("alias_of")
-    ]
+    current = sessions_in(manifest, era="head", has=("ledger", "clean"), lacks=("alias_of",))
     changed, donor = current[:2]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)
     state_index = datasette._capsem_state.index

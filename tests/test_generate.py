@@ -24,6 +24,7 @@ from datasette_capsem import findings
 from datasette_capsem.cli.generate import generate as generate_command
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.generate.live import LiveWriter
+from tests.helpers import session_in, sessions_in
 
 # §4.2, in DDL order.
 CURRENT_COLUMNS = {
@@ -158,9 +159,7 @@ def ids(conn: sqlite3.Connection, sql: str) -> list[int]:
 
 def ledgers(manifest: dict) -> list[dict]:
     """Sessions with a readable ledger of their own."""
-    return [
-        s for s in manifest["sessions"] if s["ledger"] and not s["broken"] and not s["alias_of"]
-    ]
+    return sessions_in(manifest, has=("ledger",), lacks=("broken", "alias_of"))
 
 
 # Spec §4.4: the writer puts a result away from its call (retry, resume, history re-sent,
@@ -461,9 +460,7 @@ def test_every_layout_and_era(manifest: dict) -> None:
 
 # -- schemas ----------------------------------------------------------------------------
 def test_current_schema_matches_spec(capsem_home: Path, manifest: dict, tmp_path: Path) -> None:
-    clean = next(
-        s for s in manifest["sessions"] if s["era"] == "head" and s["clean"] and s["ledger"]
-    )
+    clean = session_in(manifest, era="head", has=("clean", "ledger"))
     conn = open_copy(capsem_home, clean["ledger"], tmp_path)
     assert tables(conn) == set(CURRENT_COLUMNS)
     for table, expected in CURRENT_COLUMNS.items():
@@ -504,9 +501,7 @@ INVALID = [
 def test_current_checks_reject_invalid_values(
     capsem_home: Path, manifest: dict, tmp_path: Path, sql: str
 ) -> None:
-    clean = next(
-        s for s in manifest["sessions"] if s["era"] == "head" and s["clean"] and s["ledger"]
-    )
+    clean = session_in(manifest, era="head", has=("clean", "ledger"))
     conn = open_copy(capsem_home, clean["ledger"], tmp_path)
     with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
         conn.execute(sql)
@@ -802,7 +797,7 @@ def test_main_db_only_kinds(capsem_home: Path, manifest: dict) -> None:
 def test_live_session_has_uncheckpointed_frames(
     capsem_home: Path, manifest: dict, tmp_path: Path
 ) -> None:
-    live = [s for s in manifest["sessions"] if s["live"]]
+    live = sessions_in(manifest, has=("live",))
     assert live and all(s["status"] == "running" for s in live)
     conn = open_copy(capsem_home, live[0]["ledger"], tmp_path)
     path = tmp_path / live[0]["ledger"].replace("/", "_")
@@ -998,11 +993,7 @@ def test_live_writer_appends_while_readable(
 ) -> None:
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home)
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "head" and s["kind"] == "ephemeral" and not s["live"]
-    )
+    session = session_in(manifest, era="head", kind="ephemeral", has=("clean",), lacks=("live",))
     path = home / session["ledger"]
     start = session["counts"]["net_events"]
     with LiveWriter(home, session["id"], rate=400) as writer:

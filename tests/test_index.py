@@ -20,7 +20,7 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.index import IndexService
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette, snapshot_tree
+from tests.helpers import make_datasette, session_in, sessions_in, snapshot_tree
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -41,7 +41,7 @@ DIRECT_SUMS = {
 
 
 def readable(manifest: dict) -> list[dict]:
-    return [s for s in manifest["sessions"] if s.get("ledger") and not s.get("broken")]
+    return sessions_in(manifest, has=("ledger",), lacks=("broken",))
 
 
 def direct_sums(ledger: Path, cache_dir: Path) -> dict[str, float | int | None]:
@@ -226,8 +226,8 @@ def legacy_mcp_rows(ledger: Path, cache_dir: Path) -> int:
 
 
 async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_home, cache_dir):
-    alias = next(s for s in manifest["sessions"] if s.get("alias_of"))
-    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    alias = session_in(manifest, has=("alias_of",))
+    fork = session_in(manifest, has=("forked_from",))
     parent = fork_parent(manifest, fork)
     assert alias["ledger"] == sample_ledger(manifest, alias["alias_of"])
     ledgers = built.snapshot().ledgers
@@ -312,8 +312,8 @@ async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_pat
         assert sum(r["input_tokens"] for r in found) == want_tokens, name
     by_cost = await rows("sessions_by_cost")
     assert sum(r["cost_usd"] or 0 for r in by_cost) == pytest.approx(want_cost, abs=1e-4)
-    alias = next(s for s in manifest["sessions"] if s.get("alias_of"))
-    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    alias = session_in(manifest, has=("alias_of",))
+    fork = session_in(manifest, has=("forked_from",))
     assert alias["id"] not in {r["session_id"] for r in by_cost}
     fork_row = next(r for r in by_cost if r["session_id"] == fork["id"])
     assert fork_row["model_calls"] == per_file[fork["id"]]["model_calls"]
@@ -329,7 +329,7 @@ async def test_a_fork_is_reread_only_when_its_parent_changes_identity(
     home = copy_home(capsem_home, tmp_path / "home")
     service = service_for(home, tmp_path / "cache")
     service.refresh()
-    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    fork = session_in(manifest, has=("forked_from",))
     parent = fork_parent(manifest, fork)
     before = dict(service.snapshot().ledgers[fork["id"]])
 
@@ -360,7 +360,7 @@ async def test_a_fork_whose_parent_cannot_be_read_counts_its_whole_file_until_it
     capsem_home, manifest, tmp_path
 ):
     home = copy_home(capsem_home, tmp_path / "home")
-    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
+    fork = session_in(manifest, has=("forked_from",))
     parent = fork_parent(manifest, fork)
     parent_file = home / parent["ledger"]
     original = parent_file.read_bytes()

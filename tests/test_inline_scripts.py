@@ -13,7 +13,7 @@ import re
 import pytest
 
 from datasette_capsem.core_pages.inline_scripts import SCRIPT, csp_hash, response_hashes
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -26,7 +26,7 @@ def script_src(response) -> str:
 @async_test
 async def test_every_inline_script_of_a_capsem_page_is_allowed(capsem_home, manifest, tmp_path):
     datasette = await make_datasette(capsem_home, tmp_path / "cache")
-    session = next(s for s in manifest["sessions"] if s["era"] == "head" and s["clean"])
+    session = session_in(manifest, era="head", has=("clean",))
     db = session["id"]
     paths = [
         "/",

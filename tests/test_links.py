@@ -14,6 +14,7 @@ import pytest
 
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
+from tests.helpers import session_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 LINK = re.compile(r'<a href="([^"]+)">([^<]*)</a>')
@@ -21,14 +22,7 @@ LINK = re.compile(r'<a href="([^"]+)">([^<]*)</a>')
 
 @pytest.fixture(scope="module")
 def session(manifest) -> dict:
-    return next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head"
-        and s.get("clean")
-        and s["kind"] == "ephemeral"
-        and s["status"] == "stopped"
-    )
+    return session_in(manifest, era="head", kind="ephemeral", status="stopped", has=("clean",))
 
 
 def ledger_rows(home: Path, session: dict, sql: str, tmp_path: Path) -> list[dict]:
@@ -142,7 +136,7 @@ async def test_event_pages_show_relations(datasette, capsem_home, session, tmp_p
 
 async def test_an_unanswered_call_says_so(datasette, capsem_home, manifest, tmp_path):
     defect = next(d for d in manifest["defects"] if d["kind"] == "tool_call_without_response")
-    session = next(s for s in manifest["sessions"] if s["id"] == defect["session"])
+    session = session_in(manifest, id=defect["session"])
     event = ledger_rows(
         capsem_home,
         session,

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 
@@ -226,7 +226,7 @@ def test_an_ambiguous_name_or_prefix_exits_2_with_the_candidates_everywhere(
 
 def test_a_unique_id_prefix_is_accepted_by_every_command(capsem_home, manifest, tmp_path):
     where = ["--home", str(capsem_home), "--cache-dir", str(tmp_path / "c")]
-    session = next(s for s in manifest["sessions"] if s.get("name") == "co-work-1")
+    session = session_in(manifest, name="co-work-1")
     prefix = session["id"][:8]
     assert invoke("resolve", prefix, *where).stdout.strip() == session["id"]
     checked = invoke("check", prefix, "--json", *where)
@@ -245,7 +245,7 @@ async def test_a_url_prefix_redirects_and_an_ambiguous_one_offers_a_choice(
 ):
     home, ids = prefixed_home
     datasette = await make_datasette(home, tmp_path / "c")
-    session = next(s for s in manifest["sessions"] if s.get("name") == "co-work-1")
+    session = session_in(manifest, name="co-work-1")
     response = await datasette.client.get(f"/-/capsem/sessions/{session['id'][:8]}/check?x=1")
     assert response.status_code == 302
     assert response.headers["location"] == f"/-/capsem/sessions/{session['id']}/check?x=1"

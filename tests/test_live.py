@@ -9,20 +9,14 @@ import time
 import pytest
 
 from datasette_capsem.generate.live import LiveWriter
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
 
 def live_candidate(manifest: dict) -> dict:
-    return next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head"
-        and s["clean"]
-        and s["kind"] == "ephemeral"
-        and not s["live"]
-        and s.get("main_db_row")
+    return session_in(
+        manifest, era="head", kind="ephemeral", has=("clean", "main_db_row"), lacks=("live",)
     )
 
 

@@ -33,7 +33,7 @@ from datasette_capsem.graph.timeparse import iso_from_ms, parse_ms, parse_ns
 from datasette_capsem.graph.values import as_float, json_dumps
 from datasette_capsem.ledger.bodies import hash_verdict
 from datasette_capsem.readonly import open_readonly
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, sessions_in
 from tests.trace_support import event_url, session_url, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -219,11 +219,7 @@ def planted(tmp_path_factory) -> Planted:
     """A private generated home (never the shared fixture) with the odd values planted."""
     home = tmp_path_factory.mktemp("odd-values") / "home"
     manifest = generate_home(home, GenerateOptions(defects=False, hostile=False, broken=False))
-    stopped = [
-        s
-        for s in manifest["sessions"]
-        if s.get("era") == "head" and s.get("clean") and not s.get("live") and s.get("traces")
-    ]
+    stopped = sessions_in(manifest, era="head", has=("clean", "traces"), lacks=("live",))
     number_session = next(s for s in stopped if len(s["traces"]) >= 5)
     blob_session = next(s for s in stopped if s["id"] != number_session["id"])
     result = Planted(

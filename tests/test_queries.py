@@ -24,6 +24,7 @@ from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import QuerySpec, all_specs, canned_queries_for
 from datasette_capsem.queries.spec import sql_parameters
 from datasette_capsem.readonly import open_readonly
+from tests.helpers import sessions_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -68,11 +69,7 @@ TRACE_TABLES = (
 
 def readable(manifest: dict) -> list[dict]:
     """Sessions with a ledger SQLite can open (not broken), one per file (no aliases)."""
-    return [
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger") and not s.get("broken") and not s.get("alias_of")
-    ]
+    return sessions_in(manifest, has=("ledger",), lacks=("broken", "alias_of"))
 
 
 def by_era(manifest: dict) -> dict[str, dict]:

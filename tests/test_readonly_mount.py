@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import session_in
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -40,12 +42,8 @@ def expected_model_calls(ledger: Path, tmp_path: Path) -> int:
 def test_every_ledger_kind_reads_on_a_read_only_mount(capsem_home, manifest, tmp_path):
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    finished = next(
-        s
-        for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "head" and not s["live"] and s["kind"] == "ephemeral"
-    )
-    live = next(s for s in manifest["sessions"] if s["live"] and s.get("ledger"))
+    finished = session_in(manifest, era="head", kind="ephemeral", has=("clean",), lacks=("live",))
+    live = session_in(manifest, has=("live", "ledger"))
     no_shm = next(b for b in manifest["broken_files"] if b["kind"] == "wal_without_shm")
     wanted = {
         finished["id"]: finished["ledger"],

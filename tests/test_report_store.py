@@ -28,7 +28,7 @@ from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
 from datasette_capsem.versioned_store import CachedEntry, StoreKey, VersionedStore
-from tests.helpers import actor_cookies, make_datasette, snapshot_tree
+from tests.helpers import actor_cookies, make_datasette, session_in, snapshot_tree
 from tests.trace_support import clean_current, defect_sessions, session_url, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -110,7 +110,7 @@ async def test_row_verdicts_read_back_are_the_computed_ones(home, manifest, tmp_
     """Every row's verdicts, in order, survive the codec (on the home's injected defects)."""
     store = VersionedStore.in_cache(tmp_path, STORE_DIRECTORY)
     for session in {d["session"] for d in manifest["defects"]}:
-        entry = next(s for s in manifest["sessions"] if s["id"] == session)
+        entry = session_in(manifest, id=session)
         if not entry.get("ledger") or entry.get("broken"):
             continue
         try:
@@ -148,7 +148,7 @@ async def test_the_index_refresh_stores_the_overviews_report(home, manifest, tmp
 async def test_a_changed_or_replaced_ledger_is_checked_again(home, manifest, tmp_path):
     cache = tmp_path / "cache"
     session_id, trace_id, row_id = orphan_trace(home, manifest, tmp_path / "probe")
-    entry = next(s for s in manifest["sessions"] if s["id"] == session_id)
+    entry = session_in(manifest, id=session_id)
     path = home / entry["ledger"]
     first = await instance(home, cache)
     quick = await overview(first, session_id)

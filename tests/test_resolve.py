@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 from tests.test_index import direct_sums, same
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -107,11 +107,7 @@ async def test_a_vm_named_like_another_sessions_id_never_shows_its_data(
 ):
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    victim = next(
-        s
-        for s in manifest["sessions"]
-        if s["kind"] == "ephemeral" and s.get("ledger") and s.get("clean") and s["main_db_row"]
-    )
+    victim = session_in(manifest, kind="ephemeral", has=("ledger", "clean", "main_db_row"))
     (impostor,) = by_name(manifest, "co-work-1")
     registry_path = home / "run" / "persistent_registry.json"
     registry = json.loads(registry_path.read_text())

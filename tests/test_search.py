@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from datasette_capsem.session.search import scan_ledgers
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 from tests.trace_support import by_id, clean_current, ledger, readable
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -62,11 +62,11 @@ async def test_a_trace_id_is_found_in_its_session(scanning, manifest):
 
 
 async def test_forked_rows_are_found_in_both_sessions(scanning, manifest):
-    fork = next(s for s in manifest["sessions"] if s.get("forked_from") and s.get("traces"))
+    fork = session_in(manifest, has=("forked_from", "traces"))
     parent = (
         by_id(manifest, fork["forked_from"])
         if any(s["id"] == fork["forked_from"] for s in manifest["sessions"])
-        else next(s for s in manifest["sessions"] if s.get("name") == fork["forked_from"])
+        else session_in(manifest, name=fork["forked_from"])
     )
     shared = sorted(set(parent["traces"]) & set(fork["traces"]))
     assert shared, "a fork starts with its parent's rows"
@@ -98,7 +98,7 @@ async def test_sessions_by_id_and_by_name(scanning, manifest):
     session = clean_current(manifest)[0]
     data = await search(scanning, session["id"])
     assert [s["id"] for s in data["sessions"]] == [session["id"]]
-    named = next(s for s in manifest["sessions"] if s.get("name") == "co-work-1")
+    named = session_in(manifest, name="co-work-1")
     data = await search(scanning, "co-work-1")
     assert named["id"] in {s["id"] for s in data["sessions"]}
     assert all(s["href"].startswith("/-/capsem/sessions/") for s in data["sessions"])

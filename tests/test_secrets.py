@@ -20,7 +20,7 @@ from blake3 import blake3
 
 from datasette_capsem.mount.ledger_db import INLINE_MAX_BYTES
 from datasette_capsem.state import get_state
-from tests.helpers import actor_cookies, make_datasette
+from tests.helpers import actor_cookies, make_datasette, session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -127,11 +127,7 @@ def planted(capsem_home, manifest, tmp_path_factory):
     root = tmp_path_factory.mktemp("secrets")
     home = root / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head" and s["clean"] and s["kind"] == "ephemeral" and not s["live"]
-    )
+    session = session_in(manifest, era="head", kind="ephemeral", has=("clean",), lacks=("live",))
     ids = plant(home / session["ledger"])
     return home, root / "cache", session["id"], ids
 

@@ -26,7 +26,7 @@ from blake3 import blake3
 
 from datasette_capsem.permissions import DATASETTE_1
 from datasette_capsem.redaction import HIDDEN
-from tests.helpers import make_datasette, snapshot_tree
+from tests.helpers import make_datasette, session_in, sessions_in, snapshot_tree
 from tests.security_support import ROOT, core_routes, plugin_routes
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -137,14 +137,8 @@ def planted_home(capsem_home, manifest, tmp_path_factory):
     root = tmp_path_factory.mktemp("hardening")
     home = root / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head"
-        and s["clean"]
-        and s["kind"] == "ephemeral"
-        and not s["live"]
-        and s.get("traces")
+    session = session_in(
+        manifest, era="head", kind="ephemeral", has=("clean", "traces"), lacks=("live",)
     )
     info = plant(home / session["ledger"])
     return home, root / "cache", session, info
@@ -468,7 +462,7 @@ async def test_every_html_response_carries_the_policy_headers(instance, capsem_h
         "/-/capsem/sessions/nope",
         "/nope-nope-nope",
     ]
-    broken = [s for s in manifest["sessions"] if s.get("ledger") and not s["clean"]]
+    broken = sessions_in(manifest, has=("ledger",), lacks=("clean",))
     paths += [f"/{quote(s['id'], safe='')}" for s in broken[:5]]
     statuses = set()
     for actor in ACTORS:

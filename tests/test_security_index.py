@@ -19,7 +19,7 @@ import pytest
 
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 from tests.test_index import distinct_files, fork_parent
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -131,15 +131,8 @@ def plant(ledger: Path) -> None:
 
 
 def planted_session(manifest: dict) -> dict:
-    return next(
-        s
-        for s in manifest["sessions"]
-        if s["era"] == "head"
-        and s["clean"]
-        and s.get("ledger")
-        and not s.get("forked_from")
-        and not s.get("alias_of")
-        and not s["live"]
+    return session_in(
+        manifest, era="head", has=("clean", "ledger"), lacks=("forked_from", "alias_of", "live")
     )
 
 

@@ -16,13 +16,13 @@ from datasette_capsem.mount import mounter
 from datasette_capsem.mount.mounter import HOT_CONNECTIONS
 from datasette_capsem.permissions import DATASETTE_1
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette, snapshot_tree
+from tests.helpers import make_datasette, session_in, sessions_in, snapshot_tree
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def readable_sessions(manifest: dict) -> list[dict]:
-    return [s for s in manifest["sessions"] if s.get("ledger") and not s.get("broken")]
+    return sessions_in(manifest, has=("ledger",), lacks=("broken",))
 
 
 def open_fds() -> int:
@@ -139,9 +139,7 @@ async def test_hostile_paths_get_a_4xx_and_open_nothing(capsem_home, cache_dir, 
 
 async def test_session_without_ledger_says_so(capsem_home, manifest, cache_dir):
     datasette = await make_datasette(capsem_home, cache_dir)
-    index_only = next(
-        s for s in manifest["sessions"] if s.get("main_db_row") and not s.get("ledger")
-    )
+    index_only = session_in(manifest, has=("main_db_row",), lacks=("ledger",))
     response = await datasette.client.get(f"/{index_only['id']}.json")
     assert response.status_code == 404
     assert "no session.db on disk" in response.json()["message"]
@@ -308,7 +306,7 @@ async def test_cache_copies_are_replaced_not_accumulated(capsem_home, manifest, 
     """A legacy .gz is decompressed once per version; a changed file replaces its old copy."""
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home, symlinks=True)
-    legacy = next(s for s in manifest["sessions"] if s["kind"] == "legacy_gz")
+    legacy = session_in(manifest, kind="legacy_gz")
     cache = tmp_path / "cache"
     datasette = await make_datasette(home, cache)
     assert (await datasette.client.get(f"/{legacy['id']}.json")).status_code == 200

@@ -7,11 +7,13 @@ import html
 
 import pytest
 
+from tests.helpers import session_in
+
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
 def named(manifest: dict, name: str) -> dict:
-    return next(s for s in manifest["sessions"] if s.get("name") == name)
+    return session_in(manifest, name=name)
 
 
 async def test_the_database_page_of_a_session_links_to_its_pages(datasette, manifest):

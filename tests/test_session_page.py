@@ -16,7 +16,7 @@ from datasette_capsem.checks.cache import ReportCache
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.views.integrity import report_cache
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 from tests.trace_support import (
     clean_current,
     defect_sessions,
@@ -147,7 +147,7 @@ async def test_older_eras_degrade_with_a_note(datasette, manifest):
 
 
 async def test_a_display_name_redirects_to_the_id(datasette, manifest):
-    named = next(s for s in manifest["sessions"] if s.get("name") == "co-work-1")
+    named = session_in(manifest, name="co-work-1")
     response = await datasette.client.get(session_url("co-work-1", ".json?_size=2"))
     assert response.status_code == 302
     assert response.headers["location"] == session_url(named["id"], ".json?_size=2")

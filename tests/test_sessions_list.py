@@ -25,7 +25,7 @@ from datasette_capsem.index.listing import (
 )
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import actor_cookies, make_datasette
+from tests.helpers import actor_cookies, make_datasette, session_in, sessions_in
 from tests.test_index import direct_sums, same
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -115,18 +115,14 @@ async def test_every_kind_and_era_is_listed(capsem_home, manifest, cache_dir):
 async def test_running_and_resumed_rows_use_the_ledger(capsem_home, manifest, cache_dir):
     datasette = await indexed_datasette(capsem_home, cache_dir)
     rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
-    running = next(s for s in manifest["sessions"] if s["status"] == "running" and s.get("ledger"))
+    running = session_in(manifest, status="running", has=("ledger",))
     row = rows[running["id"]]
     assert row["main_db_stale"].startswith("running")
     assert set(row["sources"].values()) == {"ledger"}
     assert row["tokens"] == running["totals"]["input_tokens"] + running["totals"]["output_tokens"]
     stale_only = next(d["session"] for d in manifest["defects"] if d["kind"] == "stale_running")
     assert rows[stale_only]["main_db_stale"] and rows[stale_only]["sources"]["cost"] == "main.db"
-    no_row = next(
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger") and not s["main_db_row"] and not s.get("broken")
-    )
+    no_row = session_in(manifest, has=("ledger",), lacks=("main_db_row", "broken"))
     assert rows[no_row["id"]]["sources"]["requests"] == "ledger"
 
 
@@ -137,11 +133,7 @@ async def test_mismatched_rollups_are_flagged(capsem_home, manifest, cache_dir):
     assert flagged
     for session_id in flagged:
         assert rows[session_id]["rollup_mismatch"], session_id
-    clean = [
-        s
-        for s in manifest["sessions"]
-        if s.get("clean") and s["status"] == "stopped" and s.get("ledger") and s["era"] == "head"
-    ]
+    clean = sessions_in(manifest, status="stopped", era="head", has=("clean", "ledger"))
     assert clean
     for session in clean:
         assert rows[session["id"]]["rollup_mismatch"] == {}, session["id"]
@@ -397,15 +389,12 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
         and not s.get("live")
     ]
     vacuumed = next(s["id"] for s in manifest["sessions"] if s["status"] == "vacuumed")
-    persistent = next(
-        s
-        for s in manifest["sessions"]
-        if s["kind"] == "persistent"
-        and s.get("clean")
-        and s.get("ledger")
-        and not s.get("forked_from")
-        and not s.get("alias_of")
-        and s["era"] == "head"
+    persistent = session_in(
+        manifest,
+        kind="persistent",
+        era="head",
+        has=("clean", "ledger"),
+        lacks=("forked_from", "alias_of"),
     )
     assert by_id["code-3"]["kind"] == by_id["co-work-2"]["kind"] == "run"
     conn = _main_db(home, manifest)
@@ -458,8 +447,8 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
 
 async def test_a_fork_and_an_alias_list_their_whole_file(capsem_home, manifest, cache_dir):
     rows = await list_verdicts(capsem_home, cache_dir)
-    fork = next(s for s in manifest["sessions"] if s.get("forked_from"))
-    alias = next(s for s in manifest["sessions"] if s.get("alias_of"))
+    fork = session_in(manifest, has=("forked_from",))
+    alias = session_in(manifest, has=("alias_of",))
     whole = direct_sums(capsem_home / fork["ledger"], cache_dir)
     assert rows[fork["id"]]["rollup"] == "ok" and rows[fork["id"]]["inherited_from"]
     assert rows[fork["id"]]["requests"] == whole["requests"]  # as main.db counts it

@@ -11,7 +11,7 @@ import yaml
 
 from datasette_capsem.permissions import DATASETTE_1
 from datasette_capsem.redaction import HIDDEN
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,11 +46,7 @@ def as_user(user: str) -> dict[str, str]:
 @async_test
 async def test_the_shipped_team_configuration(capsem_home, manifest, tmp_path):
     datasette = await team_instance(capsem_home, tmp_path / "cache")
-    session = next(
-        s
-        for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "head" and s.get("ledger") and not s["live"]
-    )
+    session = session_in(manifest, era="head", has=("clean", "ledger"), lacks=("live",))
     sid = session["id"]
     # No proxy header, no access at all.
     assert (await datasette.client.get("/")).status_code == 403

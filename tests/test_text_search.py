@@ -17,7 +17,7 @@ import pytest_asyncio
 from datasette_capsem.index import fts
 from datasette_capsem.index.text import MARK_CLOSE, MARK_OPEN
 from datasette_capsem.state import get_state
-from tests.helpers import actor_cookies, make_datasette
+from tests.helpers import actor_cookies, make_datasette, session_in
 from tests.trace_support import ledger, readable
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -169,7 +169,7 @@ async def test_prefix_queries_links_and_session_names(indexed, manifest):
         assert hit["kind"] and hit["at"]
         page = await indexed.client.get(hit["href"])
         assert page.status_code == 200, hit["href"]
-    named = next(s for s in manifest["sessions"] if s.get("name") == "co-work-1")
+    named = session_in(manifest, name="co-work-1")
     data = await text(indexed, "api*", session=named["id"], _size=3)
     assert data["text"]["hits"] and all(
         h["session_id"] == named["id"] for h in data["text"]["hits"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from datasette_capsem.readonly import open_readonly
+from tests.helpers import session_in, sessions_in
 
 
 def session_url(session_id: str, rest: str = "") -> str:
@@ -40,11 +41,11 @@ def ledger(home: Path, session: dict, cache_dir: Path) -> Iterator[sqlite3.Conne
 
 
 def by_id(manifest: dict, session_id: str) -> dict:
-    return next(s for s in manifest["sessions"] if s["id"] == session_id)
+    return session_in(manifest, id=session_id)
 
 
 def readable(manifest: dict) -> list[dict]:
-    return [s for s in manifest["sessions"] if s.get("ledger") and not s.get("broken")]
+    return sessions_in(manifest, has=("ledger",), lacks=("broken",))
 
 
 def clean_current(manifest: dict) -> list[dict]:
