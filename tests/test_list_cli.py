@@ -166,6 +166,30 @@ def test_serve_with_a_capsem_home_that_is_not_there_exits_2_not_the_demo(tmp_pat
     assert f"(from capsem_home in {metadata}) does not exist" in result.stderr
 
 
+def test_export_to_a_file_says_what_it_wrote_on_stderr(capsem_home, tmp_path):
+    target = tmp_path / "out.json"
+    where = ["--home", str(capsem_home), "--cache-dir", str(tmp_path / "c")]
+    result = invoke("export-otlp", "co-work-1", *where, "-o", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    document = json.loads(target.read_text())
+    spans = sum(
+        len(scope["spans"])
+        for resource in document["resourceSpans"]
+        for scope in resource["scopeSpans"]
+    )
+    traces = len(
+        {
+            span["traceId"]
+            for resource in document["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+        }
+    )
+    assert spans and f"wrote {spans} spans of {traces} traces" in result.stderr
+    assert str(target) in result.stderr
+
+
 def test_export_into_a_missing_directory_is_a_clear_error(capsem_home, tmp_path):
     target = tmp_path / "nowhere" / "out.json"
     result = invoke(

@@ -57,7 +57,7 @@ def _export(conn: sqlite3.Connection, session_id: str, trace: str | None) -> dic
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to this file instead of stdout.",
+    help="Write to this file instead of stdout (what was written is said on stderr).",
 )
 @home_option
 @cache_option
@@ -92,5 +92,16 @@ def export_otlp(
             output.write_text(text + "\n", encoding="utf-8")
         except OSError as error:
             raise CliError(f"cannot write {output}: {error.strerror or error}") from error
+        spans = [
+            span
+            for resource in document["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+        ]
+        traces = len({span["traceId"] for span in spans})
+        click.echo(
+            f"wrote {len(spans)} spans of {traces} traces of session {found.id} to {output}",
+            err=True,
+        )
     else:
         click.echo(text)
