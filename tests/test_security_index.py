@@ -8,6 +8,7 @@ and detections the generator does not write are planted, as a writer would, with
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -243,3 +244,23 @@ async def test_a_changed_ledger_re_extracts_only_itself(home, manifest, tmp_path
     assert {k: v for k, v in after.items() if k != target["id"]} == {
         k: v for k, v in before.items() if k != target["id"]
     }
+
+
+def form_values(html: str) -> dict[str, str]:
+    """What the filter form's inputs hold, as a browser would submit them on Apply."""
+    form = html.split('<form method="get" class="capsem-search">', 1)[1].split("</form>", 1)[0]
+    values = dict(re.findall(r'<input type="text" name="(\w+)" value="([^"]*)"', form))
+    values["category"] = ""
+    return values
+
+
+@async_test
+async def test_the_unfiltered_page_applies_as_it_is(home, tmp_path):
+    """Since used to be pre-filled with the text "None", so Apply answered 400."""
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    page = await datasette.client.get("/-/capsem/security")
+    values = form_values(page.text)
+    assert values["since"] == "" and values["until"] == "" and values["days"] == ""
+    applied = await datasette.client.get("/-/capsem/security", params=values)
+    assert applied.status_code == 200, applied.text[:300]
