@@ -264,3 +264,25 @@ async def test_the_unfiltered_page_applies_as_it_is(home, tmp_path):
     assert values["since"] == "" and values["until"] == "" and values["days"] == ""
     applied = await datasette.client.get("/-/capsem/security", params=values)
     assert applied.status_code == 200, applied.text[:300]
+
+
+@async_test
+async def test_the_home_pages_link_shows_the_newest_week_with_events(home, tmp_path):
+    """The link was `?days=7`: empty whenever the newest data is older than a week (the
+    generated home's is months old)."""
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    everything = (await datasette.client.get("/-/capsem/security.json")).json()
+    newest = max(r["day"] for r in everything["by_day"] if r["day"])
+    front = await datasette.client.get("/-/capsem/")
+    (href,) = re.findall(r'href="(/-/capsem/security\?[^"]*)"', front.text)
+    page = await datasette.client.get(href.replace("&amp;", "&"))
+    assert page.status_code == 200
+    assert "Nothing was stopped or flagged" not in page.text
+    data = (await datasette.client.get(href.replace("security?", "security.json?"))).json()
+    assert max(r["day"] for r in data["by_day"]) == newest
+    values = form_values(page.text)
+    assert values["until"] == newest and values["since"] <= newest
+    assert (await datasette.client.get("/-/capsem/security", params=values)).status_code == 200
+    bad = await datasette.client.get("/-/capsem/security.json?latest=x")
+    assert bad.status_code == 400 and "latest" in bad.text

@@ -3,8 +3,9 @@
 Read from the cross-session index (`policy_events`, filled by the refresh from every ledger,
 a fork's copied rows counted once): denied domains (HTTP and DNS), blocked tools, security
 detections and credential broker events, per day and category, per session and per subject.
-Filters: `since` and `until` (days, YYYY-MM-DD), `days` (the last N days, today included)
-and `category`. Domains, tools and rules are ledger values: escaped, and masked by the
+Filters: `since` and `until` (days, YYYY-MM-DD), `days` (the last N days, today included),
+`latest` (the N days ending on the newest day with an event: the home page's link, never
+empty while there is data) and `category`. Domains, tools and rules are ledger values: escaped, and masked by the
 credential policy like every page's data.
 """
 
@@ -24,18 +25,39 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 MAX_DAYS = 100_000
 
 
-def _filters(request) -> dict:
+def _day_count(args, name: str) -> int | None:
+    value = args.get(name) or None
+    if value is None:
+        return None
+    if not value.isdigit() or not 1 <= int(value) <= MAX_DAYS:
+        raise errors.bad_parameter("Bad filter", f"{name} must be a whole number of days.")
+    return int(value)
+
+
+def _newest_day(index) -> str | None:
+    """The newest day with a policy event (by_day comes newest first), or None."""
+    days = [r["day"] for r in index.security()["by_day"] if r["day"]]
+    return max(days) if days else None
+
+
+def _filters(request, index) -> dict:
     args = request.args
     since, until = args.get("since") or None, args.get("until") or None
     for name, value in (("since", since), ("until", until)):
         if value is not None and not _DAY.fullmatch(value):
             raise errors.bad_parameter("Bad filter", f"{name} must be a day: 2026-07-01.")
     days = args.get("days") or None
-    if days is not None:
-        if not days.isdigit() or not 1 <= int(days) <= MAX_DAYS:
-            raise errors.bad_parameter("Bad filter", "days must be a whole number of days.")
+    if _day_count(args, "days") is not None:
         today = datetime.now(timezone.utc).date()
         since = max(since or "", (today - timedelta(days=int(days) - 1)).isoformat())
+    latest = _day_count(args, "latest")
+    if latest is not None and days is None:
+        newest = _newest_day(index)
+        if newest is not None:
+            # Shown as plain since/until in the form, so Apply keeps this very range.
+            until = newest
+            since = (datetime.fromisoformat(newest) - timedelta(days=latest - 1)).date()
+            since = since.isoformat()
     category = args.get("category") or None
     if category is not None and category not in POLICY_CATEGORIES:
         raise errors.bad_parameter(
@@ -47,8 +69,10 @@ def _filters(request) -> dict:
 async def security_page(datasette, request):
     if not await permissions.can_view_instance(datasette, request.actor):
         raise errors.forbidden()
-    filters = _filters(request)
     state = get_state(datasette)
+    filters = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: _filters(request, state.index)
+    )
     query = {k: filters[k] for k in ("since", "until", "category")}
     data = await asyncio.get_running_loop().run_in_executor(
         None, lambda: state.index.security(**query)
