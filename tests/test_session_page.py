@@ -325,3 +325,25 @@ async def test_the_report_cache_is_bounded_and_shares_a_run():
     await cache.get("c", 1, quick)
     assert len(cache) == 2 and cache.fresh("a", 1) is None  # least recently used went first
     assert cache.fresh("c", 1) is not None and cache.fresh("c", 2) is None  # file changed
+
+
+async def test_an_unreadable_sessions_page_offers_no_dead_links(datasette, manifest):
+    """It offered "browse tables" and "timeline" (both 422) and titled "Turns () and ambient
+    exchanges ()"."""
+    broken = [
+        s
+        for s in manifest["sessions"]
+        if s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
+    ]
+    assert broken
+    for session in broken:
+        html = (await datasette.client.get(session_url(session["id"]))).text
+        assert "The ledger cannot be read" in html
+        assert "browse tables" not in html and ">timeline</a>" not in html
+        assert "Turns ()" not in html and "exchanges ()" not in html
+        assert "its turns cannot be listed" in html
+        timeline = await datasette.client.get(session_url(session["id"]) + "/timeline")
+        assert timeline.status_code == 422  # what the removed link led to
+    gone = next(s for s in manifest["sessions"] if not s.get("ledger"))
+    html = (await datasette.client.get(session_url(gone["id"]))).text
+    assert "Turns ()" not in html and "No ledger on disk, so no turns to list" in html
