@@ -286,3 +286,32 @@ async def test_the_home_pages_link_shows_the_newest_week_with_events(home, tmp_p
     assert (await datasette.client.get("/-/capsem/security", params=values)).status_code == 200
     bad = await datasette.client.get("/-/capsem/security.json?latest=x")
     assert bad.status_code == 400 and "latest" in bad.text
+
+
+@async_test
+async def test_each_session_row_links_to_the_ledger_rows_it_summarises(home, manifest, tmp_path):
+    """The by-session rows linked only to the session page, never to its net_events rows."""
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    data = (await datasette.client.get("/-/capsem/security.json")).json()
+    denied = [r for r in data["by_session"] if r["category"] == "denied_domain"]
+    assert denied
+    followed = 0
+    for row in denied:
+        assert row["rows"], row
+        for link in row["rows"]:
+            assert link["table"] in ("net_events", "dns_events")
+            assert link["href"].startswith(f"/{row['session_id']}/{link['table']}?")
+        http = [link for link in row["rows"] if link["table"] == "net_events"]
+        if http and followed < 3:
+            followed += 1
+            listed = await datasette.client.get(
+                http[0]["href"].replace("/net_events?", "/net_events.json?")
+                + "&_shape=array&_size=max"
+            )
+            assert listed.status_code == 200
+            assert listed.json() and {r["decision"] for r in listed.json()} == {"denied"}
+    assert followed
+    page = await datasette.client.get("/-/capsem/security")
+    first = next(link for r in denied for link in r["rows"])
+    assert f'href="{first["href"].replace("&", "&amp;")}"' in page.text

@@ -6,7 +6,9 @@ detections and credential broker events, per day and category, per session and p
 Filters: `since` and `until` (days, YYYY-MM-DD), `days` (the last N days, today included),
 `latest` (the N days ending on the newest day with an event: the home page's link, never
 empty while there is data) and `category`. Domains, tools and rules are ledger values: escaped, and masked by the
-credential policy like every page's data.
+credential policy like every page's data. Each per-session row links to the ledger rows it
+summarises (Datasette's table page of the session's database, filtered as the extraction
+selected them, every day), one link per table the index read them from.
 """
 
 from __future__ import annotations
@@ -16,13 +18,24 @@ import re
 from datetime import datetime, timedelta, timezone
 
 from datasette_capsem import errors, permissions
+from datasette_capsem.index import store
 from datasette_capsem.index.extract import POLICY_CATEGORIES
+from datasette_capsem.sqlfiles import load_sql
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 MAX_DAYS = 100_000
+# Per category, the Datasette table filters that select what index/sql/ledger_policy_*.sql
+# count, in each table the category is read from (tool rows with only a policy_action 'block'
+# are left out: Datasette's filters cannot OR).
+CATEGORY_FILTERS = {
+    "denied_domain": {"decision": "denied"},
+    "blocked_tool": {"decision__in": "denied,blocked"},
+    "detection": {"detection_level__not": "none"},
+    "credential": {},
+}
 
 
 def _day_count(args, name: str) -> int | None:
@@ -66,6 +79,19 @@ def _filters(request, index) -> dict:
     return {"since": since, "until": until, "category": category, "days": days}
 
 
+def _sources(index, query: dict) -> dict[tuple[str, str], list[str]]:
+    """(session id, category) -> the ledger tables its events were read from."""
+    found: dict[tuple[str, str], list[str]] = {}
+    with store.reading(index.path) as conn:
+        if conn is None:
+            return found
+        for session_id, category, table in conn.execute(
+            load_sql(__package__, "security_sources"), query
+        ):
+            found.setdefault((session_id, category), []).append(table)
+    return found
+
+
 async def security_page(datasette, request):
     if not await permissions.can_view_instance(datasette, request.actor):
         raise errors.forbidden()
@@ -74,8 +100,8 @@ async def security_page(datasette, request):
         None, lambda: _filters(request, state.index)
     )
     query = {k: filters[k] for k in ("since", "until", "category")}
-    data = await asyncio.get_running_loop().run_in_executor(
-        None, lambda: state.index.security(**query)
+    data, sources = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: (state.index.security(**query), _sources(state.index, query))
     )
     urls = Urls.of(datasette)
     catalog = state.catalog.snapshot().sessions
@@ -84,6 +110,13 @@ async def security_page(datasette, request):
         name = session.display_name if session is not None else row["session_name"]
         row["session_name"] = name if name != row["session_id"] else None
         row["href"] = urls.session(row["session_id"]) + "#summaries"
+        database = state.catalog.database_name(session) if session is not None else None
+        row_filters = CATEGORY_FILTERS.get(row["category"])
+        row["rows"] = [
+            {"table": table, "href": urls.table(database, table, **row_filters)}
+            for table in sources.get((row["session_id"], row["category"]), [])
+            if database is not None and row_filters is not None
+        ]
     totals = {c: 0 for c in POLICY_CATEGORIES}
     for row in data["by_day"]:
         totals[row["category"]] = totals.get(row["category"], 0) + (row["events"] or 0)
