@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -449,6 +450,24 @@ def test_an_unreachable_endpoint_is_named_after_retries(clean_home, tmp_path):
     assert code == 1
     assert "Traceback" not in err
     assert f"{url}: 3 attempts failed; last: ConnectError" in err
+    assert "stopped: the endpoint is unreachable" in out
+
+
+def test_an_unreachable_endpoint_fails_fast_with_default_retries(clean_home, tmp_path):
+    """With the defaults (5 retries, 1 s doubling) a closed port took 31 s of pauses before a
+    word: a connection that cannot be made is now tried 3 times, 0.5 s apart, and the
+    message says nothing was sent."""
+    home, _ = clean_home
+    with Receiver() as receiver:
+        url = receiver.url
+    code, out, err = push(home, tmp_path / "cache", "--endpoint", url)
+    assert code == 1
+    assert "Traceback" not in err
+    pauses = [float(p) for p in re.findall(r"retrying in ([0-9.]+) s", err)]
+    assert len(pauses) == 2 and all(p <= 0.5 for p in pauses), err
+    assert f"cannot reach {url}: 3 attempts failed; last: ConnectError" in err
+    assert "nothing was sent" in err
+    assert "already delivered" not in out + err
     assert "stopped: the endpoint is unreachable" in out
 
 
