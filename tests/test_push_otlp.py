@@ -218,6 +218,22 @@ def test_push_matches_the_ledgers_in_bounded_batches_and_resumes(clean_home, tmp
     assert (cache).is_dir() and any(cache.rglob("push-otlp/*.sqlite"))
 
 
+def test_a_first_push_says_nothing_was_already_delivered(clean_home, tmp_path):
+    """A first push said "4 traces already delivered": spans shared by two sessions of the
+    run (a fork's copied rows) are sent once and now counted as shared, not delivered."""
+    home, _ = clean_home
+    with Receiver() as receiver:
+        code, out, err = push(home, tmp_path / "cache", "--endpoint", receiver.url)
+        assert code == 0, out + err
+        assert "0 already delivered" in out and ", 0 traces already delivered" in err
+        assert not re.search(r"[1-9][0-9]* (traces )?already delivered", out + err), out + err
+        sent = len(receiver.spans)
+        code, out, _ = push(home, tmp_path / "cache", "--endpoint", receiver.url, "--summary-json")
+        summary = json.loads(out)
+        assert summary["spans"]["sent"] == 0 and len(receiver.spans) == sent
+        assert summary["spans"]["skipped"] > 0  # a rerun: these were delivered
+
+
 def test_home_label_defaults_to_the_folder_name_and_json_is_otlp_json(clean_home, tmp_path):
     home, _manifest = clean_home
     with Receiver() as receiver:

@@ -48,10 +48,10 @@ def _summary_lines(summary: Summary, url: str) -> list[str]:
         f"delivery, {s.sessions_without_ledger} without a ledger on disk, "
         f"{len(s.unreadable)} unreadable",
         f"traces: {s.traces_sent} sent, {s.traces_skipped} already delivered, "
-        f"{s.traces_failed} failed",
+        f"{s.traces_shared} shared with another session, {s.traces_failed} failed",
         f"spans: {s.spans_sent} sent in {s.requests} requests ({s.retries} retries), "
-        f"{s.spans_skipped} already delivered, {s.spans_failed} failed, "
-        f"{s.spans_rejected} rejected by the receiver",
+        f"{s.spans_skipped} already delivered, {s.spans_shared} shared with another session "
+        f"(sent once), {s.spans_failed} failed, {s.spans_rejected} rejected by the receiver",
     ]
     lines += [f"unreadable: {sid}: {problem}" for sid, problem in sorted(s.unreadable.items())]
     if s.stopped:
