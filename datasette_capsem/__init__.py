@@ -21,7 +21,7 @@ from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_the
 from datasette_capsem.mount.mounter import refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_role, get_state
-from datasette_capsem.views import guest, render
+from datasette_capsem.views import guest, opening, render
 from datasette_capsem.views.routes import ROUTES
 
 
@@ -120,6 +120,7 @@ def handle_exception(datasette, request, exception):
         return None
     if isinstance(exception, LedgerUnavailable):
         exception = render.unreadable(datasette, exception)
+    exception = opening.missing_row(datasette, request, exception) or exception
     if not isinstance(exception, (CapsemError, Redirect)):
         return _bad_parameter(datasette, request, exception)
 

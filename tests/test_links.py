@@ -152,3 +152,18 @@ async def test_unknown_call_ids_and_rows_answer_404(datasette, session):
     assert (await datasette.client.get(f"{base}/tool-calls/%3Cscript%3E")).status_code == 404
     assert (await datasette.client.get(f"{base}/rows/no_table/1")).status_code == 404
     assert (await datasette.client.get(f"{base}/rows/model_calls/x")).status_code == 400
+
+
+async def test_a_row_that_does_not_exist_gets_the_plugins_page_with_a_way_back(datasette, session):
+    """Datasette's bare "Error 404 Record not found" had no way back to the session."""
+    sid = session["id"]
+    response = await datasette.client.get(f"/{sid}/net_events/99999999")
+    assert response.status_code == 404
+    assert "capsem-error-message" in response.text
+    assert "net_events" in response.text and "99999999" in response.text
+    assert f'href="/-/capsem/sessions/{sid}"' in response.text
+    assert f'href="/{sid}/net_events"' in response.text
+    as_json = await datasette.client.get(f"/{sid}/net_events/99999999.json")
+    assert as_json.status_code == 404
+    # A database that is not a Capsem session's keeps Datasette's own answer.
+    assert (await datasette.client.get("/index/ledgers/no-such-row")).status_code == 404

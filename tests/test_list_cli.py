@@ -19,6 +19,7 @@ from datasette.cli import cli
 
 from datasette_capsem.state import get_state
 from tests.helpers import make_datasette, session_in
+from tests.test_resolve import by_name
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
 
@@ -165,6 +166,30 @@ def test_serve_with_a_capsem_home_that_is_not_there_exits_2_not_the_demo(tmp_pat
     assert f"(from capsem_home in {metadata}) does not exist" in result.stderr
 
 
+def test_export_to_a_file_says_what_it_wrote_on_stderr(capsem_home, tmp_path):
+    target = tmp_path / "out.json"
+    where = ["--home", str(capsem_home), "--cache-dir", str(tmp_path / "c")]
+    result = invoke("export-otlp", "co-work-1", *where, "-o", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    document = json.loads(target.read_text())
+    spans = sum(
+        len(scope["spans"])
+        for resource in document["resourceSpans"]
+        for scope in resource["scopeSpans"]
+    )
+    traces = len(
+        {
+            span["traceId"]
+            for resource in document["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+        }
+    )
+    assert spans and f"wrote {spans} spans of {traces} traces" in result.stderr
+    assert str(target) in result.stderr
+
+
 def test_export_into_a_missing_directory_is_a_clear_error(capsem_home, tmp_path):
     target = tmp_path / "nowhere" / "out.json"
     result = invoke(
@@ -213,15 +238,41 @@ def test_an_ambiguous_name_or_prefix_exits_2_with_the_candidates_everywhere(
 ):
     home, ids = prefixed_home
     where = ["--home", str(home), "--cache-dir", str(tmp_path / "c")]
-    code3 = {s["id"] for s in manifest["sessions"] if "code-3" in (s.get("name"), s["id"])}
-    assert len(code3) == 2
-    for text, expected in (("code-3", code3), (PREFIX, set(ids))):
+    # (`code-3`, a /run id and a VM's name, is no longer ambiguous: the id wins, see
+    # test_cli_an_exact_id_wins_and_the_named_session_is_mentioned.)
+    for text, expected in ((PREFIX, set(ids)),):
         for command in (["check"], ["resolve"], ["export-otlp"]):
             result = invoke(*command, text, *where)
             assert result.exit_code == 2, (command, text, result.output)
             assert "several sessions match" in result.stderr, (command, text)
             assert expected <= set(result.stderr.split()), (command, text)
             assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", ["check", "tail", "resolve", "export-otlp"])
+def test_an_unknown_session_exits_2_from_every_command(command, capsem_home, tmp_path):
+    """`check`/`tail` exited 2 and `resolve`/`export-otlp` 1: one code, 2, like a bad home."""
+    where = ["--home", str(capsem_home), "--cache-dir", str(tmp_path / "c")]
+    result = invoke(command, "no-such-session", *where)
+    assert result.exit_code == 2, (command, result.output)
+    assert "unknown session name or id: 'no-such-session'" in result.stderr
+
+
+@pytest.mark.parametrize("name", ["code-3", "code-vm1"])
+def test_cli_an_exact_id_wins_and_the_named_session_is_mentioned(
+    capsem_home, manifest, tmp_path, name
+):
+    """`check code-vm1` used to say "ambiguous… use one of these ids: code-vm1" and the
+    suggested id gave the same answer: a dead end."""
+    where = ["--home", str(capsem_home), "--cache-dir", str(tmp_path / "c")]
+    (other,) = [s["id"] for s in by_name(manifest, name) if s["id"] != name]
+    result = CliRunner().invoke(cli, ["capsem", "resolve", name, *where])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == name
+    assert other in result.stderr and "also the name" in result.stderr
+    checked = CliRunner().invoke(cli, ["capsem", "check", name, "--json", *where])
+    assert checked.exit_code in (0, 1), checked.output
+    assert json.loads(checked.stdout)["session"]["id"] == name
 
 
 def test_a_unique_id_prefix_is_accepted_by_every_command(capsem_home, manifest, tmp_path):
@@ -236,7 +287,7 @@ def test_a_unique_id_prefix_is_accepted_by_every_command(capsem_home, manifest, 
     exported = invoke("export-otlp", prefix, *where)
     assert exported.exit_code == 0 and json.loads(exported.stdout)["resourceSpans"]
     short = invoke("resolve", session["id"][:7], *where)
-    assert short.exit_code == 1  # fewer than 8 characters is no prefix
+    assert short.exit_code == 2  # fewer than 8 characters is no prefix: unknown
 
 
 @ASYNC

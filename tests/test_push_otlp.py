@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -215,6 +216,22 @@ def test_push_matches_the_ledgers_in_bounded_batches_and_resumes(clean_home, tmp
         assert "already delivered" in out
     assert tree_state(home) == before, "push-otlp never writes into the Capsem home"
     assert (cache).is_dir() and any(cache.rglob("push-otlp/*.sqlite"))
+
+
+def test_a_first_push_says_nothing_was_already_delivered(clean_home, tmp_path):
+    """A first push said "4 traces already delivered": spans shared by two sessions of the
+    run (a fork's copied rows) are sent once and now counted as shared, not delivered."""
+    home, _ = clean_home
+    with Receiver() as receiver:
+        code, out, err = push(home, tmp_path / "cache", "--endpoint", receiver.url)
+        assert code == 0, out + err
+        assert "0 already delivered" in out and ", 0 traces already delivered" in err
+        assert not re.search(r"[1-9][0-9]* (traces )?already delivered", out + err), out + err
+        sent = len(receiver.spans)
+        code, out, _ = push(home, tmp_path / "cache", "--endpoint", receiver.url, "--summary-json")
+        summary = json.loads(out)
+        assert summary["spans"]["sent"] == 0 and len(receiver.spans) == sent
+        assert summary["spans"]["skipped"] > 0  # a rerun: these were delivered
 
 
 def test_home_label_defaults_to_the_folder_name_and_json_is_otlp_json(clean_home, tmp_path):
@@ -449,6 +466,24 @@ def test_an_unreachable_endpoint_is_named_after_retries(clean_home, tmp_path):
     assert code == 1
     assert "Traceback" not in err
     assert f"{url}: 3 attempts failed; last: ConnectError" in err
+    assert "stopped: the endpoint is unreachable" in out
+
+
+def test_an_unreachable_endpoint_fails_fast_with_default_retries(clean_home, tmp_path):
+    """With the defaults (5 retries, 1 s doubling) a closed port took 31 s of pauses before a
+    word: a connection that cannot be made is now tried 3 times, 0.5 s apart, and the
+    message says nothing was sent."""
+    home, _ = clean_home
+    with Receiver() as receiver:
+        url = receiver.url
+    code, out, err = push(home, tmp_path / "cache", "--endpoint", url)
+    assert code == 1
+    assert "Traceback" not in err
+    pauses = [float(p) for p in re.findall(r"retrying in ([0-9.]+) s", err)]
+    assert len(pauses) == 2 and all(p <= 0.5 for p in pauses), err
+    assert f"cannot reach {url}: 3 attempts failed; last: ConnectError" in err
+    assert "nothing was sent" in err
+    assert "already delivered" not in out + err
     assert "stopped: the endpoint is unreachable" in out
 
 

@@ -57,20 +57,19 @@ async def test_an_id_resolves_to_itself(capsem_home, manifest, cache_dir):
 
 
 @pytest.mark.parametrize("name", ["code-3", "code-vm1"])
-async def test_a_name_of_several_sessions_offers_a_choice(capsem_home, manifest, cache_dir, name):
+async def test_an_exact_id_wins_over_another_sessions_name(capsem_home, manifest, cache_dir, name):
     """`code-3` is a /run id (id = name) and a persistent VM's name; `code-vm1` is one VM
-    known under its old name-id in main.db and its registry UUID."""
+    known under its old name-id in main.db and its registry UUID. The id is the session, as
+    `/-/capsem/sessions/<id>` always was; the named one stays a candidate in the JSON."""
     datasette = await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
     expected = {s["id"] for s in by_name(manifest, name)}
-    assert len(expected) == 2
+    assert len(expected) == 2 and name in expected
     body = (await datasette.client.get(f"/-/capsem/resolve.json?name={name}")).json()
-    assert body["id"] is None
+    assert body["id"] == name
     assert {c["id"] for c in body["candidates"]} == expected
-    assert all(c["created_at"] is not None or c["kind"] for c in body["candidates"])
     page = await datasette.client.get(f"/-/capsem/resolve?name={name}&to=traces")
-    assert page.status_code == 300
-    for session_id in expected:
-        assert f'href="/-/capsem/sessions/{session_id}/traces"' in page.text
+    assert page.status_code == 302
+    assert page.headers["location"] == f"/-/capsem/sessions/{name}/traces"
 
 
 async def test_an_unknown_name_is_a_404_with_near_matches(capsem_home, cache_dir):
@@ -152,11 +151,10 @@ async def test_cli_resolve(capsem_home, manifest, cache_dir):
     result = run_cli("co-work-1", *where)
     assert result.exit_code == 0 and result.output.strip() == unique["id"]
     assert run_cli(unique["id"], *where).output.strip() == unique["id"]
-    ambiguous = run_cli("code-3", *where)
-    assert ambiguous.exit_code == 2
-    assert {s["id"] for s in by_name(manifest, "code-3")} <= set(ambiguous.output.split())
+    id_and_name = run_cli("code-3", *where)
+    assert id_and_name.exit_code == 0 and id_and_name.stdout.strip() == "code-3"
     unknown = run_cli("co-work-9", *where)
-    assert unknown.exit_code == 1 and "unknown session name or id" in unknown.output
+    assert unknown.exit_code == 2 and "unknown session name or id" in unknown.output
     as_json = run_cli("code-vm1", "--json", *where)
-    assert as_json.exit_code == 2
-    assert json.loads(as_json.output)["id"] is None
+    assert as_json.exit_code == 0
+    assert json.loads(as_json.output)["id"] == "code-vm1"

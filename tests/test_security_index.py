@@ -8,6 +8,7 @@ and detections the generator does not write are planted, as a writer would, with
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -236,3 +237,80 @@ async def test_a_changed_ledger_re_extracts_only_itself(home, manifest, tmp_path
     assert {k: v for k, v in after.items() if k != target["id"]} == {
         k: v for k, v in before.items() if k != target["id"]
     }
+
+
+def form_values(html: str) -> dict[str, str]:
+    """What the filter form's inputs hold, as a browser would submit them on Apply."""
+    form = html.split('<form method="get" class="capsem-search">', 1)[1].split("</form>", 1)[0]
+    values = dict(re.findall(r'<input type="text" name="(\w+)" value="([^"]*)"', form))
+    values["category"] = ""
+    return values
+
+
+@async_test
+async def test_the_unfiltered_page_applies_as_it_is(home, tmp_path):
+    """Since used to be pre-filled with the text "None", so Apply answered 400."""
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    page = await datasette.client.get("/-/capsem/security")
+    values = form_values(page.text)
+    assert values["since"] == "" and values["until"] == "" and values["days"] == ""
+    applied = await datasette.client.get("/-/capsem/security", params=values)
+    assert applied.status_code == 200, applied.text[:300]
+
+
+@async_test
+async def test_the_home_pages_link_shows_the_newest_week_with_events(home, tmp_path):
+    """The link was `?days=7`: empty whenever the newest data is older than a week (the
+    generated home's is months old)."""
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    everything = (await datasette.client.get("/-/capsem/security.json")).json()
+    newest = max(r["day"] for r in everything["by_day"] if r["day"])
+    front = await datasette.client.get("/-/capsem/")
+    (href,) = re.findall(r'href="(/-/capsem/security\?[^"]*)"', front.text)
+    page = await datasette.client.get(href.replace("&amp;", "&"))
+    assert page.status_code == 200
+    assert "Nothing was stopped or flagged" not in page.text
+    data = (await datasette.client.get(href.replace("security?", "security.json?"))).json()
+    assert max(r["day"] for r in data["by_day"]) == newest
+    values = form_values(page.text)
+    assert values["until"] == newest and values["since"] <= newest
+    assert (await datasette.client.get("/-/capsem/security", params=values)).status_code == 200
+    bad = await datasette.client.get("/-/capsem/security.json?latest=x")
+    assert bad.status_code == 400 and "latest" in bad.text
+
+
+@async_test
+async def test_each_session_row_links_to_the_ledger_rows_it_summarises(home, manifest, tmp_path):
+    """The by-session rows linked only to the session page, never to its net_events rows."""
+    datasette = await make_datasette(home, tmp_path / "cache")
+    get_state(datasette).index.refresh()
+    data = (await datasette.client.get("/-/capsem/security.json")).json()
+    denied = [r for r in data["by_session"] if r["category"] == "denied_domain"]
+    assert denied
+    followed = 0
+    for row in denied:
+        assert row["rows"], row
+        for link in row["rows"]:
+            assert link["table"] in ("net_events", "dns_events")
+            assert link["href"].startswith(f"/{row['session_id']}/{link['table']}?")
+        http = [link for link in row["rows"] if link["table"] == "net_events"]
+        if http and followed < 3:
+            followed += 1
+            listed = await datasette.client.get(
+                http[0]["href"].replace("/net_events?", "/net_events.json?")
+                + "&_shape=array&_size=max"
+            )
+            assert listed.status_code == 200
+            assert listed.json() and {r["decision"] for r in listed.json()} == {"denied"}
+    assert followed
+    for row in data["by_session"]:  # every category's links open (no 400 on a filter)
+        for link in row["rows"]:
+            path, _, query = link["href"].partition("?")
+            opened = await datasette.client.get(f"{path}.json?{query}")
+            assert opened.status_code == 200, (link, opened.text[:300])
+            assert opened.json()["rows"], link
+    page = await datasette.client.get("/-/capsem/security")
+    first = next(link for r in denied for link in r["rows"])
+    assert f'href="{first["href"].replace("&", "&amp;")}"' in page.text

@@ -325,3 +325,50 @@ async def test_the_report_cache_is_bounded_and_shares_a_run():
     await cache.get("c", 1, quick)
     assert len(cache) == 2 and cache.fresh("a", 1) is None  # least recently used went first
     assert cache.fresh("c", 1) is not None and cache.fresh("c", 2) is None  # file changed
+
+
+async def test_an_unreadable_sessions_page_offers_no_dead_links(datasette, manifest):
+    """It offered "browse tables" and "timeline" (both 422) and titled "Turns () and ambient
+    exchanges ()"."""
+    broken = [
+        s
+        for s in manifest["sessions"]
+        if s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
+    ]
+    assert broken
+    for session in broken:
+        html = (await datasette.client.get(session_url(session["id"]))).text
+        assert "The ledger cannot be read" in html
+        assert "browse tables" not in html and ">timeline</a>" not in html
+        assert "Turns ()" not in html and "exchanges ()" not in html
+        assert "its turns cannot be listed" in html
+        timeline = await datasette.client.get(session_url(session["id"]) + "/timeline")
+        assert timeline.status_code == 422  # what the removed link led to
+    gone = next(s for s in manifest["sessions"] if not s.get("ledger"))
+    html = (await datasette.client.get(session_url(gone["id"]))).text
+    assert "Turns ()" not in html and "No ledger on disk, so no turns to list" in html
+
+
+async def test_an_overview_finding_links_the_check_pages_plain_evidence(datasette, manifest):
+    """The overview's findings linked only raw rows, skipping the check page's sentences
+    ("body is 3 bytes but stored_bytes says 40"); each now also links its evidence there."""
+    seen = 0
+    for session in manifest["sessions"]:
+        if not session.get("ledger") or session.get("clean") or session.get("broken"):
+            continue
+        data = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+        findings = [f for f in data["integrity"].get("findings") or [] if f.get("link")]
+        if not findings:
+            continue
+        html = (await datasette.client.get(session_url(session["id"]))).text
+        table = html.split('class="rows-and-columns capsem-findings"', 1)[1].split("</table>")[0]
+        for finding in findings:
+            check = f"{session_url(session['id'])}/check#finding-{finding['kind']}"
+            assert f'<a class="capsem-evidence" href="{check}">' in table, finding["kind"]
+            assert f'href="{finding["link"].replace("&", "&amp;")}"' in table
+        page = await datasette.client.get(f"{session_url(session['id'])}/check")
+        assert f'id="finding-{findings[0]["kind"]}"' in page.text
+        seen += 1
+        if seen == 3:
+            break
+    assert seen

@@ -247,3 +247,27 @@ async def test_the_findings_page(capsem_home, cache_dir, quick_reports):
     assert {r["kind"] for r in table.json()} == {
         k["kind"] for k in kinds if k["severity"] == "error"
     }
+
+
+async def test_the_findings_page_and_the_lists_with_errors_agree_on_unreadable_ledgers(
+    capsem_home, cache_dir, quick_reports
+):
+    """The list's "with errors" counted unreadable ledgers, the findings page left them out:
+    both count them now, and the findings page says why each cannot be read."""
+    datasette = await indexed(capsem_home, cache_dir)
+    unreadable = {sid for sid, r in quick_reports.items() if r is None}
+    assert unreadable
+    data = (await datasette.client.get("/-/capsem/findings.json")).json()
+    assert {u["session_id"] for u in data["unreadable"]} == unreadable
+    assert all(u["problem"] for u in data["unreadable"])
+    with_errors = {
+        h["session_id"] for k in data["kinds"] if k["severity"] == "error" for h in k["hits"]
+    }
+    listed_errors = {r["id"] for r in await listed(datasette, "has_errors=1")}
+    assert with_errors | {u["session_id"] for u in data["unreadable"]} == listed_errors
+    page = await datasette.client.get("/-/capsem/findings")
+    section = page.text.split('id="unreadable"', 1)[1]
+    for found in data["unreadable"]:
+        assert f'href="/-/capsem/sessions/{found["session_id"]}"' in section
+        assert found["problem"].split(":")[0] in section
+    assert "with errors" in section

@@ -2,12 +2,13 @@
 
 Everything is keyed by id; a name is only a way in. The rules, in order:
 
-1. A string that is a session's id and not also that session's name (UUIDs, 0.x ids) is that
-   session, whatever other session may be *named* like it: an id never resolves elsewhere,
-   so a VM named like another session's id can never show the other's data.
-2. Otherwise every session carrying the name is a candidate: a pre-2026-06-26 session whose
-   id was its name, and a registry entry with a newer UUID for the same VM, both match.
-   One candidate resolves; several give a chooser page; none gives a 404 with near matches.
+1. A string that is a session's id is that session, whatever other session may be *named*
+   like it (a VM named like another session's id, a /run id like `code-3` that is also a
+   persistent VM's name, a 1.2 VM's old name-id beside its registry UUID): an id never
+   resolves elsewhere, as `/-/capsem/sessions/<id>` never did. The sessions carrying it as
+   a name stay candidates (match "name"), so the CLI can say they exist.
+2. Otherwise every session carrying the name is a candidate. One candidate resolves;
+   several give a chooser page; none gives a 404 with near matches.
 3. Only when no id or name matches: a prefix of at least `MIN_PREFIX` characters (ids are
    shown shortened to 8) is a candidate for every session whose id starts with it. One
    resolves, several are ambiguous (a chooser, never a guess). The CLI and the URLs both
@@ -104,7 +105,7 @@ def resolve_name(catalog: Catalog, name: str) -> Resolution:
         if len(prefixed) == 1:
             return Resolution(name=name, id=prefixed[0].id, candidates=candidates)
     resolution = Resolution(name=name, candidates=candidates)
-    if by_id is not None and (by_id.name != name or not named):
+    if by_id is not None:
         resolution.id = by_id.id
     elif by_id is None and len(named) == 1:
         resolution.id = named[0].id

@@ -109,7 +109,7 @@ def _explain(report: Report) -> list[str]:
 
 def _check_one(settings: Settings, text: str, as_json: bool, verbose: bool, samples: int) -> int:
     catalog = Catalog(settings)
-    session = resolve_session(catalog, text, EXIT_UNREADABLE)
+    session = resolve_session(catalog, text)
     try:
         report = check_catalog_session(session, settings, sample_limit=samples, alone=True)
     except LedgerUnavailable as problem:

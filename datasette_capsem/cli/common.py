@@ -7,7 +7,8 @@ DIR` name labelled homes, whose sessions are addressed `LABEL--ID` (or `LABEL:ID
 A command that reads a Capsem home never answers "0 sessions" for a home that is not there:
 a missing or wrong `--home`, `$CAPSEM_HOME` or default `~/.capsem` exits 2 with one line saying
 which was used. A session argument goes through `catalog/resolve.py`, the rule the pages use;
-an ambiguous one exits 2 from every command with the candidates on stderr.
+an ambiguous one exits 2 from every command with the candidates on stderr, and so does an
+unknown one with its near matches.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from datasette_capsem.config import (
 
 EXIT_BAD_HOME = 2
 EXIT_AMBIGUOUS = 2
+EXIT_UNKNOWN_SESSION = 2  # every command: check, tail, resolve, export-otlp
 
 
 @dataclass(frozen=True)
@@ -187,17 +189,33 @@ def echo_candidates(text: str, resolution: Resolution) -> None:
         )
 
 
-def resolve_session(catalog: Catalog, text: str, unknown_exit: int = 2) -> Session:
+def echo_also_named(text: str, resolution: Resolution) -> None:
+    """When an id won over sessions carrying it as a display name, say which (stderr)."""
+    others = [c["id"] for c in resolution.candidates if c["id"] != resolution.id]
+    if resolution.id and others:
+        click.echo(
+            f"note: {text!r} is the id of session {resolution.id} and also the name of "
+            f"{', '.join(others)} (an id wins over a name; give that id for the other)",
+            err=True,
+        )
+
+
+def echo_unknown(catalog: Catalog, text: str) -> None:
+    near = ", ".join(s.id for s in catalog.near_matches(text)) or "none"
+    click.echo(f"unknown session name or id: {text!r} (near: {near})", err=True)
+
+
+def resolve_session(catalog: Catalog, text: str) -> Session:
     """The session `text` names (an id, a display name, or a unique id prefix of 8+
-    characters); exits 2 with the candidates when several match, `unknown_exit` when none."""
+    characters); exits 2 with the candidates when several match, 2 when none."""
     resolution = resolve_name(catalog, text)
     if resolution.id:
         session = catalog.get(resolution.id)
         if session is not None:
+            echo_also_named(text, resolution)
             return session
     if resolution.ambiguous:
         echo_candidates(text, resolution)
         raise SystemExit(EXIT_AMBIGUOUS)
-    near = ", ".join(s.id for s in catalog.near_matches(text)) or "none"
-    click.echo(f"unknown session name or id: {text!r} (near: {near})", err=True)
-    raise SystemExit(unknown_exit)
+    echo_unknown(catalog, text)
+    raise SystemExit(EXIT_UNKNOWN_SESSION)

@@ -27,7 +27,7 @@ from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
 from datasette_capsem.session import overview
 
-EXIT_UNKNOWN, EXIT_NO_LEDGER, EXIT_NO_TRACE = 1, 2, 3
+EXIT_NO_LEDGER, EXIT_NO_TRACE = 2, 3
 ALL_TRACES = 1_000_000
 
 
@@ -57,7 +57,7 @@ def _export(conn: sqlite3.Connection, session_id: str, trace: str | None) -> dic
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to this file instead of stdout.",
+    help="Write to this file instead of stdout (what was written is said on stderr).",
 )
 @home_option
 @cache_option
@@ -66,14 +66,14 @@ def export_otlp(
 ) -> None:
     """Print SESSION's traces (an id, display name or id prefix) as OTLP JSON resourceSpans.
 
-    Exits 1 for an unknown session, 2 for an ambiguous one (the candidates go to stderr), a
-    missing home or an output directory that does not exist, 3 for an unknown --trace.
+    Exits 2 for an unknown or ambiguous session (near matches or the candidates go to stderr),
+    a missing home or an output directory that does not exist, 3 for an unknown --trace.
     """
     settings = settings_from_options(home, cache_dir)
     catalog = Catalog(settings)
     if output is not None and not output.parent.is_dir():
         raise CliError(f"cannot write {output}: the directory {output.parent} does not exist")
-    found = resolve_session(catalog, session, EXIT_UNKNOWN)
+    found = resolve_session(catalog, session)
     if found.ledger_path is None:
         click.echo(f"session {found.id} has no ledger on disk", err=True)
         raise SystemExit(EXIT_NO_LEDGER)
@@ -92,5 +92,16 @@ def export_otlp(
             output.write_text(text + "\n", encoding="utf-8")
         except OSError as error:
             raise CliError(f"cannot write {output}: {error.strerror or error}") from error
+        spans = [
+            span
+            for resource in document["resourceSpans"]
+            for scope in resource["scopeSpans"]
+            for span in scope["spans"]
+        ]
+        traces = len({span["traceId"] for span in spans})
+        click.echo(
+            f"wrote {len(spans)} spans of {traces} traces of session {found.id} to {output}",
+            err=True,
+        )
     else:
         click.echo(text)

@@ -3,8 +3,11 @@
 Standard OTLP over HTTP (protobuf, or OTLP/JSON with --json) to an OpenTelemetry Collector,
 Jaeger, Tempo, Phoenix, Langfuse...; only what the endpoint has not acknowledged yet (the
 record is in the plugin's cache, see push/state.py). --follow keeps polling for new sessions
-and new rows of live ones until Ctrl-C. Exit status: 0 when everything was delivered, 1 when
-spans could not be delivered or ledgers could not be read, 2 for a bad option.
+and new rows of live ones until Ctrl-C. Without --follow, an endpoint no connection can be
+made to fails fast: `PROBE_TRIES` attempts, `PROBE_PAUSE` s apart, before any ledger is read
+(the batch retries and their doubling backoff are for a receiver that answers, or stops
+answering mid-push). Exit status: 0 when everything was delivered, 1 when spans could not be
+delivered or ledgers could not be read, 2 for a bad option.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import time
 from pathlib import Path
 
 import click
+import httpx
 
 from datasette_capsem.cli.common import (
     HomeChoice,
@@ -29,6 +33,7 @@ from datasette_capsem.push.state import DeliveryState, state_path
 from datasette_capsem.push.transport import EndpointError, Sender, parse_headers, traces_url
 
 EXIT_FAILED = 1
+PROBE_TRIES, PROBE_PAUSE, PROBE_CONNECT_SECONDS = 3, 0.5, 5.0
 
 
 def _say(message: str) -> None:
@@ -43,15 +48,37 @@ def _summary_lines(summary: Summary, url: str) -> list[str]:
         f"delivery, {s.sessions_without_ledger} without a ledger on disk, "
         f"{len(s.unreadable)} unreadable",
         f"traces: {s.traces_sent} sent, {s.traces_skipped} already delivered, "
-        f"{s.traces_failed} failed",
+        f"{s.traces_shared} shared with another session, {s.traces_failed} failed",
         f"spans: {s.spans_sent} sent in {s.requests} requests ({s.retries} retries), "
-        f"{s.spans_skipped} already delivered, {s.spans_failed} failed, "
-        f"{s.spans_rejected} rejected by the receiver",
+        f"{s.spans_skipped} already delivered, {s.spans_shared} shared with another session "
+        f"(sent once), {s.spans_failed} failed, {s.spans_rejected} rejected by the receiver",
     ]
     lines += [f"unreadable: {sid}: {problem}" for sid, problem in sorted(s.unreadable.items())]
     if s.stopped:
         lines.append(f"stopped: {s.stopped}")
     return lines
+
+
+def _unreachable(url: str, headers: dict[str, str], retries: int, timeout: float) -> str | None:
+    """Why no connection can be made to the endpoint (after at most PROBE_TRIES attempts,
+    fewer with a smaller --retries), or None once one is made, whatever it answers. The
+    probe is an OPTIONS request: no span is sent."""
+    tries = min(retries + 1, PROBE_TRIES)
+    limits = httpx.Timeout(timeout, connect=min(timeout, PROBE_CONNECT_SECONDS))
+    with httpx.Client(headers=headers, timeout=limits, follow_redirects=False) as client:
+        for attempt in range(1, tries + 1):
+            try:
+                client.options(url)
+                return None
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                problem = f"{type(error).__name__}: {error or 'no detail'}"
+            except httpx.HTTPError:
+                return None  # connected: the batches' own retries take it from here
+            if attempt == tries:
+                return f"{url}: {tries} attempts failed; last: {problem}"
+            _say(f"{problem}; retrying in {PROBE_PAUSE:.2f} s")
+            time.sleep(PROBE_PAUSE)
+    return None
 
 
 def _wait(seconds: float) -> None:
@@ -130,6 +157,16 @@ def push_otlp(
     settings = settings_from_options(home, cache_dir)
     label = home_label or settings.capsem_home.name or str(settings.capsem_home)
     content_type = JSON if as_json else PROTOBUF
+    problem = None if follow else _unreachable(url, extra_headers, retries, timeout)
+    if problem is not None:
+        _say(f"cannot reach {problem}; nothing was sent, no ledger was read")
+        summary = Summary(stopped=f"the endpoint is unreachable: {problem}")
+        if summary_json:
+            click.echo(json.dumps({"endpoint": url, **summary.as_dict()}))
+        else:
+            click.echo(f"endpoint: {url}")
+            click.echo(f"stopped: {summary.stopped}")
+        raise SystemExit(EXIT_FAILED)
     summary = run(
         settings,
         url,

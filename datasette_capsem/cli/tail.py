@@ -30,7 +30,7 @@ from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint, open_readonly
 from datasette_capsem.session import follow
 
-EXIT_UNKNOWN = 2
+EXIT_NO_LEDGER = 2
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
@@ -86,10 +86,10 @@ def tail(
     """Print every new row of session SESSION (an id or a name) until it stops."""
     settings = settings_from_options(home, cache_dir)
     catalog = Catalog(settings)
-    found = resolve_session(catalog, session, EXIT_UNKNOWN)  # an id, a name or an id prefix
+    found = resolve_session(catalog, session)  # an id, a name or an id prefix
     if found.ledger_path is None:
         click.echo(f"error: session {found.id} has no session.db on disk", err=True)
-        raise SystemExit(EXIT_UNKNOWN)
+        raise SystemExit(EXIT_NO_LEDGER)
     path, session_id = found.ledger_path, found.id
     try:
         _follow(catalog, session_id, path, settings.cache_dir, kinds, last, interval, as_json)

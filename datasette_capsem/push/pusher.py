@@ -64,9 +64,11 @@ class Summary:
     unreadable: dict[str, str] = field(default_factory=dict)
     traces_sent: int = 0
     traces_skipped: int = 0
+    traces_shared: int = 0  # all of its spans queued earlier this run, by another session
     traces_failed: int = 0
     spans_sent: int = 0
     spans_skipped: int = 0
+    spans_shared: int = 0  # the same span queued earlier this run (a fork's copied rows)
     spans_failed: int = 0
     spans_rejected: int = 0
     requests: int = 0
@@ -91,11 +93,13 @@ class Summary:
             "traces": {
                 "sent": self.traces_sent,
                 "skipped": self.traces_skipped,
+                "shared": self.traces_shared,
                 "failed": self.traces_failed,
             },
             "spans": {
                 "sent": self.spans_sent,
                 "skipped": self.spans_skipped,
+                "shared": self.spans_shared,
                 "failed": self.spans_failed,
                 "rejected": self.spans_rejected,
             },
@@ -211,6 +215,7 @@ class Pusher:
         self.salt = _digest([FORMAT_VERSION, SCOPE, home_label, masked])
         self.queue: list[_Item] = []
         self.queued: dict[tuple[str, str], str] = {}  # (trace, span) -> digest, not yet acked
+        self.sent_now: set[tuple[str, str]] = set()  # (trace, span) acked during this pass
         self._last_progress = 0.0
 
     # -- one pass over the home -----------------------------------------------------------
@@ -222,6 +227,7 @@ class Pusher:
         # could not deliver, so it starts from none.
         self.summary.unreadable.clear()
         self.summary.traces_failed = self.summary.spans_failed = 0
+        self.sent_now.clear()
         self.catalog.refresh(force=True)
         sessions = sorted(self.catalog.sessions(), key=lambda s: s.id)
         seen_paths: set[str] = set()
@@ -292,7 +298,7 @@ class Pusher:
         if self.masked:
             document = _masked(document)
         items = []
-        total = 0
+        total = before = 0  # spans, and those delivered by an earlier run
         for resource_spans in document["resourceSpans"]:
             resource = {
                 "attributes": [
@@ -312,8 +318,14 @@ class Pusher:
                     same = {**span, "attributes": _without_session(span["attributes"])}
                     digest = _digest([shared, scope.get("scope"), same])
                     key = (span["traceId"], span["spanId"])
-                    if digest in (delivered.get(span["spanId"]), self.queued.get(key)):
+                    if digest == self.queued.get(key) or (
+                        key in self.sent_now and digest == delivered.get(span["spanId"])
+                    ):  # another session of this pass sent it
+                        self.summary.spans_shared += 1
+                        continue
+                    if digest == delivered.get(span["spanId"]):
                         self.summary.spans_skipped += 1
+                        before += 1
                         continue
                     self.queued[key] = digest
                     items.append((resource_key, resource, span, digest))
@@ -322,8 +334,11 @@ class Pusher:
         session.outstanding += 1
         for resource_key, resource, span, digest in items:
             self.queue.append(_Item(resource_key, resource, span, digest, trace))
-        if not items:  # delivered before, its fingerprint not yet recorded (a crash)
-            self.summary.traces_skipped += 1
+        if not items:  # delivered before, its fingerprint not yet recorded (a crash),
+            if before:  # or all of it sent earlier this run for another session
+                self.summary.traces_skipped += 1
+            else:
+                self.summary.traces_shared += 1
             self._settle_trace(trace)
 
     # -- batches --------------------------------------------------------------------------
@@ -359,6 +374,7 @@ class Pusher:
         self.summary.spans_sent += len(batch)
         for item in batch:
             self.queued.pop((item.span["traceId"], item.span["spanId"]), None)
+            self.sent_now.add((item.span["traceId"], item.span["spanId"]))
         for item in batch:
             item.owner.outstanding -= 1
             if item.owner.outstanding == 0:

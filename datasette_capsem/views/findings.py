@@ -3,7 +3,9 @@
 Read from the cross-session index (`session_checks`, `session_findings`), which the background
 refresh fills with the quick check profile's verdict of each session (index/verdicts.py): no
 check runs on request. Each kind lists the sessions it hits, newest first, names beside ids,
-each linking to the finding on the session's check page.
+each linking to the finding on the session's check page. Sessions whose ledger cannot be
+read are listed apart with the reason: they have no findings, and count as errors here as in
+the list's "with errors" filter.
 """
 
 from __future__ import annotations
@@ -40,11 +42,35 @@ async def findings_page(datasette, request):
     freshness = state.index.freshness()
     context = {
         "kinds": kinds,
+        "unreadable": _unreadable(state, urls, catalog),
+        "errors_href": urls.plugin() + "?" + urlencode({"has_errors": 1, "all": 1}),
         "sessions_checked": freshness["sessions_checked"],
         "index": freshness,
         "profile": "quick",
     }
     return await render.page(datasette, request, "findings.html", context)
+
+
+def _unreadable(state, urls: Urls, catalog) -> list[dict]:
+    """Sessions whose stored verdict is 'unreadable', newest first, with the reason."""
+    found = []
+    for session_id, verdict in state.index.snapshot().checks.items():
+        if verdict.get("verdict") != "unreadable":
+            continue
+        session = catalog.get(session_id)
+        name = session.display_name if session is not None else None
+        found.append(
+            {
+                "session_id": session_id,
+                "session_name": name if name != session_id else None,
+                "session_kind": session.kind if session is not None else None,
+                "created_at": session.created_at if session is not None else None,
+                "problem": verdict.get("problem") or "unreadable",
+                "href": urls.session(session_id),
+            }
+        )
+    found.sort(key=lambda u: (u["created_at"] or "", u["session_id"]), reverse=True)
+    return found
 
 
 ROUTES = [(r"^/-/capsem/findings(?P<format>\.json)?$", findings_page)]

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from datasette.utils import tilde_decode
+from datasette.utils.asgi import NotFound
+
 from datasette_capsem import errors, permissions
 from datasette_capsem.catalog import Session
 from datasette_capsem.catalog.resolve import resolve_name
@@ -189,3 +192,25 @@ def _redirect_to_id(request, datasette, session: Session) -> Redirect:
     query = request.query_string
     target = links_for(datasette, session).session() + rest
     return Redirect(target + (f"?{query}" if query else ""))
+
+
+def missing_row(datasette, request, exception) -> CapsemError | None:
+    """Datasette's bare "Record not found" on a row page of a Capsem session's database, as the
+    plugin's 404 page that names the table and row and leads back to the session and the
+    table; None for any other error or database, which keep Datasette's answer. (Datasette
+    checks the actor may view the table before it looks for the row.)"""
+    url_vars = getattr(request, "url_vars", None) or {}
+    if not isinstance(exception, NotFound) or exception.args[:1] != ("Record not found",):
+        return None
+    if not {"database", "table", "pks"} <= set(url_vars):
+        return None
+    database = tilde_decode(url_vars["database"])
+    session = get_state(datasette).catalog.session_for_database(database)
+    if session is None:
+        return None
+    row, table = tilde_decode(url_vars["pks"]), tilde_decode(url_vars["table"])
+    back = render.session_links(datasette, [session])
+    back.append({"id": f"the {table} table", "href": Urls.of(datasette).table(database, table)})
+    return errors.not_found(
+        "Row not found", f"The {table} table of session {session.id} has no row {row!r}.", back
+    )
