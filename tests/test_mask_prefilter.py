@@ -104,7 +104,7 @@ def test_short_and_long_texts_mask_alike():
     link = "/-/capsem/sessions/ce63b1b9-c406-4536-a585-fdf75605e534/events/7a4079ead3ff"
     assert redaction.mask_text(link) == link == reference(link)
     limit = 2048
-    for _ in range(200):
+    for _ in range(50):  # 400 cuts: each text cut at 4 lengths, from both ends
         text = "".join(rng.choice(PIECES + [link]) for _ in range(rng.randint(20, 400)))
         for size in (limit - 1, limit, limit + 1, len(text)):
             part = text[:size]
