@@ -200,7 +200,9 @@ def missing_row(datasette, request, exception) -> CapsemError | None:
     table; None for any other error or database, which keep Datasette's answer. (Datasette
     checks the actor may view the table before it looks for the row.)"""
     url_vars = getattr(request, "url_vars", None) or {}
-    if not isinstance(exception, NotFound) or exception.args[:1] != ("Record not found",):
+    message = str(exception.args[0]) if isinstance(exception, NotFound) and exception.args else ""
+    # 0.65: "Record not found"; 1.0: RowNotFound's "Row not found", or "Record not found: [pks]"
+    if not message.startswith(("Record not found", "Row not found")):
         return None
     if not {"database", "table", "pks"} <= set(url_vars):
         return None
