@@ -318,10 +318,16 @@ async def _public_metadata(datasette, request) -> Response:
     return Response.html(html)
 
 
+# Datasette's own pages that 1.0 answers without asking for the instance permission (0.65
+# refuses them to an actor who may not view the instance): refused here on both lines alike.
+UNCHECKED_CORE_PAGES = ("/-/actor", "/-/actor.json")
+
+
 async def _plugin_page_refusal(datasette, path: str, request, actor) -> Response | None:
     """Plugin pages: the instance permission, and a session's database permission, are checked
     before any lookup, suggestion or redirect; a refused actor learns nothing."""
-    if is_plugin_page(path) and not await permissions.can_view_instance(datasette, actor):
+    guarded = is_plugin_page(path) or path.rstrip("/") in UNCHECKED_CORE_PAGES
+    if guarded and not await permissions.can_view_instance(datasette, actor):
         return await render.failure(datasette, request, errors.forbidden())
     return None
 
