@@ -11,6 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from datasette_capsem.graph.drawing import LANES
+from datasette_capsem.graph.tree import TIMELINE_LANES
+from datasette_capsem.ledger.tables import TABLES
+
 PACKAGE = Path(__file__).resolve().parents[1] / "datasette_capsem"
 NAME = "datasette_capsem"
 
@@ -174,8 +178,6 @@ def test_a_server_imports_no_command_only_module():
 
 def _table_vocabulary() -> tuple[set[str], set[str]]:
     """(ledger table names, node types and tree kinds) of the registry (ledger/tables.py)."""
-    from datasette_capsem.ledger.tables import TABLES
-
     names = {table.name for table in TABLES}
     kinds = {k for table in TABLES for k in (table.node_type, table.kind) if k}
     return names, kinds - {"body"}  # "body" is also an ordinary key (a request's body)
@@ -215,9 +217,6 @@ def test_scripts_receive_the_table_vocabulary_with_the_data():
     """The page's scripts keep no copy of the lanes, node types or kinds: an object literal
     keyed by three of them is a map that belongs to the registry (graph.json `lane_info`,
     tree.json `kinds` and `timeline_lanes` carry them)."""
-    from datasette_capsem.graph.drawing import LANES
-    from datasette_capsem.graph.tree import TIMELINE_LANES
-
     _, kinds = _table_vocabulary()
     vocabulary = kinds | set(LANES) | {lane for lane, _ in TIMELINE_LANES} | {"trace", "turn"}
     found = []
