@@ -15,9 +15,8 @@ from typing import Any
 
 from datasette_capsem.graph.drawing import Drawing
 from datasette_capsem.graph.labels import fmt_ms, short
+from datasette_capsem.graph.trace_rows import ANSWERED_ORIGINS
 from datasette_capsem.graph.values import as_float, as_int, text
-
-ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")  # spec §6.2 check 6
 
 
 def draw_spine(drawing: Drawing) -> None:

@@ -194,13 +194,21 @@ def _load_link_targets(conn, rows: TraceRows) -> None:
     _load_pairs_elsewhere(conn, rows)
 
 
+# Tool calls a model emitted, which a tool_responses row answers (spec §6.2 check 6).
+ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")
+
+
 def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
     """The calls this trace's loose results answer, and the results that answer its loose
     calls, in other traces; read only when the trace has a result or call with no partner."""
     calls_here = {c.get("call_id") for c in rows.tool_calls}
     answers_here = {r.get("call_id") for r in rows.tool_responses}
     loose_results = [r["id"] for r in rows.tool_responses if r.get("call_id") not in calls_here]
-    loose_calls = [c["id"] for c in rows.tool_calls if c.get("call_id") not in answers_here]
+    loose_calls = [  # an MCP call (origin mcp) never gets a result row: not loose
+        c["id"]
+        for c in rows.tool_calls
+        if c.get("origin", "native") in ANSWERED_ORIGINS and c.get("call_id") not in answers_here
+    ]
     for pair in pairs_elsewhere(conn, rows.schema, loose_results, loose_calls):
         if pair["id"] in loose_results:
             rows.paired_elsewhere[pair["id"]] = pair
