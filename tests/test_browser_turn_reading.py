@@ -182,7 +182,9 @@ async def test_turns_told_apart_by_what_was_asked(browser, reading_home, tmp_pat
         text = await row.inner_text()
         assert "Use key [redacted:" in text and "PLANTEDSECRET" not in text
         assert "fix the failing test" in text
-        await page.screenshot(path=str(screenshot_dir() / "session-turns.png"))
+        await page.locator("table.capsem-traces").screenshot(
+            path=str(screenshot_dir() / "session-turns.png")
+        )
         await row.locator(f"a[href$='{turn['trace']}']").first.click()
         await settle(page)
         await page.wait_for_selector(TREE)
@@ -211,9 +213,7 @@ async def test_turns_told_apart_by_what_was_asked(browser, reading_home, tmp_pat
 async def test_long_conversation_folds_by_step(browser, long_turn, tmp_path):
     home, session_id, trace = long_turn
     with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        page, problems = await open_page(browser, base + trace_url(session_id, trace))
-        await page.set_viewport_size({"width": 1400, "height": 1000})
-        await page.wait_for_selector(TREE)
+        page, problems = await _open_long(browser, base, session_id, trace)
         await page.locator("#capsem-conversation-section > summary").click()
         await page.wait_for_selector("#capsem-conversation[data-ready='1']")
         steps = page.locator(".capsem-conv-step")
@@ -256,6 +256,14 @@ async def test_long_conversation_folds_by_step(browser, long_turn, tmp_path):
         await page.close()
 
 
+async def _open_long(browser, base: str, session_id: str, trace: str, width: int = 1400):
+    """The long turn's trace page at `width` px, its span tree drawn: (page, problems)."""
+    page, problems = await open_page(browser, base + trace_url(session_id, trace))
+    await page.set_viewport_size({"width": width, "height": 1000})
+    await page.wait_for_selector(TREE)
+    return page, problems
+
+
 async def _overlaps(page, selector: str) -> list:
     """Pairs of the elements `selector` matches whose boxes overlap (visible ones only)."""
     return await page.evaluate(
@@ -278,9 +286,7 @@ async def _overlaps(page, selector: str) -> list:
 async def test_trace_page_at_800_and_1400_px(browser, long_turn, tmp_path):
     home, session_id, trace = long_turn
     with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        page, problems = await open_page(browser, base + trace_url(session_id, trace))
-        await page.set_viewport_size({"width": 800, "height": 1000})
-        await page.wait_for_selector(TREE)
+        page, problems = await _open_long(browser, base, session_id, trace, 800)
         await page.locator(".capsem-tree-expand").click()
         # Span names readable: each model row's name column shows its model name whole.
         cut = await page.evaluate(
@@ -319,7 +325,6 @@ async def test_trace_page_at_800_and_1400_px(browser, long_turn, tmp_path):
               .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
         )
         assert not clipped, clipped
-        await page.screenshot(path=str(screenshot_dir() / "trace-1400px.png"), full_page=False)
         assert not problems, problems
         await page.close()
 
@@ -327,9 +332,7 @@ async def test_trace_page_at_800_and_1400_px(browser, long_turn, tmp_path):
 async def test_search_enter_steps_through_every_match(browser, long_turn, tmp_path):
     home, session_id, trace = long_turn
     with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
-        page, problems = await open_page(browser, base + trace_url(session_id, trace))
-        await page.set_viewport_size({"width": 1400, "height": 1000})
-        await page.wait_for_selector(TREE)
+        page, problems = await _open_long(browser, base, session_id, trace)
         search = page.locator(".capsem-trace-search")
         await search.fill("claude-sonnet-4-5")
         await page.wait_for_function(

@@ -94,7 +94,11 @@
     if (span.tools && span.tools.length) {
       return "\u2192 " + span.tools.join(", ");
     }
-    return span.response_preview ? "\u201C" + span.response_preview + "\u201D" : "";
+    var text = span.response_preview;
+    if (!text) {
+      return "";
+    }
+    return /^\[hidden/.test(text) ? "[hidden]" : "\u201C" + text + "\u201D";
   }
 
   function nodeLink(id, text, parent) {
