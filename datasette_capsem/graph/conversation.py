@@ -62,7 +62,8 @@ CALL_COLUMNS = (
 FORMATS = ("anthropic", "openai-chat", "openai-responses", "gemini", "ollama")
 PREVIEW_CHARS = 100  # the first words of a question or a reply, in lists and titles
 # A request's model parameters, as providers name them (Gemini's inside `generationConfig`,
-# Ollama's inside `options`): shown beside the chat, in this order.
+# Ollama's inside `options`): shown beside the chat, in this order. Stop sequences are left
+# out: they are free text, which a reader under `hide_free_text` never sees.
 PARAMETERS = (
     "model",
     "temperature",
@@ -76,9 +77,6 @@ PARAMETERS = (
     "maxOutputTokens",
     "num_predict",
     "num_ctx",
-    "stop",
-    "stop_sequences",
-    "stopSequences",
     "seed",
     "presence_penalty",
     "frequency_penalty",
