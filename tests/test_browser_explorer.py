@@ -146,7 +146,8 @@ async def test_tree_panel_and_keyboard(browser, base, manifest):
     await page.keyboard.press("Enter")
     await loaded(page, call_id)
     assert page.url.endswith("#node=" + call_id.replace(":", "%3A"))
-    panel = await page.inner_text(".capsem-detail")
+    # (a model call's columns are in a fold under its chat: its text, folded or not)
+    panel = await page.locator(".capsem-detail").text_content()
     for text in ("Input tokens", "Cache read", "Thinking", "Cost (USD)", "provider", "Bodies"):
         assert text in panel, text
     assert "request body of the model call" in panel

@@ -60,6 +60,34 @@ CALL_COLUMNS = (
     "request_body_preview",
 )
 FORMATS = ("anthropic", "openai-chat", "openai-responses", "gemini", "ollama")
+PREVIEW_CHARS = 100  # the first words of a question or a reply, in lists and titles
+# A request's model parameters, as providers name them (Gemini's inside `generationConfig`,
+# Ollama's inside `options`): shown beside the chat, in this order. Stop sequences are left
+# out: they are free text, which a reader under `hide_free_text` never sees.
+PARAMETERS = (
+    "model",
+    "temperature",
+    "top_p",
+    "topP",
+    "top_k",
+    "topK",
+    "max_tokens",
+    "max_completion_tokens",
+    "max_output_tokens",
+    "maxOutputTokens",
+    "num_predict",
+    "num_ctx",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "reasoning_effort",
+    "reasoning",
+    "thinking",
+    "thinkingConfig",
+    "tool_choice",
+    "parallel_tool_calls",
+    "stream",
+)
 
 
 # -- message parts -------------------------------------------------------------------------
@@ -106,7 +134,38 @@ def _texts(content: Any) -> str:
     return "" if content is None else json.dumps(content, ensure_ascii=False)
 
 
+def first_words(text: Any, size: int = PREVIEW_CHARS) -> str:
+    """The first words of a text on one line, cut with "…" (which the masker reads as a cut)."""
+    words = " ".join(str(text or "").split())
+    return words if len(words) <= size else words[: size - 1].rstrip() + "\u2026"
+
+
 # -- requests ------------------------------------------------------------------------------
+
+
+def request_parameters(body: dict[str, Any]) -> dict[str, Any]:
+    """The model parameters a request body sets (model, temperature, max tokens, …), each a
+    number, a boolean or a short text (an object as compact JSON), and how many tools it offers."""
+    found: dict[str, Any] = {}
+    for source in (body, body.get("generationConfig"), body.get("options")):
+        if not isinstance(source, dict):
+            continue
+        for key in PARAMETERS:
+            value = source.get(key)
+            if value is None or key in found:
+                continue
+            if not isinstance(value, (bool, int, float, str)):
+                value = _arguments(value)
+            found[key] = value[:200] if isinstance(value, str) else value
+    tools = body.get("tools")
+    if isinstance(tools, list) and tools:
+        declared = [
+            t["functionDeclarations"]
+            for t in tools
+            if isinstance(t, dict) and isinstance(t.get("functionDeclarations"), list)
+        ]
+        found["tools"] = sum(len(d) for d in declared) if declared else len(tools)
+    return found
 
 
 def _anthropic_blocks(role: str, content: Any) -> list[dict[str, Any]]:
@@ -403,7 +462,12 @@ def _parse_request(
         return {"format": None, "messages": [], "problem": "not a chat request body"}, []
     head, items, parse = REQUEST_PARSERS[kind](body)
     parts, keys = history.parts_of(kind, items, parse)
-    found = {"format": kind, "messages": head + parts, "problem": None}
+    found = {
+        "format": kind,
+        "messages": head + parts,
+        "problem": None,
+        "parameters": request_parameters(body),
+    }
     return found, [_key(part) for part in head] + keys
 
 
@@ -724,6 +788,7 @@ def build_steps(calls: list[dict[str, Any]], history: bool = False) -> list[dict
             "output_tokens": as_int(row.get("output_tokens")),
             "cost_usd": as_float(row.get("estimated_cost_usd")),
             "duration_ms": as_float(row.get("duration_ms")),
+            "parameters": request.get("parameters") or {},
             "request": {
                 **call["request_source"],
                 "problem": request["problem"],
@@ -742,6 +807,51 @@ def build_steps(calls: list[dict[str, Any]], history: bool = False) -> list[dict
             step["history"] = _marked(messages, opcodes, False)  # the repeated ones
         steps.append(step)
     return steps
+
+
+def _asked(messages: list[dict[str, Any]]) -> str | None:
+    """What the user asked in a request: its last user text (the turn's prompt; the history
+    before it is earlier turns)."""
+    for part in reversed(messages):
+        if part["role"] == "user" and part["type"] == "text" and part["text"].strip():
+            return part["text"]
+    return None
+
+
+def _answered(messages: list[dict[str, Any]]) -> str | None:
+    """How a reply began: its text, else the tools it called."""
+    text = " ".join(p["text"] for p in messages if p["type"] == "text" and p["text"].strip())
+    if text:
+        return text
+    tools = [str(p.get("name") or "?") for p in messages if p["type"] == "tool_call"]
+    return "(called " + ", ".join(tools) + ")" if tools else None
+
+
+def turn_preview(calls: list[dict[str, Any]]) -> dict[str, str | None]:
+    """{request_preview, response_preview}: the first words of what a turn was asked (the last
+    user text of its first request) and of how its last reply began (`calls`: its first and
+    last model calls, as `load_conversation` gives them). Free text: the views mask it."""
+    found: dict[str, str | None] = {"request_preview": None, "response_preview": None}
+    if not calls:
+        return found
+    first, last = calls[0], calls[-1]
+    row = first["row"]
+    asked = _asked(
+        parse_request(first.get("request_text"), row.get("path"), row.get("provider"))["messages"]
+    )
+    reply = parse_reply(last.get("response_text"))["messages"]
+    answered = _answered(reply) or last["row"].get("text_content")
+    found["request_preview"] = first_words(asked) if asked else None
+    found["response_preview"] = first_words(answered) if answered else None
+    return found
+
+
+def load_turn_preview(
+    conn: sqlite3.Connection, schema: LedgerSchema, first_id: Any, last_id: Any
+) -> dict[str, str | None]:
+    """`turn_preview` of the turn whose first and last model calls are these ids."""
+    ids = [i for i in dict.fromkeys((first_id, last_id)) if isinstance(i, int)]
+    return turn_preview(load_conversation(conn, schema, ids))
 
 
 def _decode(data: Any) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from datasette_capsem.graph.conversation import first_words
 from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import critical_path
@@ -103,8 +104,14 @@ def _span(node: dict[str, Any]) -> dict[str, Any]:
     return span
 
 
-def _model_fields(span: dict[str, Any], row: dict[str, Any]) -> None:
+def _model_fields(span: dict[str, Any], row: dict[str, Any], tools: list[str]) -> None:
+    """A model call's figures, and what it did: the tools it called (`tools`) or the first
+    words of its reply (`response_preview`, free text: masked or hidden for a viewer)."""
     cache_read, thinking = usage_tokens(row.get("usage_details"))
+    if tools:
+        span["tools"] = tools
+    elif row.get("text_content"):
+        span["response_preview"] = first_words(row["text_content"])
     span.update(
         model=row.get("model"),
         provider=row.get("provider"),
@@ -213,9 +220,13 @@ def build_tree(rows: TraceRows, graph: dict[str, Any]) -> dict[str, Any]:
     model_rows.update(
         {f"model_calls:{k}": v for k, v in rows.outside_model_calls.items() if v is not None}
     )
+    tools: dict[Any, list[str]] = {}
+    for call in sorted(rows.tool_calls, key=lambda r: (as_int(r.get("call_index")) or 0, r["id"])):
+        if call.get("tool_name") and call.get("model_call_id") is not None:
+            tools.setdefault(call["model_call_id"], []).append(str(call["tool_name"]))
     for node_id, row in model_rows.items():
         if node_id in spans:
-            _model_fields(spans[node_id], row)
+            _model_fields(spans[node_id], row, tools.get(row.get("id"), []))
     for node in graph["nodes"]:
         if node["type"] == "tool_response":
             spans[node["id"]]["name"] = node.get("label") or "tool response"

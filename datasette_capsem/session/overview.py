@@ -10,6 +10,7 @@ import sqlite3
 from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
+from datasette_capsem.graph.conversation import load_turn_preview
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.graph.trace_rows import SPLIT_PATHS, TRACE_TABLES, pairs_elsewhere
 from datasette_capsem.graph.values import clip_row
@@ -69,6 +70,14 @@ def traces_page(
         "untraced_calls": total["untraced_calls"] or 0,
         "notes": notes,
     }
+
+
+def turn_previews(conn: sqlite3.Connection, schema: LedgerSchema, traces: list[dict]) -> None:
+    """Add to each listed turn (`traces_page`) the first words of what it was asked and of how
+    its reply began (`request_preview`, `response_preview`: free text, masked by the views)."""
+    for trace in traces:
+        first, last = trace.pop("first_call_id", None), trace.pop("last_call_id", None)
+        trace.update(load_turn_preview(conn, schema, first, last))
 
 
 def continuations(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[tuple, dict]:

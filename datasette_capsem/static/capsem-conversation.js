@@ -25,6 +25,37 @@
     return value === null || value === undefined ? "\u2014" : Number(value).toLocaleString("en-US");
   }
 
+  var FOLD_CHARS = 1200;  /* a system prompt or tool result longer than this starts folded */
+  var FOLD_LINES = 20;
+  var OPEN_STEPS = 3;  /* a conversation of more steps starts with its steps folded */
+
+  /* Tool arguments as pretty JSON when they are JSON (else as they are). */
+  function pretty(text) {
+    var value = String(text === null || text === undefined ? "" : text);
+    var head = value.replace(/^\s+/, "").charAt(0);
+    if (head !== "{" && head !== "[") {
+      return value;
+    }
+    try {
+      return JSON.stringify(JSON.parse(value), null, 2);
+    } catch (error) {
+      return value;
+    }
+  }
+
+  function firstWords(text, size) {
+    var words = String(text || "").replace(/\s+/g, " ").trim();
+    return words.length > size ? words.slice(0, size - 1) + "\u2026" : words;
+  }
+
+  function long(text) {
+    var value = String(text || "");
+    return value.length > FOLD_CHARS || value.split("\n").length > FOLD_LINES;
+  }
+
+  /* One message: its role, its kind (tool call and its name, result, thinking), its text.
+     Thinking is folded, and so is a long system prompt or tool result (its first words in the
+     fold's summary). `step`: the step it is new in (a badge), or none. */
   function message(part, parent, step) {
     var box = el("div", "capsem-msg capsem-msg-" + (ROLE_LABEL[part.role] ? part.role : "other"),
       null, parent);
@@ -33,7 +64,8 @@
     var head = el("div", "capsem-msg-head", null, box);
     el("span", "capsem-msg-role", ROLE_LABEL[part.role] || String(part.role), head);
     if (part.type === "tool_call") {
-      el("span", "capsem-msg-kind", "tool call " + (part.name || "?"), head);
+      el("span", "capsem-msg-kind", "tool call", head);
+      el("code", "capsem-msg-tool", String(part.name || "?"), head);
     } else if (part.type === "tool_result") {
       el("span", "capsem-msg-kind", "result" + (part.name ? " of " + part.name : "") +
         (part.is_error ? " (error)" : ""), head);
@@ -48,19 +80,71 @@
         id.title = String(part.row);
       }
     }
-    if (part["new"]) {
+    if (part["new"] && step) {
       box.className += " capsem-msg-new";
       el("span", "capsem-badge", part.rewrites ? "rewritten in step " + step : "new in step " + step,
         head);
     }
-    var text = el("pre", "capsem-msg-text", part.text, box);
-    if (part.type === "tool_call" || part.type === "tool_result") {
+    var code = part.type === "tool_call" || part.type === "tool_result";
+    var shown = part.type === "tool_call" ? pretty(part.text) : String(part.type === "tool_result" ? pretty(part.text) : part.text);
+    var holder = box;
+    if (part.type === "thinking" || (part.role === "system" || part.type === "tool_result") && long(shown)) {
+      holder = el("details", "capsem-msg-fold", null, box);
+      var summary = el("summary", null, null, holder);
+      el("span", "capsem-meta", (part.type === "thinking" ? "thinking" : "show all") + " (" +
+        fmtNum(String(part.text || "").length) + " characters): ", summary);
+      el("span", "capsem-msg-first", firstWords(part.text, 120), summary);
+    }
+    var text = el("pre", "capsem-msg-text", shown, holder);
+    if (code) {
       text.className += " capsem-msg-code";
     }
     if (part.cut) {
       el("p", "capsem-meta", "Cut here: " + fmtNum(part.cut) + " characters in all (see the raw body).",
         box);
     }
+    return box;
+  }
+
+  /* A model call read as chat (node.json's `chat`, for the trace page's detail panel): its
+     input messages, its reply, its parameters, a link to its step of the conversation. */
+  function renderCall(chat, parent) {
+    var box = el("div", "capsem-call-chat", null, parent);
+    var links = el("p", "capsem-detail-links", null, box);
+    if (chat.step && safeHref(chat.conversation)) {
+      var go = link(chat.conversation, "step " + chat.step + " in the conversation", links);
+      go.className = "capsem-to-step";
+      el("span", null, " \u00B7 ", links);
+    }
+    sideLinks(chat, links);
+    var request = chat.request || {};
+    el("h4", null, "Input" + (chat.format ? " (" + chat.format + ")" : ""), box);
+    if (request.problem) {
+      el("p", "capsem-note", "Request: " + request.problem + ".", box);
+    }
+    if (chat.earlier) {
+      el("p", "capsem-meta", chat.earlier + " earlier message" + (chat.earlier === 1 ? "" : "s") +
+        " of the history not shown here (they are in the conversation and the raw request).", box);
+    }
+    var input = el("div", "capsem-call-input", null, box);
+    (chat.messages || []).forEach(function (part) { message(part, input, null); });
+    el("h4", null, "Output" + (chat.stop_reason ? " (stop: " + chat.stop_reason + ")" : ""), box);
+    var output = el("div", "capsem-call-output", null, box);
+    if (chat.response && chat.response.problem && !(chat.reply || []).length) {
+      el("p", "capsem-note", "Reply: " + chat.response.problem + ".", output);
+    }
+    (chat.reply || []).forEach(function (part) { message(part, output, null); });
+    var names = Object.keys(chat.parameters || {});
+    if (names.length) {
+      el("h4", null, "Model parameters", box);
+      var table = el("table", "capsem-kv capsem-call-parameters", null, box);
+      names.forEach(function (name) {
+        var tr = el("tr", null, null, table);
+        el("th", null, name, tr);
+        el("td", null, String(chat.parameters[name]), tr);
+      });
+    }
+    return box;
   }
 
   function sideLinks(step, parent) {
@@ -122,6 +206,70 @@
       });
   }
 
+  function stepSummary(step, number, head) {
+    el("strong", null, "Step " + number + " ", head);
+    link(step.href, step.model_call, head);
+    el("span", null, " \u00b7 " + (step.model || step.provider || "model") +
+      (step.format ? " \u00b7 " + step.format : "") +
+      " \u00b7 in " + fmtNum(step.input_tokens) + " / out " + fmtNum(step.output_tokens) +
+      (step.stop_reason ? " \u00b7 " + step.stop_reason : "") + " \u00b7 ", head);
+    sideLinks(step, head);
+    var tools = (step.reply || []).filter(function (p) { return p.type === "tool_call"; })
+      .map(function (p) { return String(p.name || "?"); });
+    var text = (step.reply || []).filter(function (p) { return p.type === "text"; })
+      .map(function (p) { return p.text; }).join(" ");
+    var what = tools.length ? "\u2192 " + tools.join(", ") : (text ? firstWords(text, 90) : "");
+    if (what) {
+      el("span", "capsem-conv-what", what, head);
+    }
+  }
+
+  /* Open step `number` (its fold), and bring it into view. */
+  function openStep(root, number) {
+    var box = root.querySelector("[data-step='" + number + "']");
+    if (!box) {
+      return false;
+    }
+    window.capsemDom.fold(box, true);
+    box.scrollIntoView({block: "start"});
+    return true;
+  }
+
+  function stepFromHash() {
+    var match = /^#conversation-step-([0-9]{1,9})$/.exec(window.location.hash || "");
+    return match ? Number(match[1]) : null;
+  }
+
+  function index(data, root) {
+    var nav = el("nav", "capsem-conv-index", null, root);
+    nav.setAttribute("aria-label", "Steps of the conversation");
+    el("span", "capsem-meta", "Steps: ", nav);
+    data.steps.forEach(function (step, at) {
+      var a = el("a", null, String(at + 1), nav);
+      a.href = "#conversation-step-" + (at + 1);
+      var tools = (step.reply || []).filter(function (p) { return p.type === "tool_call"; });
+      a.title = (step.model || "") + (tools.length ? " \u2192 " + tools.map(function (p) {
+        return String(p.name || "?");
+      }).join(", ") : "");
+      a.addEventListener("click", function (event) {
+        event.preventDefault();
+        window.history.replaceState(null, "", "#conversation-step-" + (at + 1));
+        openStep(root, at + 1);
+      });
+    });
+    var all = el("button", "capsem-conv-expand", "Expand all", nav);
+    all.type = "button";
+    var none = el("button", "capsem-conv-collapse", "Collapse all", nav);
+    none.type = "button";
+    function each(open) {
+      Array.prototype.forEach.call(root.querySelectorAll(".capsem-conv-step"), function (box) {
+        window.capsemDom.fold(box, open);
+      });
+    }
+    all.addEventListener("click", function () { each(true); });
+    none.addEventListener("click", function () { each(false); });
+  }
+
   function render(data, root) {
     root.textContent = "";
     if (!data.steps.length) {
@@ -131,19 +279,18 @@
     el("p", "capsem-meta", data.steps.length + " model calls" +
       (data.formats.length ? ", body format " + data.formats.join(", ") : "") +
       ". Each step shows what is new in its request (the history before it is repeated in " +
-      "every request) and the model's reply.", root);
-    data.steps.forEach(function (step, index) {
-      var number = index + 1;
-      var box = el("section", "capsem-conv-step", null, root);
+      "every request) and the model's reply." +
+      (data.steps.length > OPEN_STEPS ? " Open a step to read it." : ""), root);
+    index(data, root);
+    var folded = data.steps.length > OPEN_STEPS;
+    data.steps.forEach(function (step, at) {
+      var number = at + 1;
+      var box = el("details", "capsem-conv-step", null, root);
+      box.id = "conversation-step-" + number;
       box.setAttribute("data-step", String(number));
-      var head = el("div", "capsem-conv-head", null, box);
-      el("strong", null, "Step " + number + " ", head);
-      link(step.href, step.model_call, head);
-      el("span", null, " \u00b7 " + (step.model || step.provider || "model") +
-        (step.format ? " \u00b7 " + step.format : "") +
-        " \u00b7 in " + fmtNum(step.input_tokens) + " / out " + fmtNum(step.output_tokens) +
-        (step.stop_reason ? " \u00b7 " + step.stop_reason : "") + " \u00b7 ", head);
-      sideLinks(step, head);
+      box.open = !folded;
+      var head = el("summary", "capsem-conv-head", null, box);
+      stepSummary(step, number, head);
       var request = step.request || {};
       if (request.problem) {
         el("p", "capsem-note", "Request: " + request.problem + ".", box);
@@ -156,6 +303,10 @@
       }
       step.reply.forEach(function (part) { message(part, box, number); });
     });
+    var wanted = stepFromHash();
+    if (wanted) {
+      openStep(root, wanted);
+    }
   }
 
   function load(root) {
@@ -191,10 +342,21 @@
         load(root);
       }
     });
-    if (window.location.hash.indexOf("conversation") !== -1) {
+    function fromHash() {
+      if (window.location.hash.indexOf("conversation") === -1) {
+        return;
+      }
       holder.open = true;
+      var wanted = stepFromHash();
+      if (wanted && root.getAttribute("data-ready")) {
+        openStep(root, wanted);
+      }
     }
+    window.addEventListener("hashchange", fromHash);
+    fromHash();
   }
+
+  window.capsemChat = Object.freeze({message: message, renderCall: renderCall});
 
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

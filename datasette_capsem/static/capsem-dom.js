@@ -25,5 +25,38 @@
       href.indexOf("\\") === -1;
   }
 
-  window.capsemDom = Object.freeze({el: el, safeHref: safeHref});
+  /* Datasette's pages close every open <details> a click lands outside of (its menus:
+     _close_open_menus.html, on document.body). The plugin's folds (a conversation, its steps,
+     a long message) are not menus: they stay as the reader left them. Which are open is noted
+     before the click reaches the body, and they are opened again after it; a script that opens
+     or closes one on a click does it through fold. */
+  var kept = [];
+  function ours(details) {
+    return /(^|\s)capsem-/.test(details.className) || /^capsem-/.test(details.id);
+  }
+  window.addEventListener("click", function () {
+    kept = Array.prototype.filter.call(document.querySelectorAll("details[open]"), ours);
+  }, true);
+  document.addEventListener("click", function () {
+    kept.forEach(function (details) {
+      if (!details.open) {
+        details.open = true;
+      }
+    });
+    kept = [];
+  });
+
+  /* Open or close one of the plugin's folds from a click handler (a click's end would
+     otherwise undo it). */
+  function fold(details, open) {
+    details.open = open;
+    var at = kept.indexOf(details);
+    if (open && at === -1) {
+      kept.push(details);
+    } else if (!open && at !== -1) {
+      kept.splice(at, 1);
+    }
+  }
+
+  window.capsemDom = Object.freeze({el: el, safeHref: safeHref, fold: fold});
 })();

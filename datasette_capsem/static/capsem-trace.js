@@ -32,6 +32,14 @@
     "calls and processes are candidates; a span off the path could have taken longer without " +
     "moving the end.";
   var ZOOM_STEP = 1.6;
+  /* A tick's time, as precise as the window needs (a 3-minute window reads "117 s"). */
+  function fmtTick(ms, window) {
+    if (window >= 20000) {
+      return Math.round(ms / 1000) + " s";
+    }
+    return fmtMs(ms);
+  }
+
   function fmtMs(ms) {
     if (ms === null || ms === undefined) {
       return "";
@@ -58,6 +66,11 @@
     return Object.create(null);
   }
 
+  function tokenText(figures) {
+    return [fmtNum(figures.input_tokens), fmtNum(figures.output_tokens),
+      fmtNum(figures.cache_read_tokens), fmtNum(figures.thinking_tokens)].join(" / ");
+  }
+
   function fmtCost(value) {
     return value === null || value === undefined ? "\u2014" : "$" + Number(value).toFixed(4);
   }
@@ -73,6 +86,19 @@
         }
         return response.json();
       });
+  }
+
+  /* What a model call did, in a few words: the tools it called, else how its reply began
+     (tree.json's `tools` and `response_preview`, masked for a viewer). */
+  function preview(span) {
+    if (span.tools && span.tools.length) {
+      return "\u2192 " + span.tools.join(", ");
+    }
+    var text = span.response_preview;
+    if (!text) {
+      return "";
+    }
+    return /^\[hidden/.test(text) ? "[hidden]" : "\u201C" + text + "\u201D";
   }
 
   function nodeLink(id, text, parent) {
@@ -172,6 +198,7 @@
     this.scale = el("span", "capsem-col-bar capsem-scale", null, head);
     this.scale.title = "Wheel: zoom; Shift+wheel or drag: pan";
     this.drawScale();
+    window.addEventListener("resize", function () { self.drawScale(); });
     this.list = el("div", "capsem-tree", null, left);
     this.list.setAttribute("role", "tree");
     this.list.setAttribute("aria-label", "Spans of the trace");
@@ -185,8 +212,13 @@
     this.search.addEventListener("keydown", function (event) {
       if (event.key === "Enter" && self.matchList.length) {
         event.preventDefault();
-        self.matchAt = (self.matchAt + 1) % self.matchList.length;
-        self.select(self.matchList[self.matchAt], true);
+        /* Enter: the next match (Shift+Enter: the previous one); the focus stays here, so
+           Enter again goes on through every match. */
+        var step = event.shiftKey ? self.matchList.length - 1 : 1;
+        self.matchAt = (self.matchAt + step) % self.matchList.length;
+        self.select(self.matchList[self.matchAt], true, true);
+        self.matchNote.textContent = (self.matchAt + 1) + " of " + self.matchList.length +
+          " matches (Enter: next, Shift+Enter: previous)";
       }
     });
     this.list.addEventListener("keydown", function (event) { self.key(event); });
@@ -243,10 +275,28 @@
       }
     }(this.tree.root, 0));
     list.appendChild(fragment);
+    this.fitTokens();
     var focusable = this.selected && this.rows[this.selected] ? this.selected : this.order[0];
     if (focusable) {
       this.rows[focusable].tabIndex = 0;
     }
+  };
+
+  /* The token column as wide as its widest figure (never cut: "5,910,312 / 48,113 / …"). */
+  Explorer.prototype.fitTokens = function () {
+    if (this.tokenChars) {
+      return;
+    }
+    var widest = 12;
+    Object.keys(this.spans).forEach(function (id) {
+      var span = this.spans[id];
+      var figures = span.totals || (span.type === "model_call" ? span : null);
+      if (figures) {
+        widest = Math.max(widest, tokenText(figures).length);
+      }
+    }, this);
+    this.tokenChars = widest;
+    this.root.style.setProperty("--capsem-tok", (widest + 1) + "ch");
   };
 
   Explorer.prototype.row = function (span, depth) {
@@ -273,8 +323,15 @@
     var link = nodeLink(span.id, span.name, name);
     link.tabIndex = -1;
     link.title = span.name + (span.detail ? " \u00B7 " + span.detail : "") + " (" + span.id + ")";
-    if (span.type === "model_call" && span.stop_reason) {
+    var what = preview(span);
+    /* The stop reason, unless the tools it called say it ("tool_use → Bash" reads "→ Bash"). */
+    if (span.type === "model_call" && span.stop_reason &&
+        !(span.tools && span.tools.length && span.stop_reason === "tool_use")) {
       el("span", "capsem-stop", span.stop_reason, name);
+    }
+    if (what) {
+      el("span", "capsem-span-what", what, name);
+      link.title += " \u00B7 " + what;
     }
     if (span.findings.length) {
       el("span", "capsem-finding-mark", "\u26A0 " + span.findings.length, name).title =
@@ -282,10 +339,7 @@
     }
     el("span", "capsem-col-dur", fmtMs(span.duration_ms), row);
     var figures = span.totals || (span.type === "model_call" ? span : null);
-    var tokens = el("span", "capsem-col-tok", figures ? [
-      fmtNum(figures.input_tokens), fmtNum(figures.output_tokens),
-      fmtNum(figures.cache_read_tokens), fmtNum(figures.thinking_tokens)
-    ].join(" / ") : "", row);
+    var tokens = el("span", "capsem-col-tok", figures ? tokenText(figures) : "", row);
     tokens.title = tokens.textContent ? "in / out / cache read / thinking: " + tokens.textContent : "";
     el("span", "capsem-col-cost", figures ? fmtCost(figures.cost_usd) : "", row);
     var track = el("span", "capsem-col-bar", null, row);
@@ -380,14 +434,23 @@
     return changed;
   };
 
-  Explorer.prototype.select = function (id, record) {
+  /* Select a span: draw it selected and show its detail. `keepFocus`: leave the focus where it
+     is (the search box stepping through matches), only scroll the row into view. */
+  Explorer.prototype.select = function (id, record, keepFocus) {
     if (!this.spans[id]) {
       return;
     }
     this.selected = id;
     this.reveal(id);
     this.render();
-    this.focus(id);
+    if (keepFocus) {
+      var row = this.rows[id];
+      if (row) {
+        row.scrollIntoView({block: "nearest"});
+      }
+    } else {
+      this.focus(id);
+    }
     if (record) {
       history.replaceState(null, "", "#node=" + encodeURIComponent(id));
     }
@@ -407,7 +470,8 @@
       Object.keys(this.spans).forEach(function (id) {
         var s = self.spans[id];
         var hay = [s.name, s.kind, s.type, s.detail, s.id, s.stop_reason, s.model, s.provider,
-          s.status_code, (s.findings || []).join(" ")].join(" ").toLowerCase();
+          s.status_code, (s.findings || []).join(" "), (s.tools || []).join(" "),
+          s.response_preview].join(" ").toLowerCase();
         if (hay.indexOf(needle) !== -1) {
           self.matches[id] = true;
           self.matchList.push(id);
@@ -472,11 +536,17 @@
     while (scale.firstChild) {
       scale.removeChild(scale.firstChild);
     }
-    var self = this;
-    [0, 0.25, 0.5, 0.75].forEach(function (f) {
-      var tick = el("span", "capsem-tick", fmtMs(self.from + (self.to - self.from) * f), scale);
+    /* As many ticks as fit: one per 64 px of the column (at least 1), each label the
+       width of its interval at most ("116.97 s" beside "175.45 s" never overlap). */
+    var width = scale.getBoundingClientRect().width || 0;
+    var count = Math.max(1, Math.min(4, Math.floor(width / 64)));
+    for (var i = 0; i < count; i++) {
+      var f = i / count;
+      var tick = el("span", "capsem-tick", fmtTick(this.from + (this.to - this.from) * f,
+        this.to - this.from), scale);
       tick.style.left = (f * 100) + "%";
-    });
+      tick.style.maxWidth = (100 / count) + "%";
+    }
   };
 
   /* Show [from, to] (ms from the trace's start), kept inside the trace and at least 1 ms. */
@@ -638,6 +708,9 @@
         el("code", null, kind, item);
       });
     }
+    /* A model call's chat comes first (what it was sent and answered), its relations after. */
+    var early = span.type === "model_call" && !span.missing && /^[a-z_]+:[0-9]+$/.test(span.id) ?
+      el("div", "capsem-detail-row", null, panel) : null;
     el("h4", null, "Relations", panel);
     var rel = el("ul", "capsem-relations", null, panel);
     function relation(label, id) {
@@ -665,7 +738,7 @@
       panel.setAttribute("data-loaded", span.id);
       return;
     }
-    var holder = el("div", "capsem-detail-row", null, panel);
+    var holder = early || el("div", "capsem-detail-row", null, panel);
     el("p", "capsem-meta", "Loading the row\u2026", holder);
     var url = this.root.getAttribute("data-node-url") + "?id=" + encodeURIComponent(span.id);
     getJson(url).then(function (detail) {
@@ -691,7 +764,15 @@
       el("span", null, " \u00B7 ", links);
       el("a", null, "event " + detail.event_id, links).href = detail.event;
     }
-    var table = el("table", "capsem-kv capsem-detail-fields", null, holder);
+    /* A model call reads as chat (its messages, reply and parameters); its row's columns
+       follow, folded. */
+    var fieldsHolder = holder;
+    if (detail.chat && window.capsemChat) {
+      window.capsemChat.renderCall(detail.chat, holder);
+      fieldsHolder = el("details", "capsem-detail-columns", null, holder);
+      el("summary", null, "All columns of the row (" + detail.fields.length + ")", fieldsHolder);
+    }
+    var table = el("table", "capsem-kv capsem-detail-fields", null, fieldsHolder);
     var cells = detail.cells || {};
     detail.fields.forEach(function (field) {
       var value = cells[field.name];
@@ -710,7 +791,12 @@
     if (detail.bodies.length) {
       el("h4", null, "Bodies", holder);
     }
-    detail.bodies.forEach(function (body) { renderBody(body, holder); });
+    /* The request before its response. */
+    var sides = {request: 0, response: 1};
+    detail.bodies.slice().sort(function (a, b) {
+      return (sides[a.direction] === undefined ? 2 : sides[a.direction]) -
+        (sides[b.direction] === undefined ? 2 : sides[b.direction]);
+    }).forEach(function (body) { renderBody(body, holder); });
   };
 
   function renderBody(body, parent) {

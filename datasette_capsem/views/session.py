@@ -36,10 +36,12 @@ def _overview_data(opened: Opened, offset: int, size: int):
     schema = opened.schema
 
     def read(conn) -> dict[str, Any]:
+        traces = overview.traces_page(conn, schema, offset, size)
+        overview.turn_previews(conn, schema, traces["traces"])
         return {
             "counts": overview.table_counts(conn, schema),
             "providers": overview.providers(conn, schema),
-            "traces": overview.traces_page(conn, schema, offset, size),
+            "traces": traces,
             "ambient_traces": overview.ambient_traces(conn, schema),
             "mcp_rows": overview.legacy_mcp_rows(conn, schema),
             "stats": stats.session_stats(conn, schema),

@@ -18,7 +18,11 @@ from typing import Any
 
 from datasette_capsem import errors, redaction
 from datasette_capsem.graph.build import build_graph
-from datasette_capsem.graph.conversation import build_steps, load_conversation
+from datasette_capsem.graph.conversation import (
+    build_steps,
+    load_conversation,
+    load_turn_preview,
+)
 from datasette_capsem.graph.detail import load_node, parse_node_id
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
@@ -38,6 +42,7 @@ from datasette_capsem.views.opening import Opened, bad_value, open_session, url_
 log = logging.getLogger(__name__)
 
 FINDING_NODES = 12  # rows listed per finding on the page; the search finds the rest
+PANEL_MESSAGES = 40  # a model call's input messages in the detail panel (its last ones)
 
 
 def trace_summary(rows: TraceRows, waterfall: dict[str, Any]) -> dict[str, Any]:
@@ -144,8 +149,15 @@ async def page_facts(datasette, opened: Opened, rows: TraceRows) -> dict[str, An
     async def build() -> dict[str, Any]:
         graph = await cached_graph(datasette, opened, rows)
         waterfall = waterfall_rows(rows, opened.links)
+        calls = sorted(rows.model_calls, key=lambda r: (str(r.get("timestamp") or ""), r["id"]))
+        preview = {"request_preview": None, "response_preview": None}
+        if calls:
+            first, last = calls[0]["id"], calls[-1]["id"]
+            preview = await opened.db.execute_fn(
+                lambda conn: load_turn_preview(conn, opened.schema, first, last)
+            )
         return {
-            "trace": trace_summary(rows, waterfall),
+            "trace": {**trace_summary(rows, waterfall), **preview},
             "findings": graph["findings"],
             "notes": graph["notes"],
             "waterfall_unplaced": waterfall["unplaced"],
@@ -276,7 +288,85 @@ async def node_detail(datasette, request):
             body_links(links, str(body["event_id"]), body)
     detail["node"] = wanted
     detail["in_trace"] = detail.get("trace_id") in (None, trace_id)
+    if table == "model_calls":
+        detail["chat"] = await _call_chat(
+            datasette, opened, str(detail.get("trace_id") or ""), row_id
+        )
     return render.json_response(detail)
+
+
+async def _call_chat(datasette, opened: Opened, trace_id: str, row_id: int) -> dict | None:
+    """One model call read as chat for the detail panel: its request's messages by role (the
+    last `PANEL_MESSAGES`, with the system prompt), its reply, its model parameters, and its
+    step in the conversation of its trace (a link). The same reading as conversation.json
+    (graph/conversation.py), for one call."""
+    schema = opened.schema
+    calls = await opened.db.execute_fn(lambda conn: load_conversation(conn, schema, [row_id]))
+    if not calls:
+        return None
+    step = build_steps(calls)[0]
+    links, rows = opened.links, None
+    if trace_id and not bad_value(trace_id, "trace id"):
+        try:
+            rows = await load_rows(datasette, opened, trace_id)
+        except errors.CapsemError:
+            rows = None
+    messages = step["messages"]
+    system = [m for m in messages if m["role"] == "system"]
+    rest = [m for m in messages if m["role"] != "system"]
+    shown = system + rest[-PANEL_MESSAGES:]
+    for part in shown + step["reply"]:
+        part.pop("new", None)
+        part.pop("rewrites", None)
+    chat = {
+        "format": step["format"],
+        "parameters": step["parameters"],
+        "messages": shown,
+        "earlier": len(rest) - len(rest[-PANEL_MESSAGES:]),
+        "reply": step["reply"],
+        "request": step["request"],
+        "response": step["response"],
+        "stop_reason": step["stop_reason"] or step["reply_stop"],
+        "href": links.row("model_calls", row_id),
+    }
+    _link_parts([chat], links, rows)
+    if rows is not None:
+        order = sorted(rows.model_calls, key=lambda r: (str(r.get("timestamp") or ""), r["id"]))
+        ids = [r["id"] for r in order]
+        if row_id in ids:
+            if is_ambient(trace_id):
+                chat["step"] = 1
+                page = links.exchange(trace_id, row_id)
+            else:
+                chat["step"] = ids.index(row_id) + 1
+                page = links.trace(trace_id)
+            chat["conversation"] = f"{page}#conversation-step-{chat['step']}"
+    return chat
+
+
+def _link_parts(steps: list[dict], links, rows: TraceRows | None) -> None:
+    """Link each tool call and result of `steps` to its row (a call id in a body names a
+    tool_calls row and a tool_responses row of the trace)."""
+    rows_of: dict[str, dict[str, Any]] = {
+        kind: {str(r["call_id"]): r["id"] for r in table if r.get("call_id") is not None}
+        for kind, table in (
+            ("tool_calls", rows.tool_calls if rows else []),
+            ("tool_responses", rows.tool_responses if rows else []),
+        )
+    }
+    for step in steps:
+        for part in step["messages"] + step["reply"]:
+            table = {"tool_call": "tool_calls", "tool_result": "tool_responses"}.get(part["type"])
+            row_id = rows_of[table].get(part.get("call_id")) if table else None
+            if row_id is not None:
+                part["row"] = f"{table}:{row_id}"
+                part["href"] = links.row(table, row_id)
+        for side in (step["request"], step["response"]):
+            if side.get("blob_id") is not None:
+                side["page"] = links.body(str(side["event_id"]), side["blob_id"])
+                side["href"] = links.body(str(side["event_id"]), side["blob_id"], ".json")
+            elif side.get("source") and step.get("href"):
+                side["page"] = step["href"]
 
 
 def _history_step(request, model_calls: int) -> int | None:
@@ -304,33 +394,13 @@ async def conversation(
     calls = await opened.db.execute_fn(lambda conn: load_conversation(conn, schema, ids))
     steps = build_steps(calls, history=history is not None)
     links = opened.links
-    # A call id in a body names a tool_calls row (the call) and a tool_responses row (its
-    # result) of this trace: link each message to its row.
-    rows_of = {
-        kind: {str(r["call_id"]): r["id"] for r in table if r.get("call_id") is not None}
-        for kind, table in (
-            ("tool_calls", rows.tool_calls),
-            ("tool_responses", rows.tool_responses),
-        )
-    }
     if history is not None:
         steps = steps[-1:]
         steps[0]["messages"], steps[0]["reply"] = steps[0].pop("history"), []
     for step in steps:
         step.pop("history", None)
         step["href"] = links.row("model_calls", step["model_call_id"])
-        for part in step["messages"] + step["reply"]:
-            table = {"tool_call": "tool_calls", "tool_result": "tool_responses"}.get(part["type"])
-            row_id = rows_of[table].get(part.get("call_id")) if table else None
-            if row_id is not None:
-                part["row"] = f"{table}:{row_id}"
-                part["href"] = links.row(table, row_id)
-        for side in (step["request"], step["response"]):
-            if side.get("blob_id") is not None:
-                side["page"] = links.body(str(side["event_id"]), side["blob_id"])
-                side["href"] = links.body(str(side["event_id"]), side["blob_id"], ".json")
-            elif side.get("source"):
-                side["page"] = step["href"]
+    _link_parts(steps, links, rows)
     return {
         "session_id": opened.session.id,
         "trace_id": rows.trace_id,

@@ -1,5 +1,6 @@
 -- One page of a session's turns, newest first: what Capsem's planned trace viewer listed
--- (spec §8.3): start, duration, model calls, tool calls, tokens, cost, final stop_reason.
+-- (spec §8.3): start, duration, model calls, tool calls, tokens, cost, final stop_reason,
+-- and its first and last model calls (what was asked, how the reply began).
 -- A UUID trace is one turn. The 16-hex ambient trace (spec §4.4; graph/exchanges.py) is not:
 -- each of its model calls is listed as an exchange of its own (`exchange` = its model call id).
 WITH keyed AS (
@@ -35,6 +36,12 @@ SELECT t.trace_id, t.exchange, t.start, t.model_calls, t.input_tokens, t.output_
                                        AND m.exchange IS t.exchange)) AS tool_calls,
        (SELECT m.stop_reason FROM keyed AS m
          WHERE m.trace_id = t.trace_id AND m.exchange IS t.exchange
-         ORDER BY m.timestamp DESC, m.id DESC LIMIT 1) AS final_stop_reason
+         ORDER BY m.timestamp DESC, m.id DESC LIMIT 1) AS final_stop_reason,
+       (SELECT m.id FROM keyed AS m
+         WHERE m.trace_id = t.trace_id AND m.exchange IS t.exchange
+         ORDER BY m.timestamp, m.id LIMIT 1) AS first_call_id,
+       (SELECT m.id FROM keyed AS m
+         WHERE m.trace_id = t.trace_id AND m.exchange IS t.exchange
+         ORDER BY m.timestamp DESC, m.id DESC LIMIT 1) AS last_call_id
 FROM traces AS t
 ORDER BY t.start DESC, t.trace_id, t.exchange
