@@ -25,7 +25,7 @@ from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int, clip
 from datasette_capsem.ledger.schema import LedgerSchema
 
-ARGUMENT_CHARS = 400  # arguments shown per call; the hash covers them whole
+ARGUMENT_CHARS = 2000  # arguments shown per call (as indented JSON); the hash covers them whole
 
 
 def load_arguments(conn: sqlite3.Connection, schema: LedgerSchema, ids: list[int]) -> dict:
@@ -53,6 +53,19 @@ def argument_hash(arguments: Any) -> str | None:
     with contextlib.suppress(ValueError, RecursionError):
         text = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def argument_text(arguments: Any) -> str | None:
+    """The arguments as a reader sees them: indented JSON when they are JSON (text that is
+    not JSON, as it is), cut at ARGUMENT_CHARS."""
+    if arguments is None:
+        return None
+    if isinstance(arguments, bytes):
+        arguments = arguments.decode("utf-8", "replace")
+    text = str(arguments)
+    with contextlib.suppress(ValueError, RecursionError):
+        text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    return clip(text, ARGUMENT_CHARS)
 
 
 def _order(row: dict[str, Any]) -> tuple:
@@ -87,7 +100,7 @@ def turn_steps(rows: TraceRows, arguments: dict[int, Any]) -> dict[str, Any]:
                 "tool_call": f"tool_calls:{tool['id']}",
                 "tool_call_id": tool["id"],
                 "name": tool.get("tool_name"),
-                "arguments": clip(full, ARGUMENT_CHARS) if full is not None else None,
+                "arguments": argument_text(full),
                 "arguments_hash": argument_hash(full),
                 "status": tool.get("status"),
                 "outcome": outcome,

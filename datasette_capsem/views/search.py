@@ -258,17 +258,8 @@ async def search_page(datasette, request):
     if any(c.isspace() for c in value) or int(request.args.get("_next") or 0):
         # Ids have no spaces, and the id part is shown on the first page only.
         return await render.page(datasette, request, "search.html", context)
-    state = get_state(datasette)
-    hits, covered, index_problem = await _index_hits(datasette, value)
-    catalog = state.catalog.snapshot()
-    sessions = catalog.sessions
-    if index_problem is None:
-        uncovered = state.index.uncovered_ledgers(catalog)
-    else:
-        uncovered = [(s.id, s.ledger_path) for s in sessions.values() if s.has_ledger]
-    scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
-    found = _dedupe([{**h, "value": value} for h in hits + scanned])
-    found = await _visible(datasette, request, found, sessions)
+    found, covered, index_problem, report = await id_hits(datasette, request, value)
+    sessions = get_state(datasette).catalog.snapshot().sessions
     matches = await _visible(
         datasette,
         request,
@@ -283,6 +274,23 @@ async def search_page(datasette, request):
         scan=report.to_dict(),
     )
     return await render.page(datasette, request, "search.html", context)
+
+
+async def id_hits(datasette, request, value: str) -> tuple[list[dict], int, str | None, ScanReport]:
+    """Where an id occurs, in the sessions the actor may view: the index's rows and a scan of
+    the ledgers it does not cover (deduplicated); how many sessions the index covers, why it
+    was not used, and what the scan covered."""
+    state = get_state(datasette)
+    hits, covered, index_problem = await _index_hits(datasette, value)
+    catalog = state.catalog.snapshot()
+    sessions = catalog.sessions
+    if index_problem is None:
+        uncovered = state.index.uncovered_ledgers(catalog)
+    else:
+        uncovered = [(s.id, s.ledger_path) for s in sessions.values() if s.has_ledger]
+    scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
+    found = _dedupe([{**h, "value": value} for h in hits + scanned])
+    return await _visible(datasette, request, found, sessions), covered, index_problem, report
 
 
 def _scan(ledgers, value: str, cache_dir) -> tuple[list[dict], ScanReport]:
