@@ -250,8 +250,9 @@ async def test_one_turn_offers_the_others_of_its_session_and_other_sessions(
     assert f'value="{given}"' in page.text  # the a box is filled
     assert "compare with" in page.text and a[0]["id"] in page.text
     assert 'class="capsem-compare-sessions"' in page.text  # the newest other sessions
+    assert "[redacted" not in page.text  # no link the credential masker would take for a token
     other = await datasette.client.get(
-        "/-/capsem/compare?" + urlencode({"a": given, "session": b[0]["id"]})
+        "/-/capsem/compare?" + urlencode({"a": given, "other": b[0]["id"]})
     )
     assert other.status_code == 200
     assert urlencode({"a": given, "b": f"{b[0]['id']}:{b[1]}"}) in other.text.replace("&amp;", "&")
@@ -300,8 +301,6 @@ async def test_arguments_are_indented_json_masked_for_a_viewer(datasette, compar
     assert PLANTED not in page.text and "[redacted:" in page.text
     assert "sha256:" in page.text  # the hash stays, as the tooltip
     assert ".0</td>" not in page.text  # integral floats are shown as integers
-    data = (
-        await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))
-    ).json()
+    data = (await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))).json()
     changed = data["tools"][1]["b"]["arguments"]
     assert changed.startswith("{\n  ") and PLANTED not in changed

@@ -394,3 +394,69 @@ async def test_hide_free_text_limits_text_search_to_non_free_text_kinds(planted)
     assert data["text"]["restricted"] is True
     assert {h["kind"] for h in data["text"]["hits"]} <= {"file", "http", "dns", "security"}
     assert "plantedreply" not in json.dumps(data["text"]["hits"])
+
+
+# -- hits grouped by session, and the list filtered to them (issue 28 point 6) ----------
+
+
+async def test_hits_are_grouped_by_session_with_counts(indexed):
+    """Every hit of a query, counted per session, equals the grouping the page shows; the
+    sessions are the distinct sessions of the hits, most hits first."""
+    everything, offset = [], 0
+    while True:
+        page = await text(indexed, "api* OR let", _size=200, _next=offset)
+        everything += page["text"]["hits"]
+        if page["text"]["next"] is None:
+            break
+        offset += 200
+    expected: dict[str, int] = {}
+    for hit in everything:
+        expected[hit["session_id"]] = expected.get(hit["session_id"], 0) + 1
+    grouped = page["text"]["sessions"]
+    assert {g["session_id"]: g["hits"] for g in grouped} == expected
+    assert page["text"]["session_count"] == len(expected) > 1
+    assert [g["hits"] for g in grouped] == sorted((g["hits"] for g in grouped), reverse=True)
+    for g in grouped[:3]:  # each links its session, and its hits only
+        assert (await indexed.client.get(g["session_href"])).status_code == 200
+        narrowed = f"/-/capsem/search.json?{page['text']['narrowing']}&within={g['session_id']}"
+        only = await indexed.client.get(narrowed)
+        assert {h["session_id"] for h in only.json()["text"]["hits"]} == {g["session_id"]}
+
+
+async def test_the_json_next_page_is_json(indexed):
+    data = await text(indexed, "api* OR let", _size=5)
+    assert data["text"]["next"].startswith("/-/capsem/search.json?")
+    following = await indexed.client.get(data["text"]["next"])
+    assert following.status_code == 200 and following.json()["text"]["offset"] == 5
+    html = (await indexed.client.get("/-/capsem/search?q=api*+OR+let&_size=5")).text
+    assert 'href="/-/capsem/search?q=api' in html  # the page's next page is a page
+
+
+async def test_show_these_sessions_in_the_list(indexed):
+    data = await text(indexed, "api* OR let", kind="dns")
+    grouped = {g["session_id"] for g in data["text"]["sessions"]}
+    assert grouped
+    listed = await indexed.client.get(
+        data["text"]["list_href"].replace("/-/capsem?", "/-/capsem/sessions.json?")
+        + "&all=1"
+        + "&_size=1000"
+    )
+    assert listed.status_code == 200, listed.text[:300]
+    assert {s["id"] for s in listed.json()["sessions"]} == grouped
+    assert listed.json()["filters"]["matching"] == "api* OR let"
+    page = await indexed.client.get(data["text"]["list_href"])
+    assert "Only the sessions with full-text hits" in page.text
+    hits_page = await indexed.client.get("/-/capsem/search?q=api*+OR+let&kind=dns")
+    assert "Show these" in hits_page.text and "[redacted" not in hits_page.text
+    bad = await indexed.client.get('/-/capsem/sessions.json?matching="unclosed')
+    assert bad.status_code == 400 and bad.json()["error"] == "Bad text filter"
+
+
+async def test_the_list_box_and_the_search_box_are_told_apart(indexed):
+    html = (await indexed.client.get("/")).text
+    assert "Find in every session's text" in html and "Filter the list by id or name" in html
+    empty = (await indexed.client.get("/-/capsem?q=migrat")).text
+    assert "0 of" in empty
+    assert 'href="/-/capsem/search?q=migrat"' in empty  # the hint to search the text
+    found = (await indexed.client.get("/-/capsem/search.json?q=migrat*")).json()
+    assert found["text"]["total"] > 0

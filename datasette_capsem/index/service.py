@@ -488,6 +488,22 @@ class IndexService:
                 return fts.TextResult()
             return fts.search(conn, query, filters, limit=limit, offset=offset)
 
+    def text_sessions(
+        self, query: str, filters: fts.TextFilters | None = None
+    ) -> fts.SessionCounts:
+        """The sessions full-text hits are in, with their hit counts (most first); a session
+        filter naming an alias id searches its owner's file, as `search_text` does."""
+        filters = filters or fts.TextFilters()
+        if filters.sessions:
+            aliases = self.snapshot().aliases
+            owners = tuple(dict.fromkeys(aliases.get(s, s) for s in filters.sessions))
+            filters = replace(filters, sessions=owners)
+        with store.reading(self.path) as conn:
+            if conn is None:
+                fts.to_fts(query)  # a bad query is still a bad query
+                return fts.SessionCounts()
+            return fts.session_counts(conn, query, filters)
+
     def findings(self) -> list[dict[str, Any]]:
         """Each finding kind of the stored quick-check verdicts, most severe and widest first:
         {kind, severity, title, sessions, rows, hits: [{session_id, ..., rows, tables}]},

@@ -5,7 +5,7 @@ id, whose session is looked up where the id occurs (the index, and a scan of the
 does not cover; several sessions carrying it is a 409 naming them). The session page's turn
 list sends the turns it ticked as `turn=…&turn=…`. Without two turns the page is a form: two
 boxes, and with one turn given a chooser of the other turns of its session or of another
-session (`session=ID_OR_NAME`); the JSON still answers 400 (it is a comparison or nothing).
+session (`other=ID_OR_NAME`; not `session=`, which the credential masker reads as a token); the JSON still answers 400 (it is a comparison or nothing).
 
 Both sessions are opened (the actor's right to view each is checked, and a session the actor
 may not view answers exactly as an unknown one) before any trace is read; what is compared is
@@ -209,7 +209,7 @@ async def _form(datasette, request, a: str | None, b: str | None, extra: int):
         for turn in this["turns"]:
             turn["compare"] = urls.compare(value, turn["value"])
         context["this"] = this
-        chosen = request.args.get("session") or None
+        chosen = request.args.get("other") or None
         if chosen and chosen != session_id:
             other = await _turns_of(datasette, request, chosen, skip=None)
             for turn in other["turns"]:
@@ -219,7 +219,7 @@ async def _form(datasette, request, a: str | None, b: str | None, extra: int):
         context["sessions"] = [
             {
                 **s,
-                "href": urls.plugin("/compare") + "?" + urlencode({"a": value, "session": s["id"]}),
+                "href": urls.plugin("/compare") + "?" + urlencode({"a": value, "other": s["id"]}),
             }
             for s in await _other_sessions(datasette, request, session_id)
         ]
