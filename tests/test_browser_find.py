@@ -67,3 +67,28 @@ async def test_an_empty_list_filter_leads_to_the_text_search(browser, capsem_hom
         assert await page.locator(".capsem-text-hits tbody tr").count() > 0
         assert not problems, problems
         await page.close()
+
+
+async def test_cost_by_model_from_the_home_page(browser, capsem_home, indexed_cache):
+    with live_server(capsem_home, indexed_cache, index_refresh_seconds=0) as base:
+        page, problems = await open_page(browser, base + "/")
+        await page.set_viewport_size({"width": 1300, "height": 900})
+        box = page.locator(".capsem-cost-box")
+        said = await box.inner_text()
+        assert "recorded cost" in said and "By model:" in said
+        await page.screenshot(path=str(screenshot_dir() / "home-cost-box.png"), full_page=False)
+        await box.get_by_role("link", name="Cost by model, with totals").click()
+        await settle(page)
+        assert await page.locator("h1").inner_text() == "Cost by model across sessions"
+        models = page.locator(".capsem-costs tbody tr")
+        assert await models.count() >= 2
+        total = await page.locator(".capsem-costs tfoot tr").inner_text()
+        assert total.startswith("Total, every model")
+        # The box's figure is the total row's, to the cent.
+        assert (
+            said.split()[0]
+            == "$" + f"{float(total.split('$')[1].split()[0].replace(',', '')):,.2f}"
+        )
+        await page.screenshot(path=str(screenshot_dir() / "costs.png"), full_page=True)
+        assert not problems, problems
+        await page.close()

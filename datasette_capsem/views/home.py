@@ -19,7 +19,7 @@ from datasette_capsem.index import charts, filters, fts
 from datasette_capsem.index.listing import FIGURES, SORTABLE
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
-from datasette_capsem.views import render
+from datasette_capsem.views import costs, render
 from datasette_capsem.views.search import text_kinds
 
 # (column, heading) of the page's table; figures carry their source.
@@ -100,6 +100,18 @@ async def _text_sessions(state, query: filters.ListQuery) -> frozenset[str]:
     except fts.QuerySyntaxError as problem:
         raise errors.bad_parameter("Bad text filter", str(problem)) from problem
     return frozenset(row["session_id"] for row in counts.sessions)
+
+
+async def _cost_summary(state, built) -> dict[str, Any]:
+    """The box of total cost and cost by model (every indexed session, not the filters'),
+    read once per list build (a catalog or index change makes a new one)."""
+    found = built.rendered.get(("costs",))
+    if found is None:
+        found = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: costs.home_summary(state.index.path)
+        )
+        built.remember(("costs",), found)
+    return found
 
 
 async def _rows_html(datasette, built, query: filters.ListQuery, shown: list[dict]) -> Markup:
@@ -225,6 +237,7 @@ async def home(datasette, request):
         if await permissions.can_view_database(datasette, request.actor, name)
     ]
     page_context["rows_html"] = await _rows_html(datasette, built, query, shown)
+    page_context["costs"] = render.redacted(await _cost_summary(state, built))
     html = await datasette.render_template(
         f"{render.TEMPLATE_DIR}/home.html", page_context, request=request
     )
