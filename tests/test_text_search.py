@@ -394,6 +394,16 @@ async def test_hide_free_text_limits_text_search_to_non_free_text_kinds(planted)
     assert data["text"]["restricted"] is True
     assert {h["kind"] for h in data["text"]["hits"]} <= {"file", "http", "dns", "security"}
     assert "plantedreply" not in json.dumps(data["text"]["hits"])
+    # The grouping and the list's `matching` filter search the same kinds: a reply's words
+    # find no session for this reader.
+    replies = await text(datasette, "plantedreply", _size=200)
+    assert replies["text"]["sessions"] == [] and replies["text"]["session_count"] == 0
+    listed = await datasette.client.get("/-/capsem/sessions.json?matching=plantedreply&all=1")
+    assert listed.status_code == 200 and listed.json()["sessions"] == []
+    open_reader = await make_datasette(home, root / "cache-open", index_refresh_seconds=0)
+    get_state(open_reader).index.refresh()
+    seen = await open_reader.client.get("/-/capsem/sessions.json?matching=plantedreply&all=1")
+    assert seen.json()["sessions"]  # the same words find it where free text is not hidden
 
 
 # -- hits grouped by session, and the list filtered to them (issue 28 point 6) ----------
