@@ -179,15 +179,19 @@ async def test_prefix_queries_links_and_session_names(indexed, manifest):
     assert "co-work-1" in html and "<mark>" in html
 
 
-async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
-    everything = []
-    offset = 0
+async def every_hit(datasette, q: str) -> tuple[list[dict], dict]:
+    """Every hit of `q`, page by page (200 a page), and the last page's answer."""
+    everything, offset = [], 0
     while True:
-        page = await text(indexed, "api* OR let", _size=200, _next=offset)
+        page = await text(datasette, q, _size=200, _next=offset)
         everything += page["text"]["hits"]
         if page["text"]["next"] is None:
-            break
+            return everything, page
         offset += 200
+
+
+async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
+    everything, page = await every_hit(indexed, "api* OR let")
     assert len(everything) == page["text"]["total"] > 200
     assert len({h["doc_id"] for h in everything}) == len(everything)
     reply = next(h for h in everything if h["provider"] and h["model"])
@@ -412,13 +416,7 @@ async def test_hide_free_text_limits_text_search_to_non_free_text_kinds(planted)
 async def test_hits_are_grouped_by_session_with_counts(indexed):
     """Every hit of a query, counted per session, equals the grouping the page shows; the
     sessions are the distinct sessions of the hits, most hits first."""
-    everything, offset = [], 0
-    while True:
-        page = await text(indexed, "api* OR let", _size=200, _next=offset)
-        everything += page["text"]["hits"]
-        if page["text"]["next"] is None:
-            break
-        offset += 200
+    everything, page = await every_hit(indexed, "api* OR let")
     expected: dict[str, int] = {}
     for hit in everything:
         expected[hit["session_id"]] = expected.get(hit["session_id"], 0) + 1

@@ -43,29 +43,31 @@ def load_arguments(conn: sqlite3.Connection, schema: LedgerSchema, ids: list[int
     return {row["id"]: row.get("arguments") for row in rows}
 
 
-def argument_hash(arguments: Any) -> str | None:
-    """sha256 of the arguments as canonical JSON (text that is not JSON, as it is)."""
+def _as_json(arguments: Any, **dumps) -> str | None:
+    """The arguments as JSON written with `dumps` options (text that is not JSON, as it is)."""
     if arguments is None:
         return None
     if isinstance(arguments, bytes):
         arguments = arguments.decode("utf-8", "replace")
     text = str(arguments)
     with contextlib.suppress(ValueError, RecursionError):
-        text = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(json.loads(text), **dumps)
+    return text
+
+
+def argument_hash(arguments: Any) -> str | None:
+    """sha256 of the arguments as canonical JSON (text that is not JSON, as it is)."""
+    text = _as_json(arguments, sort_keys=True, separators=(",", ":"))
+    if text is None:
+        return None
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def argument_text(arguments: Any) -> str | None:
     """The arguments as a reader sees them: indented JSON when they are JSON (text that is
     not JSON, as it is), cut at ARGUMENT_CHARS."""
-    if arguments is None:
-        return None
-    if isinstance(arguments, bytes):
-        arguments = arguments.decode("utf-8", "replace")
-    text = str(arguments)
-    with contextlib.suppress(ValueError, RecursionError):
-        text = json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    return clip(text, ARGUMENT_CHARS)
+    text = _as_json(arguments, indent=2, ensure_ascii=False)
+    return None if text is None else clip(text, ARGUMENT_CHARS)
 
 
 def _order(row: dict[str, Any]) -> tuple:
