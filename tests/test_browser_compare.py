@@ -52,6 +52,9 @@ async def test_compare_starts_from_the_session_page(browser, compare_home, tmp_p
         assert await boxes.count() >= 2
         await boxes.nth(0).check()
         await boxes.nth(1).check()
+        await page.set_viewport_size({"width": 1300, "height": 900})
+        await page.locator("#traces").scroll_into_view_if_needed()
+        await page.screenshot(path=str(screenshot_dir() / "session-turns-compare.png"))
         await page.get_by_role("button", name="Compare the two ticked turns").click()
         await settle(page)
         assert "/-/capsem/compare" in page.url
