@@ -20,6 +20,9 @@ from tests.trace_support import clean_current
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
+# A credential in turn b's changed arguments: shown masked to a reader without view_secrets.
+PLANTED = "ghp_" + "Z9x8Y7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
 
 def url(a: str | None, b: str | None, suffix: str = ".json") -> str:
     params = {k: v for k, v in (("a", a), ("b", b)) if v is not None}
@@ -62,7 +65,7 @@ def compare_home(capsem_home, manifest, tmp_path_factory):
             if index < len(a[2]):
                 name, arguments = a[2][index][1], a[2][index][2]
                 if index == 1:
-                    arguments = json.dumps({"changed": True})
+                    arguments = json.dumps({"changed": True, "token": PLANTED})
                 conn.execute(
                     "UPDATE tool_calls SET tool_name = ?, arguments = ? WHERE id = ?",
                     (name, arguments, row_id),
@@ -71,6 +74,18 @@ def compare_home(capsem_home, manifest, tmp_path_factory):
     finally:
         conn.close()
     private = next(t for t in turns if t[0]["id"] not in (a[0]["id"], b[0]["id"]))
+    # A fourth session carries a's trace id on one model call: a bare `a` trace id is ambiguous.
+    twin = next(t for t in turns if t[0]["id"] not in (a[0]["id"], b[0]["id"], private[0]["id"]))
+    conn = sqlite3.connect(home / twin[0]["ledger"])
+    try:
+        conn.execute(
+            "UPDATE model_calls SET trace_id = ? WHERE id = (SELECT MIN(id) FROM model_calls "
+            "WHERE trace_id = ?)",
+            (a[1], twin[1]),
+        )
+        conn.commit()
+    finally:
+        conn.close()
     return home, a, b, private
 
 
@@ -140,7 +155,9 @@ async def test_the_first_divergence_is_the_changed_arguments(datasette, compare_
     rows = data["tools"]
     assert rows[0]["status"] == "same"
     assert rows[1]["status"] == "changed" and rows[1]["why"] == "arguments differ"
-    assert rows[1]["b"]["arguments_hash"] == argument_hash('{"changed": true}')
+    assert rows[1]["b"]["arguments_hash"] == argument_hash(
+        json.dumps({"changed": True, "token": PLANTED})
+    )
     assert data["diverged"]["at"] == "tool_call" and data["diverged"]["index"] == 1
     assert not data["identical"]
     shared = min(len(a[2]), len(b[2]))
@@ -171,9 +188,6 @@ async def test_alignment_of_tool_sequences():
 @pytest.mark.parametrize(
     "a, b, status, title",
     [
-        (None, "x:y", 400, "Missing a"),
-        ("x:y", None, 400, "Missing b"),
-        ("nocolon", "x:y", 400, "Bad a"),
         ("x:", "x:y", 400, "Bad a"),
         (":t", "x:y", 400, "Bad a"),
         ("x" * 300 + ":t", "x:y", 400, "Bad a"),
@@ -210,3 +224,83 @@ async def test_a_session_the_actor_may_not_view_is_unknown(datasette, compare_ho
         url(mine, f"{private[0]['id']}:{private[1]}"), cookies=actor_cookies(datasette, "alice")
     )
     assert allowed.status_code == 200
+
+
+@pytest.mark.parametrize("a, b, title", [(None, "x:y", "Missing a"), ("x:y", None, "Missing b")])
+async def test_the_json_without_two_turns_is_a_400(datasette, a, b, title):
+    """The JSON is a comparison or nothing; the page is a form (below)."""
+    response = await datasette.client.get(url(a, b))
+    assert response.status_code == 400 and response.json()["error"] == title
+
+
+async def test_compare_alone_is_a_form(datasette):
+    response = await datasette.client.get("/-/capsem/compare")
+    assert response.status_code == 200
+    assert 'name="a"' in response.text and 'name="b"' in response.text
+    assert "<h1>Compare two turns</h1>" in response.text
+
+
+async def test_one_turn_offers_the_others_of_its_session_and_other_sessions(
+    datasette, compare_home
+):
+    _, a, b, _ = compare_home
+    given = f"{a[0]['id']}:{a[1]}"
+    page = await datasette.client.get(url(given, None, ""))
+    assert page.status_code == 200
+    assert f'value="{given}"' in page.text  # the a box is filled
+    assert "compare with" in page.text and a[0]["id"] in page.text
+    assert 'class="capsem-compare-sessions"' in page.text  # the newest other sessions
+    assert "[redacted" not in page.text  # no link the credential masker would take for a token
+    other = await datasette.client.get(
+        "/-/capsem/compare?" + urlencode({"a": given, "other": b[0]["id"]})
+    )
+    assert other.status_code == 200
+    assert urlencode({"a": given, "b": f"{b[0]['id']}:{b[1]}"}) in other.text.replace("&amp;", "&")
+
+
+async def test_turns_ticked_on_the_session_page_are_compared(datasette, compare_home):
+    _, a, b, _ = compare_home
+    pair = [("turn", f"{a[0]['id']}:{a[1]}"), ("turn", f"{b[0]['id']}:{b[1]}")]
+    data = (await datasette.client.get("/-/capsem/compare.json?" + urlencode(pair))).json()
+    assert (data["a"]["trace_id"], data["b"]["trace_id"]) == (a[1], b[1])
+    three = await datasette.client.get("/-/capsem/compare?" + urlencode([*pair, pair[0]]))
+    assert three.status_code == 400 and "Too many turns" in three.text
+
+
+async def test_two_bare_trace_ids_find_their_sessions(datasette, compare_home):
+    _, a, b, _ = compare_home
+    data = (await datasette.client.get(url(b[1], b[1]))).json()
+    assert data["a"]["session_id"] == data["b"]["session_id"] == b[0]["id"]
+    assert data["identical"]
+    mixed = (await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", b[1]))).json()
+    assert mixed["b"]["session_id"] == b[0]["id"] and mixed["a"]["trace_id"] == a[1]
+
+
+async def test_an_ambiguous_bare_trace_id_names_the_candidates(datasette, compare_home):
+    _, a, b, _ = compare_home
+    response = await datasette.client.get(url(a[1], b[1]))
+    assert response.status_code == 409
+    data = response.json()
+    assert data["error"] == "Ambiguous trace id"
+    candidates = [s["id"] for s in data["suggestions"]]
+    assert f"{a[0]['id']}:{a[1]}" in candidates and len(candidates) == 2
+    assert a[0]["id"] in data["message"]
+    html = await datasette.client.get(url(a[1], b[1], ""))
+    assert html.status_code == 409 and "give it as SESSION_ID:TRACE_ID" in html.text
+
+
+async def test_an_unknown_bare_trace_id_is_a_404(datasette):
+    response = await datasette.client.get(url("no-such-trace", "no-such-trace"))
+    assert response.status_code == 404 and response.json()["error"] == "Unknown trace"
+
+
+async def test_arguments_are_indented_json_masked_for_a_viewer(datasette, compare_home):
+    _, a, b, _ = compare_home
+    page = await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}", ""))
+    assert "&#34;changed&#34;: true" in page.text or "&quot;changed&quot;: true" in page.text
+    assert PLANTED not in page.text and "[redacted:" in page.text
+    assert "sha256:" in page.text  # the hash stays, as the tooltip
+    assert ".0</td>" not in page.text  # integral floats are shown as integers
+    data = (await datasette.client.get(url(f"{a[0]['id']}:{a[1]}", f"{b[0]['id']}:{b[1]}"))).json()
+    changed = data["tools"][1]["b"]["arguments"]
+    assert changed.startswith("{\n  ") and PLANTED not in changed

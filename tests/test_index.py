@@ -308,8 +308,23 @@ async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_pat
     want_cost = sum(f["cost_usd"] for f in per_file.values())
     for name in ("tokens_cost_by_provider", "tokens_cost_by_day"):
         found = await rows(name, "&since=&until=" if name.endswith("day") else "")
+        found = [r for r in found if r.get("row_kind") != "total"]
         assert sum(r["calls"] for r in found) == want_calls, name
         assert sum(r["input_tokens"] for r in found) == want_tokens, name
+    # The canned query's last row is the total over every model, and the cost page agrees.
+    by_model = await rows("tokens_cost_by_provider")
+    assert [r["row_kind"] for r in by_model] == ["model"] * (len(by_model) - 1) + ["total"]
+    total = by_model[-1]
+    assert (total["calls"], total["input_tokens"]) == (want_calls, want_tokens)
+    assert total["cost_usd"] == pytest.approx(want_cost, abs=1e-4)
+    assert total["sessions"] == len({s for s, f in per_file.items() if f["model_calls"]})
+    costs = (await datasette.client.get("/-/capsem/costs.json")).json()
+    assert costs["total"] == total and costs["models"] == by_model[:-1]
+    page = (await datasette.client.get("/-/capsem/costs")).text
+    assert "Total, every model" in page and f"${total['cost_usd']:,.4f}" in page
+    home = (await datasette.client.get("/")).text
+    assert f"${total['cost_usd']:,.2f}</strong> recorded cost" in home
+    assert 'href="/-/capsem/costs"' in home
     by_cost = await rows("sessions_by_cost")
     assert sum(r["cost_usd"] or 0 for r in by_cost) == pytest.approx(want_cost, abs=1e-4)
     alias = session_in(manifest, has=("alias_of",))

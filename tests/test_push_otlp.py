@@ -6,6 +6,7 @@ session and new rows, credentials are masked unless --unmasked, bad input gets a
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -571,3 +572,47 @@ def test_each_labelled_home_pushes_its_spans_under_its_own_label(homes_dir, tmp_
             if s.name not in ROOT_NAMES
         }
         assert got == expected_rows(home, manifest, tmp_path / f"read-{label}")
+
+
+def test_a_legacy_session_and_its_compressed_twin_each_push_under_their_own_id(
+    clean_home, tmp_path
+):
+    """A 0.x session dir holding a gzip of another session's ledger (a copy: Capsem's vacuum
+    replaces a dir's session.db by its .gz, never writes a second dir) is another session by
+    its dir (spec §3.7, §1.3): its spans go under its own id, in traces of their own, and the
+    original's stay under the original's. Only a fork (recorded in the registry or main.db)
+    shares its parent's copied rows, sent once for the parent."""
+    source, manifest = clean_home
+    home = tmp_path / "home"
+    shutil.copytree(source, home, symlinks=True)
+    legacy = next(
+        s for s in manifest["sessions"] if s["kind"] == "legacy" and s["ledger"] and s["traces"]
+    )
+    twin_id = "20260402-080000-7a1b"
+    twin_dir = home / "sessions" / twin_id
+    twin_dir.mkdir()
+    with (
+        open(home / legacy["ledger"], "rb") as raw,
+        gzip.open(twin_dir / "session.db.gz", "wb") as packed,
+    ):
+        shutil.copyfileobj(raw, packed)
+    with Receiver() as receiver:
+        code, out, err = push(home, tmp_path / "cache", "--endpoint", receiver.url)
+        assert code == 0, out + err
+        assert_no_duplicates(receiver)
+        assert_span_ids_unique(receiver)
+        by_session: dict[str, set[str]] = {}
+        for span in receiver.spans:
+            if span.name in ROOT_NAMES:
+                sid = span.resource.get("session.id")
+                by_session.setdefault(sid, set()).add(span.attributes["capsem.trace_id"])
+        assert by_session.get(twin_id), "the twin's traces were not sent under its own id"
+        assert by_session[twin_id] == by_session[legacy["id"]]
+        otlp_ids = {
+            sid: {s.trace_id for s in receiver.spans if s.resource.get("session.id") == sid}
+            for sid in (twin_id, legacy["id"])
+        }
+        assert not otlp_ids[twin_id] & otlp_ids[legacy["id"]]  # traces of their own
+        sent = len(receiver.spans)
+        code, out, _ = push(home, tmp_path / "cache", "--endpoint", receiver.url)
+        assert code == 0 and len(receiver.spans) == sent  # a second push sends nothing

@@ -179,15 +179,19 @@ async def test_prefix_queries_links_and_session_names(indexed, manifest):
     assert "co-work-1" in html and "<mark>" in html
 
 
-async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
-    everything = []
-    offset = 0
+async def every_hit(datasette, q: str) -> tuple[list[dict], dict]:
+    """Every hit of `q`, page by page (200 a page), and the last page's answer."""
+    everything, offset = [], 0
     while True:
-        page = await text(indexed, "api* OR let", _size=200, _next=offset)
+        page = await text(datasette, q, _size=200, _next=offset)
         everything += page["text"]["hits"]
         if page["text"]["next"] is None:
-            break
+            return everything, page
         offset += 200
+
+
+async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
+    everything, page = await every_hit(indexed, "api* OR let")
     assert len(everything) == page["text"]["total"] > 200
     assert len({h["doc_id"] for h in everything}) == len(everything)
     reply = next(h for h in everything if h["provider"] and h["model"])
@@ -394,3 +398,73 @@ async def test_hide_free_text_limits_text_search_to_non_free_text_kinds(planted)
     assert data["text"]["restricted"] is True
     assert {h["kind"] for h in data["text"]["hits"]} <= {"file", "http", "dns", "security"}
     assert "plantedreply" not in json.dumps(data["text"]["hits"])
+    # The grouping and the list's `matching` filter search the same kinds: a reply's words
+    # find no session for this reader.
+    replies = await text(datasette, "plantedreply", _size=200)
+    assert replies["text"]["sessions"] == [] and replies["text"]["session_count"] == 0
+    listed = await datasette.client.get("/-/capsem/sessions.json?matching=plantedreply&all=1")
+    assert listed.status_code == 200 and listed.json()["sessions"] == []
+    open_reader = await make_datasette(home, root / "cache-open", index_refresh_seconds=0)
+    get_state(open_reader).index.refresh()
+    seen = await open_reader.client.get("/-/capsem/sessions.json?matching=plantedreply&all=1")
+    assert seen.json()["sessions"]  # the same words find it where free text is not hidden
+
+
+# -- hits grouped by session, and the list filtered to them (issue 28 point 6) ----------
+
+
+async def test_hits_are_grouped_by_session_with_counts(indexed):
+    """Every hit of a query, counted per session, equals the grouping the page shows; the
+    sessions are the distinct sessions of the hits, most hits first."""
+    everything, page = await every_hit(indexed, "api* OR let")
+    expected: dict[str, int] = {}
+    for hit in everything:
+        expected[hit["session_id"]] = expected.get(hit["session_id"], 0) + 1
+    grouped = page["text"]["sessions"]
+    assert {g["session_id"]: g["hits"] for g in grouped} == expected
+    assert page["text"]["session_count"] == len(expected) > 1
+    assert [g["hits"] for g in grouped] == sorted((g["hits"] for g in grouped), reverse=True)
+    for g in grouped[:3]:  # each links its session, and its hits only
+        assert (await indexed.client.get(g["session_href"])).status_code == 200
+        narrowed = f"/-/capsem/search.json?{page['text']['narrowing']}&within={g['session_id']}"
+        only = await indexed.client.get(narrowed)
+        assert {h["session_id"] for h in only.json()["text"]["hits"]} == {g["session_id"]}
+
+
+async def test_the_json_next_page_is_json(indexed):
+    data = await text(indexed, "api* OR let", _size=5)
+    assert data["text"]["next"].startswith("/-/capsem/search.json?")
+    following = await indexed.client.get(data["text"]["next"])
+    assert following.status_code == 200 and following.json()["text"]["offset"] == 5
+    html = (await indexed.client.get("/-/capsem/search?q=api*+OR+let&_size=5")).text
+    assert 'href="/-/capsem/search?q=api' in html  # the page's next page is a page
+
+
+async def test_show_these_sessions_in_the_list(indexed):
+    data = await text(indexed, "api* OR let", kind="dns")
+    grouped = {g["session_id"] for g in data["text"]["sessions"]}
+    assert grouped
+    listed = await indexed.client.get(
+        data["text"]["list_href"].replace("/-/capsem?", "/-/capsem/sessions.json?")
+        + "&all=1"
+        + "&_size=1000"
+    )
+    assert listed.status_code == 200, listed.text[:300]
+    assert {s["id"] for s in listed.json()["sessions"]} == grouped
+    assert listed.json()["filters"]["matching"] == "api* OR let"
+    page = await indexed.client.get(data["text"]["list_href"])
+    assert "Only the sessions with full-text hits" in page.text
+    hits_page = await indexed.client.get("/-/capsem/search?q=api*+OR+let&kind=dns")
+    assert "Show these" in hits_page.text and "[redacted" not in hits_page.text
+    bad = await indexed.client.get('/-/capsem/sessions.json?matching="unclosed')
+    assert bad.status_code == 400 and bad.json()["error"] == "Bad text filter"
+
+
+async def test_the_list_box_and_the_search_box_are_told_apart(indexed):
+    html = (await indexed.client.get("/")).text
+    assert "Find in every session's text" in html and "Filter the list by id or name" in html
+    empty = (await indexed.client.get("/-/capsem?q=let")).text
+    assert "0 of" in empty
+    assert 'href="/-/capsem/search?q=let"' in empty  # the hint to search the text
+    found = (await indexed.client.get("/-/capsem/search.json?q=let")).json()
+    assert found["text"]["total"] > 0

@@ -102,6 +102,18 @@ def write_sessions(
     return results
 
 
+def date_unrecorded_dirs(home: Path, specs: list[SessionSpec]) -> None:
+    """A session with no main.db row is dated by its dir's mtime (as Capsem's own listing
+    would): set it to the session's planned start, else every such session (the broken files,
+    a 1.1 VM) would be the newest of the home, stamped with the time it was generated."""
+    for spec in specs:
+        if spec.ledger and spec.status is None:
+            directory = (home / spec.ledger).parent
+            if directory.is_dir():
+                when = spec.start.timestamp()
+                os.utime(directory, (when, when))
+
+
 def generate_home(
     path: Path, options: GenerateOptions = DEFAULT_OPTIONS, progress: Progress | None = None
 ) -> dict[str, Any]:
@@ -116,6 +128,7 @@ def generate_home(
     specs = make_plan(options)
     total = sum(1 for s in specs if s.ledger and not s.alias_of) + 2
     results = write_sessions(path, specs, options, progress, total)
+    date_unrecorded_dirs(path, specs)
     main_defects, main_hostile = write_main_db(path, specs, results, options)
     registry_hostile = write_registry(
         path, specs, options.seed, hostile=options.hostile, broken=options.broken_registry

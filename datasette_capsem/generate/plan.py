@@ -473,9 +473,23 @@ def _with(shape: SessionShape, **changes) -> SessionShape:
     return replace(shape, **changes)
 
 
+def tour_on_top(specs: list[SessionSpec]) -> None:
+    """The README's tour sessions start after every other session, in the tour's order, so the
+    list (newest first) opens on them: the first thing the demo shows is what it is for. Only
+    their times move (rows are written from `start` later, and no random draw depends on it)."""
+    names = [name for name, _defects, _status in HEADLINE_SESSIONS]
+    tour = sorted((s for s in specs if s.name in names), key=lambda s: names.index(s.name))
+    if not tour:
+        return
+    latest = max(s.start for s in specs if s.name not in names)
+    for place, spec in enumerate(tour):
+        spec.start = latest + timedelta(hours=len(tour) - place)
+
+
 def make_plan(options: GenerateOptions) -> list[SessionSpec]:
     planner = Planner(options.seed)
     curated(planner, options)
     big(planner, options)
     bulk(planner, options)
+    tour_on_top(planner.specs)
     return planner.specs

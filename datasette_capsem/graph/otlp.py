@@ -93,17 +93,26 @@ def _times(row: dict[str, Any], duration_column: str | None) -> tuple[int | None
 class OtlpExporter:
     """Builds the spans of one trace."""
 
-    def __init__(self, rows: TraceRows, session_id: str, root: str = "capsem.turn"):
+    def __init__(
+        self, rows: TraceRows, session_id: str, root: str = "capsem.turn", scope: str | None = None
+    ):
         self.rows = rows
         self.session_id = session_id
+        self.scope = scope
         # An exchange of the ambient trace is a trace of its own in the exported data.
         key = rows.trace_id if rows.exchange is None else f"{rows.trace_id}:{rows.exchange}"
-        self.trace_hex = otlp_trace_id(key)
+        self.trace_hex = self.otlp_trace(key)
         self.root_id = self.span_id("trace")
         self.root_name = root
         self.spans: list[dict[str, Any]] = []
         self.events = self._security_events()
         self.consumed_at = self._consumption_times()
+
+    def otlp_trace(self, key: str) -> str:
+        """The OTLP trace id of a Capsem trace (key) in this export: `otlp_trace_id`, or with a
+        `scope` (a session id) one of that session's own, for a session that carries another
+        session's trace ids without being its fork (push/pusher.py)."""
+        return otlp_trace_id(key if self.scope is None else f"{self.scope}\x1f{key}")
 
     def span_id(self, *parts: Any) -> str:
         """A span id unique across traces: the same row in a forked session's copy of a
@@ -239,8 +248,8 @@ class OtlpExporter:
             span["attributes"] += attributes({"capsem.continues_trace_id": continued[0][0]})
             span["links"] = [
                 {
-                    "traceId": otlp_trace_id(trace),
-                    "spanId": span_id(otlp_trace_id(trace), "tool_calls", call_row),
+                    "traceId": self.otlp_trace(trace),
+                    "spanId": span_id(self.otlp_trace(trace), "tool_calls", call_row),
                     "attributes": attributes({"capsem.link": why}),
                 }
                 for trace, call_row, why in continued
@@ -400,21 +409,23 @@ def _host_error(spec: Span, row: dict[str, Any]) -> str | None:
     return None
 
 
-def export_trace(rows: TraceRows, session_id: str) -> dict[str, Any]:
+def export_trace(rows: TraceRows, session_id: str, scope: str | None = None) -> dict[str, Any]:
     """OTLP JSON (`resourceSpans`) of one trace. The ambient trace is not a turn (spec §4.4):
     each of its model calls is exported as a trace of its own (root `capsem.exchange`), and
-    its other rows as one `capsem.ambient` trace."""
+    its other rows as one `capsem.ambient` trace. `scope`: see `OtlpExporter.otlp_trace`."""
     if rows.exchange is not None:
-        return OtlpExporter(rows, session_id, root="capsem.exchange").export()
+        return OtlpExporter(rows, session_id, root="capsem.exchange", scope=scope).export()
     if not is_ambient(rows.trace_id):
-        return OtlpExporter(rows, session_id).export()
+        return OtlpExporter(rows, session_id, scope=scope).export()
     documents = [
-        OtlpExporter(exchange, session_id, root="capsem.exchange").export()
+        OtlpExporter(exchange, session_id, root="capsem.exchange", scope=scope).export()
         for exchange in split_exchanges(rows)
     ]
     rest = ambient_rest(rows)
     if not rest.empty:
-        documents.append(OtlpExporter(rest, session_id, root="capsem.ambient").export())
+        documents.append(
+            OtlpExporter(rest, session_id, root="capsem.ambient", scope=scope).export()
+        )
     return merge(documents)
 
 

@@ -3,7 +3,9 @@
 The flags of Capsem's `list_sessions.py` (spec §5.2) become parameters: `all`, `with_db`,
 `with_model`, `with_net`, `with_tools`, `min_cost`; plus `status`, `kind`, `home` (the label of
 a labelled home; repeatable or comma-separated), a created-at range
-(`since`, `until`), `q` over ids and names, Datasette's `_sort`/`_sort_desc`, `_size`, `_next`.
+(`since`, `until`), `q` over ids and names, `matching` (the sessions a full-text query's hits are
+in, as the search page groups them; `matching_kind` the kinds it searched), Datasette's
+`_sort`/`_sort_desc`, `_size`, `_next`.
 Every bad value is a `BadParameter` naming the parameter, answered with a 400.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from datasette_capsem.catalog.models import KINDS
 from datasette_capsem.index.listing import SORTABLE
+from datasette_capsem.index.text import KINDS as TEXT_KINDS
 
 TRUE_VALUES = ("", "1", "true", "on", "yes")
 FALSE_VALUES = ("0", "false", "off", "no")
@@ -45,6 +48,10 @@ class ListQuery:
     q: str | None = None
     findings: list[str] = field(default_factory=list)  # has_finding kinds
     homes: list[str] = field(default_factory=list)  # labels of labelled homes
+    text: str | None = None  # a full-text query: the sessions its hits are in
+    text_kinds: list[str] = field(default_factory=list)
+    # The ids `text` matched, set by the page from the index before the rows are filtered.
+    text_sessions: frozenset[str] | None = None
     sort: str = DEFAULT_SORT[0]
     descending: bool = DEFAULT_SORT[1]
     size: int = 100
@@ -62,6 +69,8 @@ class ListQuery:
         for name in ("min_cost", "since", "until", "q"):
             if getattr(self, name) is not None:
                 found[name] = getattr(self, name)
+        if self.text is not None:
+            found["matching"] = self.text
         if self.statuses:
             found["status"] = self.statuses
         if self.kinds:
@@ -70,6 +79,8 @@ class ListQuery:
             found["has_finding"] = self.findings
         if self.homes:
             found["home"] = self.homes
+        if self.text is not None and self.text_kinds:
+            found["matching_kind"] = self.text_kinds
         return found
 
 
@@ -169,6 +180,11 @@ def parse_query(args, default_size: int, max_size: int) -> ListQuery:
     if len(q) > MAX_Q_LENGTH:
         raise BadParameter(f"q must be at most {MAX_Q_LENGTH} characters")
     query.q = q or None
+    text = (args.get("matching") or "").strip()
+    if len(text) > MAX_Q_LENGTH:
+        raise BadParameter(f"matching must be at most {MAX_Q_LENGTH} characters")
+    query.text = text or None
+    query.text_kinds = _choices(args, "matching_kind", TEXT_KINDS)
     query.sort, query.descending = _sort(args)
     query.size, query.offset = _paging(args, default_size, max_size)
     return query
@@ -220,6 +236,9 @@ def predicates(query: ListQuery) -> list[Callable[[dict[str, Any]], bool]]:
     if query.findings:
         wanted = set(query.findings)
         tests.append(lambda r: not wanted.isdisjoint(r["verdict"]["kinds"]))
+    if query.text_sessions is not None:
+        matched = query.text_sessions
+        tests.append(lambda r: r["id"] in matched)
     if query.q:
         needle = query.q.lower()
         tests.append(lambda r: needle in r["id"].lower() or needle in (r["name"] or "").lower())

@@ -169,3 +169,38 @@ def check_kinds(kinds: list[str]) -> tuple[str, ...]:
     if unknown:
         raise ValueError(f"Unknown kind {unknown[0]!r}; kinds are {', '.join(KINDS)}.")
     return tuple(dict.fromkeys(kinds))
+
+
+SESSION_DOCS_CAP = 100_000  # matching documents grouped by session, at most
+
+
+@dataclass
+class SessionCounts:
+    """The sessions a query's hits are in: [{session_id, hits, last_at}], most hits first;
+    `capped` when more documents matched than were grouped (the counts are then lower bounds)."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    capped: bool = False
+
+
+def session_counts(
+    conn: sqlite3.Connection,
+    query: str,
+    filters: TextFilters | None = None,
+    *,
+    cap: int = SESSION_DOCS_CAP,
+) -> SessionCounts:
+    """The hits of `query` (a reader's query, with `filters`) grouped by session."""
+    filters = filters or TextFilters()
+    expression = to_fts(query)
+    clauses, params = _where(filters)
+    params.update(fts=expression, cap=cap + 1)
+    where = "".join(f" AND {c}" for c in clauses)
+    sql = render_sql(load_sql(__package__, "text_sessions"), fragments={"where": where})
+    try:
+        rows = [dict(row) for row in conn.execute(sql, params)]
+    except sqlite3.OperationalError as error:
+        if "fts5" in str(error) or "syntax" in str(error) or "unterminated" in str(error):
+            raise _explain(error) from error
+        raise
+    return SessionCounts(rows, sum(row["hits"] for row in rows) > cap)

@@ -477,16 +477,33 @@ class IndexService:
         """Ranked full-text hits across every indexed ledger (masked text, see index/text.py).
         A session filter naming an alias id searches the file it shares with its owner.
         Raises fts.QuerySyntaxError for a query FTS5 cannot read."""
-        filters = filters or fts.TextFilters()
-        if filters.sessions:
-            aliases = self.snapshot().aliases
-            owners = tuple(dict.fromkeys(aliases.get(s, s) for s in filters.sessions))
-            filters = replace(filters, sessions=owners)
+        filters = self._owners_of(filters)
         with store.reading(self.path) as conn:
             if conn is None:
                 fts.to_fts(query)  # a bad query is still a bad query
                 return fts.TextResult()
             return fts.search(conn, query, filters, limit=limit, offset=offset)
+
+    def _owners_of(self, filters: fts.TextFilters | None) -> fts.TextFilters:
+        """The filters with each session id an alias of its owner's (the file they share)."""
+        filters = filters or fts.TextFilters()
+        if filters.sessions:
+            aliases = self.snapshot().aliases
+            owners = tuple(dict.fromkeys(aliases.get(s, s) for s in filters.sessions))
+            filters = replace(filters, sessions=owners)
+        return filters
+
+    def text_sessions(
+        self, query: str, filters: fts.TextFilters | None = None
+    ) -> fts.SessionCounts:
+        """The sessions full-text hits are in, with their hit counts (most first); a session
+        filter naming an alias id searches its owner's file, as `search_text` does."""
+        filters = self._owners_of(filters)
+        with store.reading(self.path) as conn:
+            if conn is None:
+                fts.to_fts(query)  # a bad query is still a bad query
+                return fts.SessionCounts()
+            return fts.session_counts(conn, query, filters)
 
     def findings(self) -> list[dict[str, Any]]:
         """Each finding kind of the stored quick-check verdicts, most severe and widest first:

@@ -12,6 +12,15 @@ One pass reads the catalog, and for each ledger (opened by `readonly`) compares 
    attribute, mask credentials (`redaction.redact_tree`, the masking of every page) unless
    unmasked, and queue every span whose digest differs from the one delivered.
 
+Each session's spans go under its own session id. A fork's ledger starts with its parent's
+rows (spec §1.3): those spans are the parent's, the same spans, sent once (counted as
+`shared`). Any other session whose ledger carries a trace id another session already sent —
+a copy of a ledger in a second dir, e.g. a legacy 0.x `session.db` and a gzip of it under
+another id: Capsem's vacuum replaces a dir's `session.db` by its `.gz`, it never writes a
+second dir (spec §1.3, §3.7) — is another session by its dir, and its traces are sent under
+OTLP trace ids of their own (`export_trace(scope=session id)`), so a trace store keeps both.
+Which session sends a Capsem trace id under its plain OTLP id is recorded (`claims`).
+
 Queued spans go out in batches of at most `batch_spans`; the state is written after each
 acknowledged batch, a trace's fingerprint once all its spans are acknowledged, a session's
 signature once all its traces are.
@@ -34,6 +43,7 @@ from datasette_capsem.config import Settings
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.otlp import SCOPE, export_trace
 from datasette_capsem.graph.trace_rows import SECURITY_TABLES, TRACE_TABLES, load_trace
+from datasette_capsem.index.plan import plan_files
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.push.encode import encode
 from datasette_capsem.push.state import DeliveryState
@@ -44,8 +54,10 @@ from datasette_capsem.readonly import LedgerUnavailable, connect, inspect_file
 TRACE_KEY_TABLES = ("model_calls", "tool_calls", *TRACE_TABLES)
 # Tables whose rows change what a trace exports, for its fingerprint.
 FINGERPRINT_TABLES = (*TRACE_KEY_TABLES, "tool_responses", *SECURITY_TABLES)
-FORMAT_VERSION = 2  # bump when the exported shape changes: every span is then sent again
+FORMAT_VERSION = 3  # bump when the exported shape changes: every trace is then read again
 # 2: span ids include the trace id (unique across traces, as Phoenix needs)
+# 3: a session carrying another's trace ids, not its fork, sends them under its own OTLP ids
+#    (spans whose digest is unchanged are still not sent again)
 
 
 class StopPush(Exception):
@@ -182,6 +194,20 @@ def trace_fingerprints(conn, schema, salt: str) -> dict[str, str]:
     return {t: _digest([salt, sorted(per_trace[t], key=str), shared]) for t in sorted(keys)}
 
 
+def fork_roots(sessions: dict) -> dict[str, str]:
+    """Session id -> the session its rows descend from: through the id owning its file (one VM
+    under two ids) and its fork parents (registry or main.db, as the index reads them)."""
+    plan = plan_files(sessions)
+    roots = {}
+    for session_id in sessions:
+        current, seen = plan.aliases.get(session_id, session_id), set()
+        while current in plan.parents and current not in seen:
+            seen.add(current)
+            current = plan.parents[current].session_id
+        roots[session_id] = current
+    return roots
+
+
 def file_signature(path: Path, salt: str) -> str:
     state = inspect_file(path)
     return _digest([salt, str(path), *state.fingerprint])
@@ -216,6 +242,7 @@ class Pusher:
         self.queue: list[_Item] = []
         self.queued: dict[tuple[str, str], str] = {}  # (trace, span) -> digest, not yet acked
         self.sent_now: set[tuple[str, str]] = set()  # (trace, span) acked during this pass
+        self.lineage: dict[str, str] = {}  # session id -> the root of its forks (aliases: owner)
         self._last_progress = 0.0
 
     # -- one pass over the home -----------------------------------------------------------
@@ -230,6 +257,7 @@ class Pusher:
         self.sent_now.clear()
         self.catalog.refresh(force=True)
         sessions = sorted(self.catalog.sessions(), key=lambda s: s.id)
+        self.lineage = fork_roots({s.id: s for s in sessions})
         seen_paths: set[str] = set()
         for done, session in enumerate(sessions, 1):
             if session.ledger_path is None:
@@ -292,9 +320,20 @@ class Pusher:
         session.listed = True
         self._settle_session(session)
 
+    def _scope(self, session_id: str, trace_id: str) -> str | None:
+        """None: the session sends `trace_id` under its plain OTLP id (it is the first to, or a
+        fork of the session that did); else its own id, to scope its OTLP trace ids."""
+        claimant = self.state.claimant(trace_id)
+        if claimant is None:
+            self.state.claim(trace_id, session_id)
+            return None
+        root = self.lineage.get(session_id, session_id)
+        return None if self.lineage.get(claimant, claimant) == root else session_id
+
     def _queue_trace(self, conn, schema, session: _Session, trace_id: str, fingerprint: str):
         rows = load_trace(conn, schema, trace_id)
-        document = export_trace(rows, session.session_id)
+        scope = self._scope(session.session_id, trace_id)
+        document = export_trace(rows, session.session_id, scope=scope)
         if self.masked:
             document = _masked(document)
         items = []

@@ -44,6 +44,10 @@ CREATE TABLE IF NOT EXISTS traces (
     sent_at REAL NOT NULL,
     PRIMARY KEY (session_id, trace_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS claims (
+    trace_id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
     signature TEXT NOT NULL,
@@ -86,6 +90,19 @@ class DeliveryState:
             "SELECT trace_id, fingerprint, spans FROM traces WHERE session_id = ?", [session_id]
         )
         return {trace_id: (fingerprint, spans) for trace_id, fingerprint, spans in rows}
+
+    def claimant(self, trace_id: str) -> str | None:
+        """The session whose spans of Capsem trace `trace_id` go under its plain OTLP id."""
+        row = self.conn.execute("SELECT session_id FROM claims WHERE trace_id = ?", [trace_id])
+        found = row.fetchone()
+        return found[0] if found else None
+
+    def claim(self, trace_id: str, session_id: str) -> None:
+        with self._transaction():
+            self.conn.execute(
+                "INSERT OR IGNORE INTO claims (trace_id, session_id) VALUES (?, ?)",
+                [trace_id, session_id],
+            )
 
     def span_digests(self, trace_hex: str) -> dict[str, str]:
         rows = self.conn.execute(

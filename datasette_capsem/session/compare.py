@@ -25,7 +25,7 @@ from datasette_capsem.graph.trace_rows import TraceRows
 from datasette_capsem.graph.values import as_float, as_int, clip
 from datasette_capsem.ledger.schema import LedgerSchema
 
-ARGUMENT_CHARS = 400  # arguments shown per call; the hash covers them whole
+ARGUMENT_CHARS = 2000  # arguments shown per call (as indented JSON); the hash covers them whole
 
 
 def load_arguments(conn: sqlite3.Connection, schema: LedgerSchema, ids: list[int]) -> dict:
@@ -43,16 +43,31 @@ def load_arguments(conn: sqlite3.Connection, schema: LedgerSchema, ids: list[int
     return {row["id"]: row.get("arguments") for row in rows}
 
 
-def argument_hash(arguments: Any) -> str | None:
-    """sha256 of the arguments as canonical JSON (text that is not JSON, as it is)."""
+def _as_json(arguments: Any, **dumps) -> str | None:
+    """The arguments as JSON written with `dumps` options (text that is not JSON, as it is)."""
     if arguments is None:
         return None
     if isinstance(arguments, bytes):
         arguments = arguments.decode("utf-8", "replace")
     text = str(arguments)
     with contextlib.suppress(ValueError, RecursionError):
-        text = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(json.loads(text), **dumps)
+    return text
+
+
+def argument_hash(arguments: Any) -> str | None:
+    """sha256 of the arguments as canonical JSON (text that is not JSON, as it is)."""
+    text = _as_json(arguments, sort_keys=True, separators=(",", ":"))
+    if text is None:
+        return None
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def argument_text(arguments: Any) -> str | None:
+    """The arguments as a reader sees them: indented JSON when they are JSON (text that is
+    not JSON, as it is), cut at ARGUMENT_CHARS."""
+    text = _as_json(arguments, indent=2, ensure_ascii=False)
+    return None if text is None else clip(text, ARGUMENT_CHARS)
 
 
 def _order(row: dict[str, Any]) -> tuple:
@@ -87,7 +102,7 @@ def turn_steps(rows: TraceRows, arguments: dict[int, Any]) -> dict[str, Any]:
                 "tool_call": f"tool_calls:{tool['id']}",
                 "tool_call_id": tool["id"],
                 "name": tool.get("tool_name"),
-                "arguments": clip(full, ARGUMENT_CHARS) if full is not None else None,
+                "arguments": argument_text(full),
                 "arguments_hash": argument_hash(full),
                 "status": tool.get("status"),
                 "outcome": outcome,

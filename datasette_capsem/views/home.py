@@ -6,6 +6,7 @@ state: the catalog snapshot and the index snapshot, joined once per change by Se
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,11 +15,12 @@ from markupsafe import Markup
 
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.findings import KINDS as FINDING_KINDS
-from datasette_capsem.index import charts, filters
+from datasette_capsem.index import charts, filters, fts
 from datasette_capsem.index.listing import FIGURES, SORTABLE
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
-from datasette_capsem.views import render
+from datasette_capsem.views import costs, render
+from datasette_capsem.views.search import text_kinds
 
 # (column, heading) of the page's table; figures carry their source.
 COLUMNS = (
@@ -71,6 +73,8 @@ async def _filtered(datasette, request):
         )
     except filters.BadParameter as problem:
         raise errors.bad_parameter("Bad parameter", str(problem)) from problem
+    if query.text is not None:
+        query.text_sessions = await _text_sessions(state, query)
     index = state.index.snapshot()
     table = state.session_table
     built = table.rows(state.catalog.snapshot(), index)
@@ -81,6 +85,33 @@ async def _filtered(datasette, request):
         lambda ordered: filters.apply(ordered, query),
     )
     return state, query, rows, index, built
+
+
+async def _text_sessions(state, query: filters.ListQuery) -> frozenset[str]:
+    """The sessions the list's `matching` query has hits in (the search page's grouping, with the
+    same restriction of kinds for a reader who may not see free text); a 400 for a query the
+    full-text index cannot read."""
+    kinds = text_kinds(tuple(query.text_kinds))
+    wanted = fts.TextFilters(kinds=kinds)
+    try:
+        counts = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: state.index.text_sessions(query.text, wanted)
+        )
+    except fts.QuerySyntaxError as problem:
+        raise errors.bad_parameter("Bad text filter", str(problem)) from problem
+    return frozenset(row["session_id"] for row in counts.sessions)
+
+
+async def _cost_summary(state, built) -> dict[str, Any]:
+    """The box of total cost and cost by model (every indexed session, not the filters'),
+    read once per list build (a catalog or index change makes a new one)."""
+    found = built.rendered.get(("costs",))
+    if found is None:
+        found = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: costs.home_summary(state.index.path)
+        )
+        built.remember(("costs",), found)
+    return found
 
 
 async def _rows_html(datasette, built, query: filters.ListQuery, shown: list[dict]) -> Markup:
@@ -194,6 +225,7 @@ async def home(datasette, request):
         "figures": tuple(FIGURES),
         "sort_links": _sort_links(request, query),
         "args": {key: request.args.get(key) for key in request.args},
+        "text_kinds": request.args.getlist("matching_kind"),
         "kinds": filters.KINDS,
         "finding_kinds": sorted(FINDING_KINDS),
         "chart_query": urlencode([(k, v) for k, v in _pairs(request) if k not in PAGING]),
@@ -205,6 +237,7 @@ async def home(datasette, request):
         if await permissions.can_view_database(datasette, request.actor, name)
     ]
     page_context["rows_html"] = await _rows_html(datasette, built, query, shown)
+    page_context["costs"] = render.redacted(await _cost_summary(state, built))
     html = await datasette.render_template(
         f"{render.TEMPLATE_DIR}/home.html", page_context, request=request
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datasette_capsem.views import (
     checks,
     compare,
+    costs,
     event,
     findings,
     follow,
@@ -38,6 +39,7 @@ ROUTES: list[tuple[str, object]] = [
         security,
         checks,
         compare,
+        costs,
     )
     for pattern, view in module.ROUTES
 ]

@@ -129,14 +129,18 @@ def _text_filters(request) -> tuple[fts.TextFilters, int, int]:
         kinds = fts.check_kinds([k for k in args.getlist("kind") if k])
     except ValueError as error:
         raise errors.bad_parameter("Bad search filter", str(error)) from error
-    sessions = tuple(dict.fromkeys(s for s in args.getlist("session") if s))
+    # `within` is `session` under a name the credential masker does not read as a token, for
+    # the links of the hits-per-session table (every response is masked for a viewer).
+    sessions = tuple(
+        dict.fromkeys(s for s in [*args.getlist("session"), *args.getlist("within")] if s)
+    )
     for name in ("since", "until"):
         value = args.get(name)
         if value and not _WHEN.fullmatch(value):
             raise errors.bad_parameter(
                 "Bad search filter", f"{name} must be a date (2026-07-01) or an ISO time."
             )
-    for name in ("provider", "model", *(["session"] if sessions else [])):
+    for name in ("provider", "model", *(["session", "within"] if sessions else [])):
         for value in args.getlist(name):
             problem = bad_value(value, name) if value else None
             if problem:
@@ -177,8 +181,7 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
     filters, size, offset = _text_filters(request)
     restricted = redaction.hide_free_text.get()
     if restricted:
-        allowed = [k for k in (filters.kinds or NOT_FREE_TEXT_KINDS) if k in NOT_FREE_TEXT_KINDS]
-        filters = fts.TextFilters(**{**filters.__dict__, "kinds": tuple(allowed) or ("none",)})
+        filters = fts.TextFilters(**{**filters.__dict__, "kinds": text_kinds(filters.kinds)})
     state = get_state(datasette)
     try:
         result = await in_thread(
@@ -206,11 +209,13 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
         )
     next_offset = offset + size if offset + size < result.total else None
     next_url = None
-    if next_offset is not None:
+    urls = Urls.of(datasette)
+    if next_offset is not None:  # the JSON's next page is JSON, the page's a page
         query = [(k, v) for k in request.args for v in request.args.getlist(k) if k != "_next"]
-        next_url = (
-            f"{Urls.of(datasette).plugin('/search')}?{urlencode([*query, ('_next', next_offset)])}"
-        )
+        path = "/search.json" if render.wants_json(request) else "/search"
+        query = [(k, v) for k, v in query if k != "_format"]
+        next_url = f"{urls.plugin(path)}?{urlencode([*query, ('_next', next_offset)])}"
+    grouped = await _sessions_of_hits(datasette, request, value, filters, sessions)
     index = state.index.freshness()
     return {
         "available": index["ready"] and index["ledgers_indexed"] > 0,
@@ -221,6 +226,11 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
         "offset": offset,
         "size": size,
         "next": next_url,
+        "sessions": grouped["sessions"],
+        "session_count": len(grouped["sessions"]),
+        "sessions_capped": grouped["capped"],
+        "list_href": _list_href(urls, value, filters),
+        "narrowing": _narrowing(request),
         "filters": {
             "kind": list(filters.kinds) if not restricted else list(filters.kinds),
             "session": list(filters.sessions),
@@ -233,6 +243,54 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
         "restricted": restricted,
         "masked": True,
     }
+
+
+def text_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """The kinds a text query may search for the current reader: with `hide_free_text`, an
+    actor who may not see secrets searches only kinds that are not free text."""
+    if not redaction.hide_free_text.get():
+        return kinds
+    allowed = [k for k in (kinds or NOT_FREE_TEXT_KINDS) if k in NOT_FREE_TEXT_KINDS]
+    return tuple(allowed) or ("none",)
+
+
+def _list_href(urls: Urls, value: str, filters: fts.TextFilters) -> str:
+    """The session list filtered to the sessions a text query's hits are in (`matching`, and
+    the kinds searched as `matching_kind`; the list's own filters do the rest)."""
+    pairs = [("matching", value), *(("matching_kind", k) for k in filters.kinds if k != "none")]
+    return f"{urls.plugin('')}?{urlencode(pairs)}"
+
+
+async def _sessions_of_hits(datasette, request, value, filters, sessions) -> dict[str, Any]:
+    """The hits grouped by session (the sessions the actor may view), most hits first."""
+    state = get_state(datasette)
+    counts = await in_thread(lambda: state.index.text_sessions(value, filters))
+    found = []
+    for row in await _visible(datasette, request, counts.sessions, sessions):
+        session = sessions.get(row["session_id"])
+        if session is None:
+            continue
+        found.append(
+            {
+                **row,
+                "session_name": session.display_name,
+                "session_href": links_for(datasette, session).session(),
+            }
+        )
+    return {"sessions": found, "capped": counts.capped}
+
+
+def _narrowing(request) -> str:
+    """This search's query string without its session filter and page: the template appends
+    `within=ID` to narrow it to one session (not `session=`, which the masker reads as a
+    credential)."""
+    query = [
+        (k, v)
+        for k in request.args
+        for v in request.args.getlist(k)
+        if k not in ("_next", "session", "within", "_format")
+    ]
+    return urlencode(query)
 
 
 async def search_page(datasette, request):
@@ -258,17 +316,8 @@ async def search_page(datasette, request):
     if any(c.isspace() for c in value) or int(request.args.get("_next") or 0):
         # Ids have no spaces, and the id part is shown on the first page only.
         return await render.page(datasette, request, "search.html", context)
-    state = get_state(datasette)
-    hits, covered, index_problem = await _index_hits(datasette, value)
-    catalog = state.catalog.snapshot()
-    sessions = catalog.sessions
-    if index_problem is None:
-        uncovered = state.index.uncovered_ledgers(catalog)
-    else:
-        uncovered = [(s.id, s.ledger_path) for s in sessions.values() if s.has_ledger]
-    scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
-    found = _dedupe([{**h, "value": value} for h in hits + scanned])
-    found = await _visible(datasette, request, found, sessions)
+    found, covered, index_problem, report = await id_hits(datasette, request, value)
+    sessions = get_state(datasette).catalog.snapshot().sessions
     matches = await _visible(
         datasette,
         request,
@@ -283,6 +332,23 @@ async def search_page(datasette, request):
         scan=report.to_dict(),
     )
     return await render.page(datasette, request, "search.html", context)
+
+
+async def id_hits(datasette, request, value: str) -> tuple[list[dict], int, str | None, ScanReport]:
+    """Where an id occurs, in the sessions the actor may view: the index's rows and a scan of
+    the ledgers it does not cover (deduplicated); how many sessions the index covers, why it
+    was not used, and what the scan covered."""
+    state = get_state(datasette)
+    hits, covered, index_problem = await _index_hits(datasette, value)
+    catalog = state.catalog.snapshot()
+    sessions = catalog.sessions
+    if index_problem is None:
+        uncovered = state.index.uncovered_ledgers(catalog)
+    else:
+        uncovered = [(s.id, s.ledger_path) for s in sessions.values() if s.has_ledger]
+    scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
+    found = _dedupe([{**h, "value": value} for h in hits + scanned])
+    return await _visible(datasette, request, found, sessions), covered, index_problem, report
 
 
 def _scan(ledgers, value: str, cache_dir) -> tuple[list[dict], ScanReport]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urlencode
 
 from datasette_capsem import redaction
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger import tables
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.session import overview, stats
+from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import integrity
@@ -63,7 +65,7 @@ def _era_notes(schema: LedgerSchema) -> list[str]:
     return notes
 
 
-def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
+def _trace_links(opened: Opened, traces: list[dict], urls: Urls) -> list[dict]:
     for trace in traces:
         trace_id, exchange = str(trace["trace_id"]), trace.get("exchange")
         trace["ambient"] = is_ambient(trace_id)
@@ -75,6 +77,12 @@ def _trace_links(opened: Opened, traces: list[dict]) -> list[dict]:
             if exchange is not None
             else opened.links.trace(trace_id)
         )
+        if exchange is None and not trace["ambient"]:  # a turn: ticked or chosen to compare
+            value = f"{opened.session.id}:{trace_id}"
+            trace["compare"] = {
+                "value": value,
+                "href": urls.plugin("/compare") + "?" + urlencode({"a": value}),
+            }
     return traces
 
 
@@ -107,14 +115,18 @@ def _stats_links(opened: Opened, sections: list[dict]) -> list[dict]:
     return sections
 
 
-def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
+def _base_context(datasette, opened: Opened, offset: int, size: int) -> dict[str, Any]:
     """What the page shows from the catalog alone (main.db row, registry, paths)."""
     session = opened.session
     return {
         "session": session.summary(),
         "display_name": session.display_name,
         "main_row": dict(session.main_row) if session.main_row is not None else None,
-        "links": {"session": opened.links.session(), "database": opened.links.database_url()},
+        "links": {
+            "session": opened.links.session(),
+            "database": opened.links.database_url(),
+            "compare": Urls.of(datasette).plugin("/compare"),
+        },
         "ledger": str(session.ledger_path) if session.ledger_path else None,
         "problem": opened.problem.describe() if opened.problem else None,
         "era": None,
@@ -133,18 +145,19 @@ def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
     }
 
 
-async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
+async def _ledger_context(datasette, opened: Opened, offset: int, size: int) -> dict[str, Any]:
     """What the page shows from the ledger: counts, providers, traces, legacy MCP rows."""
     data = await opened.db.execute_fn(_overview_data(opened, offset, size))
+    urls = Urls.of(datasette)
     traces = data.pop("traces")
-    _trace_links(opened, data["ambient_traces"])
+    _trace_links(opened, data["ambient_traces"], urls)
     _stats_links(opened, data["stats"])
     return {
         **data,
         "era": opened.schema.era,
         "schema": opened.schema.summary(),
         "notes": _era_notes(opened.schema) + traces["notes"],
-        "traces": _trace_links(opened, traces["traces"]),
+        "traces": _trace_links(opened, traces["traces"], urls),
         "traces_total": traces["total"],
         "turns": traces.get("turns", 0),
         "user_turns": traces.get("user_turns", traces.get("turns", 0)),
@@ -156,9 +169,9 @@ async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, A
 async def session_page(datasette, request):
     opened = await open_session(datasette, request, need_ledger=False)
     offset, size = page_bounds(request)
-    context = _base_context(opened, offset, size)
+    context = _base_context(datasette, opened, offset, size)
     if opened.db is not None:
-        context.update(await _ledger_context(opened, offset, size))
+        context.update(await _ledger_context(datasette, opened, offset, size))
     elif not opened.session.has_ledger:
         context["notes"].append(
             "No session.db on disk: Capsem deletes the directory of a stopped ephemeral "

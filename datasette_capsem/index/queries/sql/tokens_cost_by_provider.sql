@@ -1,5 +1,19 @@
-SELECT provider,
-       model,
+-- One row per provider and model (row_kind 'model', most expensive first), then the grand
+-- total over every model (row_kind 'total': its sessions are distinct sessions, not a sum).
+-- Each usage row is counted twice, once under its model and once under the total.
+WITH usage AS (
+    SELECT session_id, day, calls, input_tokens, output_tokens, cache_read_tokens,
+           thinking_tokens, cost_usd, provider, model
+    FROM model_usage
+),
+keyed AS (
+    SELECT 'model' AS row_kind, provider AS by_provider, model AS by_model, * FROM usage
+    UNION ALL
+    SELECT 'total', NULL, NULL, * FROM usage
+)
+SELECT row_kind,
+       by_provider AS provider,
+       by_model AS model,
        COUNT(DISTINCT session_id) AS sessions,
        SUM(calls) AS calls,
        SUM(input_tokens) AS input_tokens,
@@ -9,6 +23,6 @@ SELECT provider,
        ROUND(SUM(cost_usd), 6) AS cost_usd,
        MIN(day) AS first_day,
        MAX(day) AS last_day
-FROM model_usage
-GROUP BY provider, model
-ORDER BY cost_usd DESC, calls DESC
+FROM keyed
+GROUP BY row_kind, by_provider, by_model
+ORDER BY row_kind = 'total', cost_usd DESC, calls DESC
