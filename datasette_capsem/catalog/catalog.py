@@ -14,6 +14,7 @@ that missed it, and its sessions leave the list until it is back).
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import sqlite3
 import threading
@@ -33,7 +34,6 @@ from datasette_capsem.config import (
     scan_homes_dir,
     split_qualified,
 )
-from datasette_capsem.memory import ValuePool
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -200,6 +200,10 @@ class Catalog(_SnapshotQueries):
         return self.snapshot().homes.get(label)
 
     def main_db_path(self, label: str = "") -> Path | None:
+        if self._single is not None and not self._single.scanned:
+            # Before the first scan (the startup hook mounts main.db): where it is, not what
+            # it holds; a scan of 100,000 sessions is not worth waiting for here.
+            return self._single.main_db_location()
         snapshot = self.snapshot()
         found = snapshot.home_snapshots.get(label) if label else snapshot
         return found.main_db_path if found else None
@@ -369,6 +373,14 @@ class HomeCatalog(_SnapshotQueries):
             self._fingerprint = fingerprint
             return True
 
+    @property
+    def scanned(self) -> bool:
+        return self._fingerprint is not None
+
+    def main_db_location(self) -> Path | None:
+        """The main.db a scan would read (the first candidate that exists), without reading it."""
+        return next((p for p in self.home.main_db_candidates if p.exists()), None)
+
     def layout_dirs(self) -> set[Path]:
         """The directories whose entries say which sessions exist (and main.db's)."""
         home = self.home
@@ -430,11 +442,9 @@ class HomeCatalog(_SnapshotQueries):
             except readonly.LedgerUnavailable as error:
                 return _MainRead(candidate, f"main.db: {error.detail} ({candidate})")
             try:
-                cursor = conn.execute(load_sql(__package__, "main_sessions"))
+                cursor, found = readonly.tolerant(conn, functools.partial(_main_rows, conn))
                 columns = {d[0]: i for i, d in enumerate(cursor.description)}
-                shared = ValuePool().strings  # a status or version: one string, not 10,000
-                rows = [MainRow(columns, shared(row)) for row in cursor]
-                return _MainRead(candidate, None, rows)
+                return _MainRead(candidate, None, _compact_main_rows(columns, found))
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)
@@ -534,6 +544,33 @@ class HomeCatalog(_SnapshotQueries):
                     "registry entry's session_dir is missing or outside run/persistent"
                 )
             sessions[entry.id] = session
+
+
+# main.db columns whose every value is its own (ids, times): pooling them costs a dict
+# lookup per cell and shares nothing. The others (status, mode, versions, hashes) repeat.
+UNIQUE_MAIN_COLUMNS = frozenset({"id", "created_at", "stopped_at", "vacuumed_at", "command"})
+
+
+def _main_rows(conn: sqlite3.Connection) -> tuple[sqlite3.Cursor, list[tuple]]:
+    cursor = conn.execute(load_sql(__package__, "main_sessions"))
+    return cursor, cursor.fetchall()
+
+
+def _compact_main_rows(columns: dict[str, int], found: list[tuple]) -> list[MainRow]:
+    """main.db rows as compact rows, the repeated strings of a column shared (a status or a
+    version: one string, not 100,000), column by column (one pass per pooled column, not a
+    call per cell: 100,000 rows of 26 columns)."""
+    if not found:
+        return []
+    pooled = [i for name, i in columns.items() if name not in UNIQUE_MAIN_COLUMNS]
+    cells = [list(column) for column in zip(*found, strict=True)]
+    for i in pooled:
+        shared: dict = {}
+        cells[i] = [
+            shared.setdefault(value, value) if type(value) is str else value
+            for value in cells[i]
+        ]
+    return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,8 @@ class IndexService:
         self.path = store.index_path(settings.cache_dir)
         self._refresh_lock = threading.Lock()
         self._snapshot: IndexSnapshot | None = None
+        self._load_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._notifier: DirectoryNotifier | None = None  # the background thread's, closed by it
@@ -442,14 +444,35 @@ class IndexService:
             checks=checks,
         )
 
-    def snapshot(self) -> IndexSnapshot:
-        """The latest in-memory figures (read from disk once if no refresh ran yet)."""
+    def snapshot(self, wait: bool = True) -> IndexSnapshot:
+        """The latest in-memory figures (read from disk once if no refresh ran yet).
+        `wait=False` (a request): never read them here (100,000 sessions' figures take
+        seconds): an empty snapshot (generation 0) while a thread reads them."""
         if self._snapshot is None:
+            if not wait:
+                self._load_soon()
+                return IndexSnapshot()
             try:
-                self._snapshot = self._load_snapshot()
+                loaded = self._load_snapshot()
             except sqlite3.Error:
                 return IndexSnapshot()
+            with self._load_lock:
+                if self._snapshot is None:  # a refresh may have set a newer one meanwhile
+                    self._snapshot = loaded
         return self._snapshot
+
+    def _load_soon(self) -> None:
+        """Read the stored figures in a thread (once), then tell the listeners."""
+
+        def load() -> None:
+            if self.snapshot().generation:
+                for listener in self.after_refresh:
+                    listener()
+
+        with self._load_lock:
+            if self._loader is None or not self._loader.is_alive():
+                self._loader = threading.Thread(target=load, name="capsem-index-load", daemon=True)
+                self._loader.start()
 
     # -- the API other engines use ------------------------------------------------------------
 

@@ -71,9 +71,13 @@ async def _filtered(datasette, request):
         )
     except filters.BadParameter as problem:
         raise errors.bad_parameter("Bad parameter", str(problem)) from problem
-    index = state.index.snapshot()
+    # Neither the index's figures nor a big list are read or built inside a request: until
+    # they are ready the page shows what there is and says so (built.partial).
     table = state.session_table
-    built = table.rows(state.catalog.snapshot(), index)
+    catalog = state.catalog.snapshot()
+    wait = len(catalog.sessions) <= table.build_in_request_up_to
+    index = state.index.snapshot(wait=wait)
+    built = table.rows(catalog, index, wait=wait)
     rows = table.filtered(
         built,
         (query.sort, query.descending),
@@ -182,6 +186,8 @@ async def home(datasette, request):
         "problems": snapshot.problems,
         "capsem_home": str(state.settings.capsem_home),
         "home_exists": snapshot.home_exists,
+        # Not the whole current list yet (a big home just started): what this one holds.
+        "partial": built.partial,
     }
     if state.catalog.labelled:  # labelled homes: each one's state, and the `home` facet
         context["homes"] = [home.as_json() for home in snapshot.homes.values()]
