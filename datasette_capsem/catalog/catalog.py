@@ -13,6 +13,7 @@ that missed it, and its sessions leave the list until it is back).
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import os
@@ -21,6 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +97,56 @@ class CatalogSnapshot:
     home_snapshots: dict[str, CatalogSnapshot] = field(default_factory=dict)
     by_local_id: dict[str, list[Session]] = field(default_factory=dict)
     home_problems: list[str] = field(default_factory=list)  # e.g. a homes_dir child left out
+
+    # What lookups by name and prefix read, made once per snapshot (a pass over 100,000
+    # sessions per request otherwise): names to sessions, and sorted keys for prefixes.
+    @cached_property
+    def by_name(self) -> dict[str, list[Session]]:
+        found: dict[str, list[Session]] = {}
+        for session in self.sessions.values():
+            if session.name:
+                found.setdefault(session.name, []).append(session)
+        return found
+
+    @cached_property
+    def id_keys(self) -> list[tuple[str, str]]:
+        """(an id or a home's local id, the session's id), sorted: ids by prefix."""
+        keys = {(s.id, s.id) for s in self.sessions.values()}
+        keys |= {(s.short_id, s.id) for s in self.sessions.values() if s.short_id != s.id}
+        return sorted(keys)
+
+    def with_id_prefix(self, prefix: str) -> list[Session]:
+        """Sessions whose id (or local id) starts with `prefix`: a binary search."""
+        keys, found = self.id_keys, {}
+        at = bisect.bisect_left(keys, (prefix, ""))
+        while at < len(keys) and keys[at][0].startswith(prefix):
+            found[keys[at][1]] = self.sessions[keys[at][1]]
+            at += 1
+        return list(found.values())
+
+    @cached_property
+    def match_keys(self) -> dict[str, str]:
+        """id, local id and name -> session id: what 'did you mean' compares."""
+        keys: dict[str, str] = {}
+        for session in self.sessions.values():
+            keys[session.id] = session.id
+            if session.local_id:
+                keys.setdefault(session.local_id, session.id)
+            if session.name:
+                keys.setdefault(session.name, session.id)
+        return keys
+
+    @cached_property
+    def lowered_keys(self) -> list[tuple[str, str]]:
+        return sorted((key.lower(), key) for key in self.match_keys)
+
+    @cached_property
+    def keys_by_start(self) -> dict[str, list[str]]:
+        """The match keys by their first two characters, lowered (NEAR_MATCH_SCAN)."""
+        found: dict[str, list[str]] = {}
+        for key in self.match_keys:
+            found.setdefault(key[:2].lower(), []).append(key)
+        return found
 
     @property
     def problems(self) -> list[str]:
@@ -296,20 +348,29 @@ class Catalog(_SnapshotQueries):
         return merged
 
 
+# Above this many keys, 'did you mean' compares a text with the keys that start with its
+# first two characters only (a typo there is not suggested): difflib over 100,000 sessions'
+# ids and names takes about a second per request.
+NEAR_MATCH_SCAN = 5000
+
+
 def _near_matches(snapshot: CatalogSnapshot, text: str, limit: int) -> list[Session]:
     """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-    keys: dict[str, str] = {}
-    for session in snapshot.sessions.values():
-        keys[session.id] = session.id
-        if session.local_id:
-            keys.setdefault(session.local_id, session.id)
-        if session.name:
-            keys.setdefault(session.name, session.id)
+    keys = snapshot.match_keys
     lowered = text.lower()
-    prefix = [sid for key, sid in keys.items() if lowered and key.lower().startswith(lowered)]
-    close = difflib.get_close_matches(text, list(keys), n=limit, cutoff=0.6)
-    ordered = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
-    return [snapshot.sessions[sid] for sid in ordered[:limit]]
+    prefix = []
+    if lowered:
+        ordered = snapshot.lowered_keys
+        at = bisect.bisect_left(ordered, (lowered, ""))
+        while at < len(ordered) and len(prefix) < limit and ordered[at][0].startswith(lowered):
+            prefix.append(keys[ordered[at][1]])
+            at += 1
+    compared = (
+        list(keys) if len(keys) <= NEAR_MATCH_SCAN else snapshot.keys_by_start.get(lowered[:2], [])
+    )
+    close = difflib.get_close_matches(text, compared, n=limit, cutoff=0.6)
+    ordered_ids = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
+    return [snapshot.sessions[sid] for sid in ordered_ids[:limit]]
 
 
 def _session_for_database(snapshot: CatalogSnapshot, name: str) -> Session | None:
@@ -567,8 +628,7 @@ def _compact_main_rows(columns: dict[str, int], found: list[tuple]) -> list[Main
     for i in pooled:
         shared: dict = {}
         cells[i] = [
-            shared.setdefault(value, value) if type(value) is str else value
-            for value in cells[i]
+            shared.setdefault(value, value) if type(value) is str else value for value in cells[i]
         ]
     return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 

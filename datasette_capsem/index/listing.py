@@ -338,6 +338,7 @@ class SessionTable:
         self._rows: OrderedDict[str, tuple[tuple, dict[str, Any]]] = OrderedDict()
         self._rows_lock = threading.Lock()
         self.build_in_request_up_to = BUILD_IN_REQUEST_UP_TO
+        self.provisional_rows = PROVISIONAL_ROWS
         self._builder: threading.Thread | None = None
         self._builder_lock = threading.Lock()
         self._provisional_list: tuple[tuple, _Built] | None = None
@@ -378,7 +379,9 @@ class SessionTable:
         if known is not None and known[0] == key:
             return known[1]
         newest = heapq.nlargest(
-            PROVISIONAL_ROWS, catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id)
+            self.provisional_rows,
+            catalog.sessions.values(),
+            key=lambda s: (s.created_at or "", s.id),
         )
         rows = []
         for session in newest:

@@ -28,6 +28,7 @@ If the parent named could not be read, the fork's figures include the copied row
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import sqlite3
@@ -52,6 +53,7 @@ from datasette_capsem.sqlfiles import load_sql
 Progress = Callable[[int, int], None]
 COMMIT_EVERY_SECONDS = 0.5  # readers see a long first build fill in as it goes
 LOOKUP_LIMIT = 1000
+FINDING_HITS = 100  # sessions listed per finding kind (the list filtered by kind has them all)
 PARTIAL_RELOAD = 200  # a refresh that changed at most this many sessions reloads only theirs
 # A refresh that read this many ledgers hands freed memory back to the OS; the full collection
 # that takes (0.17 s with 10,000 sessions in memory) is not worth it after a few.
@@ -127,6 +129,10 @@ class IndexService:
         self._refresh_lock = threading.Lock()
         self._snapshot: IndexSnapshot | None = None
         self._load_lock = threading.Lock()
+        self.finding_hits = FINDING_HITS
+        # The findings page's reads, by the index file's stat when they were read.
+        self._findings: tuple[tuple, list[dict[str, Any]]] | None = None
+        self._unreadable: tuple[tuple, list[dict[str, Any]]] | None = None
         self._loader: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -511,10 +517,16 @@ class IndexService:
                 return fts.TextResult()
             return fts.search(conn, query, filters, limit=limit, offset=offset)
 
-    def findings(self) -> list[dict[str, Any]]:
+    def findings(self, hits: int | None = None) -> list[dict[str, Any]]:
         """Each finding kind of the stored quick-check verdicts, most severe and widest first:
         {kind, severity, title, sessions, rows, hits: [{session_id, ..., rows, tables}]},
-        each kind's sessions newest first (verdicts.py)."""
+        each kind's newest `hits` sessions, newest first (verdicts.py); `sessions` counts
+        them all. Read once per change of the index file, not per request."""
+        hits = self.finding_hits if hits is None else hits
+        key = ("findings", hits, _file_key(self.path))
+        known = self._findings
+        if known is not None and known[0] == key:
+            return copy.deepcopy(known[1])
         with store.reading(self.path) as conn:
             if conn is None:
                 return []
@@ -523,11 +535,25 @@ class IndexService:
                 for row in conn.execute(load_sql(store.__package__, "findings_summary"))
             ]
             by_kind = {(k["kind"], k["severity"]): k for k in kinds}
-            for row in conn.execute(load_sql(store.__package__, "findings_sessions")):
+            sql = load_sql(store.__package__, "findings_sessions")
+            for row in conn.execute(sql, {"limit": hits}):
                 found = by_kind.get((row["kind"], row["severity"]))
                 if found is not None:
                     found["hits"].append(dict(row))
-        return kinds
+            unreadable = [
+                dict(row)
+                for row in conn.execute(load_sql(store.__package__, "unreadable_sessions"))
+            ]
+        self._findings = (key, kinds)
+        self._unreadable = (key, unreadable)
+        return copy.deepcopy(kinds)
+
+    def unreadable(self) -> list[dict[str, Any]]:
+        """Sessions whose stored verdict is 'unreadable', newest first, with the reason
+        (read with `findings`)."""
+        self.findings()
+        known = self._unreadable
+        return copy.deepcopy(known[1]) if known is not None else []
 
     def security(
         self,
@@ -685,6 +711,19 @@ def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
         if known is not None and known == row:
             new[key] = known
     return new
+
+
+def _file_key(path: Path) -> tuple:
+    """What changes when the index database is written: its file's and its WAL's stat."""
+    found = []
+    for name in (path, Path(f"{path}-wal")):
+        try:
+            stat = name.stat()
+        except OSError:
+            found.append(None)
+        else:
+            found.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
 
 
 def _iso(epoch: float | None) -> str | None:

@@ -51,11 +51,18 @@ async def in_thread(fn: Callable, *args: Any) -> Any:
 def _session_matches(datasette, value: str) -> list[dict[str, Any]]:
     """Sessions whose id or display name is the value, newest first."""
     found = []
-    named = [
-        s
-        for s in get_state(datasette).catalog.snapshot().sessions.values()
-        if value in (s.id, s.short_id, s.name)  # short_id: the same id in every home
-    ]
+    snapshot = get_state(datasette).catalog.snapshot()
+    # By id, by the same id in every home (short_id), by name: lookups, not a pass.
+    named = list(
+        {
+            s.id: s
+            for s in [
+                *([snapshot.sessions[value]] if value in snapshot.sessions else []),
+                *snapshot.by_local_id.get(value, []),
+                *snapshot.by_name.get(value, []),
+            ]
+        }.values()
+    )
     for session in sorted(named, key=lambda s: (s.created_at or "", s.id), reverse=True):
         match = "id" if value in (session.id, session.short_id) else "name"
         found.append(
