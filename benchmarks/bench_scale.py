@@ -5,18 +5,23 @@ ledger, the rest vacuumed main.db rows over 300 days; cached in benchmarks/out/)
 size, in this order:
 
 1. a server over the home with an EMPTY cache: start to the first `/` answered (the index
-   not built: the page must not wait for it), then until the background build is done (the
-   first index build), RSS then;
+   not built: the page must not wait for it), RSS then; up to --build-up-to sessions, then
+   until the background build is done (the first index build), RSS then;
 2. the sqlite3 CLI reading the rows that build read (one `.open` per ledger and the
    statements the build sent, captured once per home with SQLite's trace callback and kept
    in benchmarks/out/);
-3. the server restarted over the built cache: start to the first `/`, that first `/` alone,
-   RSS after start; then side by side with plain `datasette serve` of one ledger (requests
+3. the server restarted over the built cache: start to the first `/`, that first `/` alone
+   and what it listed, RSS after start, the time until the list answers whole; then side by side with plain `datasette serve` of one ledger (requests
    alternate, medians): `/`, the list's JSON, an id search (an event id found in one
    session), findings, resolve (an id prefix), a session overview (first visit); then 1,000
    visits of session table pages and RSS after them.
 
 Usage: python benchmarks/bench_scale.py [--sizes 10000,100000] [--requests 15] [--no-cli]
+       [--keep-cache] [--build-up-to N]
+A first build of 100,000 sessions (30,000 ledgers) takes most of an hour on a loaded 2-core
+machine: `--keep-cache --build-up-to 10000` measures it at 10,000 only and reuses the index
+kept in benchmarks/out/cache-scale-100000 (`datasette capsem index --home
+benchmarks/out/scale-100000 --cache-dir benchmarks/out/cache-scale-100000` makes it).
 """
 
 from __future__ import annotations
@@ -73,6 +78,16 @@ def started(*args: str, first: str = "/", deadline: float = 900):
         process.wait(timeout=30)
 
 
+def until_whole_list(client: httpx.Client, seconds: float = 1800) -> float:
+    """Seconds until the list answers whole (not a provisional or older list)."""
+    began = time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        if client.get("/-/capsem/sessions.json?_size=1").json().get("partial") is None:
+            break
+        time.sleep(0.25)
+    return time.perf_counter() - began
+
+
 def timed(client: httpx.Client, url: str) -> float:
     began = time.perf_counter()
     response = client.get(url)
@@ -105,26 +120,34 @@ def cli_script_of(home: Path) -> tuple[str, int]:
     return text, int(text.split("\n", 1)[0].split(":")[1])
 
 
-def one_size(sessions: int, requests: int, with_cli: bool, keep_cache: bool) -> dict:
+def one_size(
+    sessions: int, requests: int, with_cli: bool, keep_cache: bool, build_up_to: int
+) -> dict:
     home = scale_home(sessions)
     cache = OUT / f"cache-scale-{sessions}"
     figures: dict = {"sessions": sessions}
-    if not (keep_cache and cache.exists()):
-        # 1. no index yet
-        shutil.rmtree(cache, ignore_errors=True)
-        with started("--home", str(home), "--cache", str(cache)) as (client, pid, start, first):
-            figures["start_cold"], figures["first_cold"] = start, first
+    build = sessions <= build_up_to and not (keep_cache and cache.exists())
+    # 1. no index yet: a server over an empty cache
+    cold = OUT / f"cache-scale-{sessions}-cold"
+    shutil.rmtree(cold, ignore_errors=True)
+    with started("--home", str(home), "--cache", str(cold)) as (client, pid, start, first):
+        figures["start_cold"], figures["first_cold"] = start, first
+        figures["rss_cold"] = rss_mb(pid)
+        if build:
             figures["build"] = start + wait_for_index(client, seconds=7200)
             figures["rss_build"] = rss_mb(pid)
             wait_until_idle(pid, seconds=120)
             figures["rss_build_idle"] = rss_mb(pid)
+    if build:
+        shutil.rmtree(cache, ignore_errors=True)
+        cold.rename(cache)
+    else:
+        shutil.rmtree(cold, ignore_errors=True)
     # 2. the sqlite3 CLI on the same reads
     if with_cli and "build" in figures:
         script, count = cli_script_of(home)
-        figures["cli"], figures["cli_statements"] = (
-            cli_run(sqlite3_cli(), [":memory:"], script),
-            count,
-        )
+        figures["cli"] = cli_run(sqlite3_cli(), [":memory:"], script)
+        figures["cli_statements"] = count
     # 3. restart over the built index
     ids = probe_event_ids(home, requests)
     probes = probe_sessions(home)
@@ -135,6 +158,11 @@ def one_size(sessions: int, requests: int, with_cli: bool, keep_cache: bool) -> 
     ):
         figures["start_warm"], figures["first_warm"] = start, first
         figures["rss_start"] = rss_mb(pid)
+        figures["first_partial"] = (
+            client.get("/-/capsem/sessions.json?_size=1").json().get("partial")
+        )
+        figures["list_complete"] = start + until_whole_list(client)
+        figures["rss_list"] = rss_mb(pid)
         wait_until_idle(pid, seconds=120)
         plain_url = "/session/model_calls"
         timed(plain, plain_url)
@@ -169,12 +197,22 @@ def main() -> None:
     parser.add_argument(
         "--keep-cache",
         action="store_true",
-        help="reuse each size's built index (benchmarks/out/cache-scale-N): skips the first "
-        "build, the start without an index and the CLI comparison",
+        help="reuse each size's built index (benchmarks/out/cache-scale-N) if there is one: "
+        "no first build and no CLI comparison",
+    )
+    parser.add_argument(
+        "--build-up-to",
+        type=int,
+        default=100_000,
+        help="wait for the first build (and compare it with the CLI) only up to this size; "
+        "above it the start without an index is measured and the server stopped",
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    results = [one_size(n, args.requests, not args.no_cli, args.keep_cache) for n in sizes]
+    results = [
+        one_size(n, args.requests, not args.no_cli, args.keep_cache, args.build_up_to)
+        for n in sizes
+    ]
     header = ["what"] + [f"{r['sessions']:,} sessions" for r in results]
     if len(results) > 1:
         header.append(f"{results[-1]['sessions']:,} / {results[0]['sessions']:,}")
@@ -194,8 +232,21 @@ def main() -> None:
     table = [
         row("start to first `/`, no index yet (s)", [get(r, "start_cold", ".2f") for r in results]),
         row("  that first `/` alone (s)", [get(r, "first_cold", ".2f") for r in results]),
+        row("RSS right after that (MB)", [get(r, "rss_cold", ".0f") for r in results]),
         row("start to first `/`, index built (s)", [f"{r['start_warm']:.2f}" for r in results]),
         row("  that first `/` alone (s)", [f"{r['first_warm']:.2f}" for r in results]),
+        row(
+            "  what it listed",
+            [
+                "whole list"
+                if not r["first_partial"]
+                else f"newest {r['first_partial']['shown']} (list being prepared)"
+                if r["first_partial"]["shown"]
+                else "the previous list (being updated)"
+                for r in results
+            ],
+        ),
+        row("start to the whole list answered (s)", [f"{r['list_complete']:.1f}" for r in results]),
         row("first index build in the server (s)", [get(r, "build", ".1f") for r in results]),
     ]
     if all("cli" in r for r in results):
@@ -223,6 +274,7 @@ def main() -> None:
         row("RSS after the first build (MB)", [get(r, "rss_build", ".0f") for r in results]),
         row("  ... once idle (MB)", [get(r, "rss_build_idle", ".0f") for r in results]),
         row("RSS after restart and first `/` (MB)", [f"{r['rss_start']:.0f}" for r in results]),
+        row("RSS once the whole list is built (MB)", [f"{r['rss_list']:.0f}" for r in results]),
         row(f"RSS after {VISITS:,} visits (MB)", [f"{r['rss_visits']:.0f}" for r in results]),
     ]
     print_table(

@@ -231,12 +231,22 @@ class Catalog(_SnapshotQueries):
         for home in ([self._single] if self._single else []) + list(self._homes.values()):
             home.min_check_interval = value
 
-    def snapshot(self) -> CatalogSnapshot:
-        """The current view, rescanning first if a home changed."""
+    def snapshot(self, wait: float | None = None) -> CatalogSnapshot:
+        """The current view, rescanning first if a home changed. `wait` (seconds, one home):
+        while another thread scans, wait at most that long, then answer the previous scan
+        (None before the first: a request never waits out a scan of 100,000 sessions)."""
         if self._single is not None:
-            return self._single.snapshot()
+            return self._single.snapshot(wait)  # type: ignore[return-value]
         self.refresh()
         return self._merged
+
+    def scan_soon(self) -> None:
+        """Start the first scan in a thread (a server's start), so the first request finds it
+        under way rather than doing it."""
+        if self._single is not None and not self._single.scanned:
+            threading.Thread(
+                target=self._single.refresh, name="capsem-catalog-scan", daemon=True
+            ).start()
 
     def recheck_ledger(self, session: Session) -> Session:
         return HomeCatalog.recheck_ledger(session)  # type: ignore[arg-type]
@@ -407,8 +417,13 @@ class HomeCatalog(_SnapshotQueries):
 
     # -- public API -------------------------------------------------------------------------
 
-    def snapshot(self) -> CatalogSnapshot:
-        """The current view, rescanning first if the home changed."""
+    def snapshot(self, wait: float | None = None) -> CatalogSnapshot | None:
+        """The current view, rescanning first if the home changed. `wait`: see
+        `Catalog.snapshot`."""
+        if wait is not None:
+            if not self._lock.acquire(timeout=wait):  # another thread is scanning
+                return self._snapshot if self.scanned else None
+            self._lock.release()
         self.refresh()
         return self._snapshot
 

@@ -331,9 +331,10 @@ class SessionTable:
         self.database_name = database_name
         self._built = _Built(key=())
         self._lock = threading.Lock()
-        # session id -> ((session, index row, stored check), its entry): a rebuild after one
-        # ledger changed builds one row, not 10,000 (the index keeps unchanged rows' objects).
-        self._memo: dict[str, tuple[tuple, ListEntry]] = {}
+        # session id -> its entry (with its inputs: session, index row, stored check): a
+        # rebuild after one ledger changed builds one row, not 10,000 (the index keeps
+        # unchanged rows' objects).
+        self._memo: dict[str, ListEntry] = {}
         # session id -> (its entry's inputs, its whole row), the rows shown last (FULL_ROWS).
         self._rows: OrderedDict[str, tuple[tuple, dict[str, Any]]] = OrderedDict()
         self._rows_lock = threading.Lock()
@@ -361,6 +362,12 @@ class SessionTable:
             if self._built.key != key:
                 self._built = self._build(key, catalog, index)
             return self._built
+
+    @staticmethod
+    def scanning() -> _Built:
+        """An empty list that says the home's sessions are still being read (the first scan
+        after a start)."""
+        return _Built(key=(), rows=[], partial={"sessions": None, "shown": 0})
 
     def _build_soon(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> None:
         """Build the list of `catalog` and `index` in a thread, unless one is building."""
@@ -397,19 +404,19 @@ class SessionTable:
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
         checks = index.checks
-        memo: dict[str, tuple] = {}
+        memo: dict[str, ListEntry] = {}
         made = 0
         for session in sessions:
             inputs = (session, index.for_session(session.id), checks.get(session.id))
             known = self._memo.get(session.id)
-            if known is None or not _same_inputs(known[0], inputs):
-                known = (inputs, list_entry(self._whole_row(inputs), inputs))
+            if known is None or not _same_inputs(known.inputs, inputs):
+                known = list_entry(self._whole_row(inputs), inputs)
                 made += 1
             memo[session.id] = known
         self._memo = memo
         if made >= TRIM_AFTER_ROWS:
             trim_malloc()
-        return _Built(key, [entry for _inputs, entry in memo.values()])
+        return _Built(key, list(memo.values()))
 
     def _whole_row(self, inputs: tuple) -> dict[str, Any]:
         session, index_row, check = inputs

@@ -143,7 +143,6 @@ class IndexService:
         self._last: dict[str, Any] = {}
         self._watched: tuple | None = None  # (catalog snapshot, ledger stats) of the last refresh
         self._watch_seconds = 0.0  # what the last round of watching stats cost
-        self._signatures: dict[str, tuple[Any, str]] = {}  # id -> (session, row signature)
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
         # session id -> hash of (fingerprint, signature) of its stored verdict, as this process
@@ -251,7 +250,8 @@ class IndexService:
         todo = []
         for session_id, session in sessions.items():
             fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
-            signature = self._signature(session)
+            # kept on the session object while its row is unchanged (row_signature)
+            signature = verdicts.row_signature(session)
             known = stored.get(session_id)
             wanted = hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
             if known is None or known != wanted:
@@ -282,16 +282,6 @@ class IndexService:
                 conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
             )
         return gone
-
-    def _signature(self, session) -> str:
-        """verdicts.row_signature, computed again only for a session that changed since the
-        last refresh (a digest of its main.db row: 0.7 s for 10,000 sessions otherwise)."""
-        known = self._signatures.get(session.id)
-        if known is not None and (known[0] is session or known[0] == session):
-            return known[1]
-        signature = verdicts.row_signature(session)
-        self._signatures[session.id] = (session, signature)
-        return signature
 
     def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
         todo = []
@@ -591,11 +581,12 @@ class IndexService:
         known = self._uncovered
         if known is None or known[0] != key:
             covered = snapshot.covered
-            found = [
-                (s.id, s.ledger_path)
-                for s in catalog.sessions.values()
-                if s.ledger_path is not None and s.id not in covered
-            ]
+            newest = sorted(
+                (s for s in catalog.sessions.values() if s.ledger_path is not None),
+                key=lambda s: (s.created_at or "", s.id),
+                reverse=True,
+            )  # newest first: a scan within a budget looks at the likeliest first
+            found = [(s.id, s.ledger_path) for s in newest if s.id not in covered]
             known = self._uncovered = (key, found)
         return known[1]
 

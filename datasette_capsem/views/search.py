@@ -292,8 +292,14 @@ async def search_page(datasette, request):
     return await render.page(datasette, request, "search.html", context)
 
 
+# The direct scan of ledgers the index does not cover yet (new ones, or all of them while a
+# first build runs): the newest this many per request, within the scan's time budget; the
+# page says how many it skipped. A home of 100,000 sessions mid-build has 30,000 such ledgers.
+SCAN_LEDGERS = 100
+
+
 def _scan(ledgers, value: str, cache_dir) -> tuple[list[dict], ScanReport]:
-    return scan_ledgers(ledgers, value, cache_dir)
+    return scan_ledgers(ledgers, value, cache_dir, max_ledgers=SCAN_LEDGERS)
 
 
 ROUTES = [(r"^/-/capsem/search(?P<format>\.json)?$", search_page)]
