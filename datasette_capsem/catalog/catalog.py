@@ -438,7 +438,11 @@ class HomeCatalog(_SnapshotQueries):
     def refresh(self, force: bool = False, check_now: bool = False) -> bool:
         """Rescan if the fingerprint changed; returns whether a rescan happened."""
         now = time.monotonic()
-        if not (force or check_now) and now - self._checked_at < self.min_check_interval:
+        if (
+            not (force or check_now)
+            and now - self._checked_at < self.min_check_interval
+            and self.scanned  # before the first scan ends (another thread's), wait for it
+        ):
             return False
         with self._lock:
             self._checked_at = now

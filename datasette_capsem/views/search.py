@@ -273,7 +273,9 @@ async def search_page(datasette, request):
         uncovered = state.index.uncovered_ledgers(catalog)
     else:
         uncovered = [(s.id, s.ledger_path) for s in sessions.values() if s.has_ledger]
-    scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir)
+    refreshing = state.index.freshness()["refreshing"]
+    limit = SCAN_LEDGERS_WHILE_REFRESHING if refreshing else SCAN_LEDGERS
+    scanned, report = await in_thread(_scan, uncovered, value, state.settings.cache_dir, limit)
     found = _dedupe([{**h, "value": value} for h in hits + scanned])
     found = await _visible(datasette, request, found, sessions)
     matches = await _visible(
@@ -295,11 +297,13 @@ async def search_page(datasette, request):
 # The direct scan of ledgers the index does not cover yet (new ones, or all of them while a
 # first build runs): the newest this many per request, within the scan's time budget; the
 # page says how many it skipped. A home of 100,000 sessions mid-build has 30,000 such ledgers.
+# While the index is being refreshed (a first build has them all), only the newest few.
 SCAN_LEDGERS = 100
+SCAN_LEDGERS_WHILE_REFRESHING = 10
 
 
-def _scan(ledgers, value: str, cache_dir) -> tuple[list[dict], ScanReport]:
-    return scan_ledgers(ledgers, value, cache_dir, max_ledgers=SCAN_LEDGERS)
+def _scan(ledgers, value: str, cache_dir, limit: int) -> tuple[list[dict], ScanReport]:
+    return scan_ledgers(ledgers, value, cache_dir, max_ledgers=limit)
 
 
 ROUTES = [(r"^/-/capsem/search(?P<format>\.json)?$", search_page)]
