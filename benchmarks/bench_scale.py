@@ -154,8 +154,14 @@ def one_size(
     plain_ledger = home / "run" / "sessions" / probes[-1] / "session.db"
     with (
         started("--home", str(home), "--cache", str(cache)) as (client, pid, start, first),
-        started("--plain", str(plain_ledger)) as (plain, _plain_pid, _s, _f),
+        started("--plain", str(plain_ledger), first="/session/model_calls") as (
+            plain,
+            _plain_pid,
+            plain_start,
+            _f,
+        ),
     ):
+        figures["start_plain"] = plain_start
         figures["start_warm"], figures["first_warm"] = start, first
         figures["rss_start"] = rss_mb(pid)
         figures["first_partial"] = (
@@ -233,6 +239,10 @@ def main() -> None:
         row("start to first `/`, no index yet (s)", [get(r, "start_cold", ".2f") for r in results]),
         row("  that first `/` alone (s)", [get(r, "first_cold", ".2f") for r in results]),
         row("RSS right after that (MB)", [get(r, "rss_cold", ".0f") for r in results]),
+        row(
+            "plain `datasette serve` of one ledger: start to its table page (s)",
+            [f"{r['start_plain']:.2f}" for r in results],
+        ),
         row("start to first `/`, index built (s)", [f"{r['start_warm']:.2f}" for r in results]),
         row("  that first `/` alone (s)", [f"{r['first_warm']:.2f}" for r in results]),
         row(
