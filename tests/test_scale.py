@@ -120,3 +120,26 @@ async def test_sessions_without_a_ledger_are_checked_here_between_the_workers_ve
     assert [(v.verdict, v.errors, v.warnings, v.findings) for v in merged] == [
         (v.verdict, v.errors, v.warnings, v.findings) for v in alone
     ]
+
+
+async def test_a_scan_under_way_is_not_waited_out(capsem_home, cache_dir):
+    """Another thread scanning (the start's first scan, or a rescan after main.db changed):
+    a request waits a moment, then answers from the previous scan, or says before the first
+    one that the sessions are still being read."""
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+    home = Catalog(settings)._single
+    with home._lock:  # a scan under way, before any ended
+        assert home.snapshot(wait=0.05) is None
+    first = home.snapshot(wait=0.05)
+    assert first is not None and first.sessions
+    with home._lock:  # a rescan under way: the previous scan answers
+        assert home.snapshot(wait=0.05) is first
+
+    datasette = await make_datasette(capsem_home, cache_dir)
+    catalog = get_state(datasette).catalog
+    total = len(catalog.sessions())
+    with catalog._single._lock:
+        listed = (await datasette.client.get("/-/capsem/sessions.json?all=1")).json()
+        assert listed["total"] == total  # the previous scan's, not waited for
+    page = await datasette.client.get("/")
+    assert "still being read" not in page.text
