@@ -37,6 +37,7 @@ def startup(datasette):
         # every mounted ledger's tables: its own refresh stays.)
         datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
     state.mounter.ensure_mains()
+    state.catalog.scan_soon()  # a big home's first scan takes seconds: not in the start
     start_index(datasette, state)
 
 

@@ -128,6 +128,14 @@ class CompactRow(Mapping[str, Any]):
         index = self._columns.get(key)
         return default if index is None else self._values[index]
 
+    def __contains__(self, key: object) -> bool:
+        # Mapping's own goes through __getitem__ and a KeyError (the list asks 26 per row).
+        return key in self._columns
+
+    def items_repr(self) -> list[tuple[str, str]]:
+        """sorted((column, repr(value))): what a digest of the row hashes, without a dict."""
+        return sorted(zip(self._columns, map(repr, self._values), strict=True))
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._columns)
 

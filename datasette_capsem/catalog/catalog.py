@@ -13,13 +13,16 @@ that missed it, and its sessions leave the list until it is back).
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import functools
 import os
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,6 @@ from datasette_capsem.config import (
     scan_homes_dir,
     split_qualified,
 )
-from datasette_capsem.memory import ValuePool
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -95,6 +97,56 @@ class CatalogSnapshot:
     home_snapshots: dict[str, CatalogSnapshot] = field(default_factory=dict)
     by_local_id: dict[str, list[Session]] = field(default_factory=dict)
     home_problems: list[str] = field(default_factory=list)  # e.g. a homes_dir child left out
+
+    # What lookups by name and prefix read, made once per snapshot (a pass over 100,000
+    # sessions per request otherwise): names to sessions, and sorted keys for prefixes.
+    @cached_property
+    def by_name(self) -> dict[str, list[Session]]:
+        found: dict[str, list[Session]] = {}
+        for session in self.sessions.values():
+            if session.name:
+                found.setdefault(session.name, []).append(session)
+        return found
+
+    @cached_property
+    def id_keys(self) -> list[tuple[str, str]]:
+        """(an id or a home's local id, the session's id), sorted: ids by prefix."""
+        keys = {(s.id, s.id) for s in self.sessions.values()}
+        keys |= {(s.short_id, s.id) for s in self.sessions.values() if s.short_id != s.id}
+        return sorted(keys)
+
+    def with_id_prefix(self, prefix: str) -> list[Session]:
+        """Sessions whose id (or local id) starts with `prefix`: a binary search."""
+        keys, found = self.id_keys, {}
+        at = bisect.bisect_left(keys, (prefix, ""))
+        while at < len(keys) and keys[at][0].startswith(prefix):
+            found[keys[at][1]] = self.sessions[keys[at][1]]
+            at += 1
+        return list(found.values())
+
+    @cached_property
+    def match_keys(self) -> dict[str, str]:
+        """id, local id and name -> session id: what 'did you mean' compares."""
+        keys: dict[str, str] = {}
+        for session in self.sessions.values():
+            keys[session.id] = session.id
+            if session.local_id:
+                keys.setdefault(session.local_id, session.id)
+            if session.name:
+                keys.setdefault(session.name, session.id)
+        return keys
+
+    @cached_property
+    def lowered_keys(self) -> list[tuple[str, str]]:
+        return sorted((key.lower(), key) for key in self.match_keys)
+
+    @cached_property
+    def keys_by_start(self) -> dict[str, list[str]]:
+        """The match keys by their first two characters, lowered (NEAR_MATCH_SCAN)."""
+        found: dict[str, list[str]] = {}
+        for key in self.match_keys:
+            found.setdefault(key[:2].lower(), []).append(key)
+        return found
 
     @property
     def problems(self) -> list[str]:
@@ -179,12 +231,22 @@ class Catalog(_SnapshotQueries):
         for home in ([self._single] if self._single else []) + list(self._homes.values()):
             home.min_check_interval = value
 
-    def snapshot(self) -> CatalogSnapshot:
-        """The current view, rescanning first if a home changed."""
+    def snapshot(self, wait: float | None = None) -> CatalogSnapshot:
+        """The current view, rescanning first if a home changed. `wait` (seconds, one home):
+        while another thread scans, wait at most that long, then answer the previous scan
+        (None before the first: a request never waits out a scan of 100,000 sessions)."""
         if self._single is not None:
-            return self._single.snapshot()
+            return self._single.snapshot(wait)  # type: ignore[return-value]
         self.refresh()
         return self._merged
+
+    def scan_soon(self) -> None:
+        """Start the first scan in a thread (a server's start), so the first request finds it
+        under way rather than doing it."""
+        if self._single is not None and not self._single.scanned:
+            threading.Thread(
+                target=self._single.refresh, name="capsem-catalog-scan", daemon=True
+            ).start()
 
     def recheck_ledger(self, session: Session) -> Session:
         return HomeCatalog.recheck_ledger(session)  # type: ignore[arg-type]
@@ -200,6 +262,10 @@ class Catalog(_SnapshotQueries):
         return self.snapshot().homes.get(label)
 
     def main_db_path(self, label: str = "") -> Path | None:
+        if self._single is not None and not self._single.scanned:
+            # Before the first scan (the startup hook mounts main.db): where it is, not what
+            # it holds; a scan of 100,000 sessions is not worth waiting for here.
+            return self._single.main_db_location()
         snapshot = self.snapshot()
         found = snapshot.home_snapshots.get(label) if label else snapshot
         return found.main_db_path if found else None
@@ -292,20 +358,29 @@ class Catalog(_SnapshotQueries):
         return merged
 
 
+# Above this many keys, 'did you mean' compares a text with the keys that start with its
+# first two characters only (a typo there is not suggested): difflib over 100,000 sessions'
+# ids and names takes about a second per request.
+NEAR_MATCH_SCAN = 5000
+
+
 def _near_matches(snapshot: CatalogSnapshot, text: str, limit: int) -> list[Session]:
     """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-    keys: dict[str, str] = {}
-    for session in snapshot.sessions.values():
-        keys[session.id] = session.id
-        if session.local_id:
-            keys.setdefault(session.local_id, session.id)
-        if session.name:
-            keys.setdefault(session.name, session.id)
+    keys = snapshot.match_keys
     lowered = text.lower()
-    prefix = [sid for key, sid in keys.items() if lowered and key.lower().startswith(lowered)]
-    close = difflib.get_close_matches(text, list(keys), n=limit, cutoff=0.6)
-    ordered = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
-    return [snapshot.sessions[sid] for sid in ordered[:limit]]
+    prefix = []
+    if lowered:
+        ordered = snapshot.lowered_keys
+        at = bisect.bisect_left(ordered, (lowered, ""))
+        while at < len(ordered) and len(prefix) < limit and ordered[at][0].startswith(lowered):
+            prefix.append(keys[ordered[at][1]])
+            at += 1
+    compared = (
+        list(keys) if len(keys) <= NEAR_MATCH_SCAN else snapshot.keys_by_start.get(lowered[:2], [])
+    )
+    close = difflib.get_close_matches(text, compared, n=limit, cutoff=0.6)
+    ordered_ids = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
+    return [snapshot.sessions[sid] for sid in ordered_ids[:limit]]
 
 
 def _session_for_database(snapshot: CatalogSnapshot, name: str) -> Session | None:
@@ -342,8 +417,13 @@ class HomeCatalog(_SnapshotQueries):
 
     # -- public API -------------------------------------------------------------------------
 
-    def snapshot(self) -> CatalogSnapshot:
-        """The current view, rescanning first if the home changed."""
+    def snapshot(self, wait: float | None = None) -> CatalogSnapshot | None:
+        """The current view, rescanning first if the home changed. `wait`: see
+        `Catalog.snapshot`."""
+        if wait is not None:
+            if not self._lock.acquire(timeout=wait):  # another thread is scanning
+                return self._snapshot if self.scanned else None
+            self._lock.release()
         self.refresh()
         return self._snapshot
 
@@ -358,7 +438,11 @@ class HomeCatalog(_SnapshotQueries):
     def refresh(self, force: bool = False, check_now: bool = False) -> bool:
         """Rescan if the fingerprint changed; returns whether a rescan happened."""
         now = time.monotonic()
-        if not (force or check_now) and now - self._checked_at < self.min_check_interval:
+        if (
+            not (force or check_now)
+            and now - self._checked_at < self.min_check_interval
+            and self.scanned  # before the first scan ends (another thread's), wait for it
+        ):
             return False
         with self._lock:
             self._checked_at = now
@@ -368,6 +452,14 @@ class HomeCatalog(_SnapshotQueries):
             self._snapshot = self._scan()
             self._fingerprint = fingerprint
             return True
+
+    @property
+    def scanned(self) -> bool:
+        return self._fingerprint is not None
+
+    def main_db_location(self) -> Path | None:
+        """The main.db a scan would read (the first candidate that exists), without reading it."""
+        return next((p for p in self.home.main_db_candidates if p.exists()), None)
 
     def layout_dirs(self) -> set[Path]:
         """The directories whose entries say which sessions exist (and main.db's)."""
@@ -430,11 +522,9 @@ class HomeCatalog(_SnapshotQueries):
             except readonly.LedgerUnavailable as error:
                 return _MainRead(candidate, f"main.db: {error.detail} ({candidate})")
             try:
-                cursor = conn.execute(load_sql(__package__, "main_sessions"))
+                cursor, found = readonly.tolerant(conn, functools.partial(_main_rows, conn))
                 columns = {d[0]: i for i, d in enumerate(cursor.description)}
-                shared = ValuePool().strings  # a status or version: one string, not 10,000
-                rows = [MainRow(columns, shared(row)) for row in cursor]
-                return _MainRead(candidate, None, rows)
+                return _MainRead(candidate, None, _compact_main_rows(columns, found))
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)
@@ -534,6 +624,32 @@ class HomeCatalog(_SnapshotQueries):
                     "registry entry's session_dir is missing or outside run/persistent"
                 )
             sessions[entry.id] = session
+
+
+# main.db columns whose every value is its own (ids, times): pooling them costs a dict
+# lookup per cell and shares nothing. The others (status, mode, versions, hashes) repeat.
+UNIQUE_MAIN_COLUMNS = frozenset({"id", "created_at", "stopped_at", "vacuumed_at", "command"})
+
+
+def _main_rows(conn: sqlite3.Connection) -> tuple[sqlite3.Cursor, list[tuple]]:
+    cursor = conn.execute(load_sql(__package__, "main_sessions"))
+    return cursor, cursor.fetchall()
+
+
+def _compact_main_rows(columns: dict[str, int], found: list[tuple]) -> list[MainRow]:
+    """main.db rows as compact rows, the repeated strings of a column shared (a status or a
+    version: one string, not 100,000), column by column (one pass per pooled column, not a
+    call per cell: 100,000 rows of 26 columns)."""
+    if not found:
+        return []
+    pooled = [i for name, i in columns.items() if name not in UNIQUE_MAIN_COLUMNS]
+    cells = [list(column) for column in zip(*found, strict=True)]
+    for i in pooled:
+        shared: dict = {}
+        cells[i] = [
+            shared.setdefault(value, value) if type(value) is str else value for value in cells[i]
+        ]
+    return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,8 @@ class Session:
     # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
     home: str = ""
     local_id: str | None = None
+    # index/verdicts.row_signature's last answer, with what it was computed from
+    signature: tuple | None = field(default=None, compare=False, repr=False)
 
     @property
     def short_id(self) -> str:

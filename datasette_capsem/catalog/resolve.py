@@ -87,7 +87,7 @@ def resolve_name(catalog: Catalog, name: str) -> Resolution:
     sessions = snapshot.sessions
     name = _address(snapshot, name)
     by_id, in_homes = _same_id(snapshot, name, sessions)
-    named = [s for s in sessions.values() if s.name == name and s is not by_id]
+    named = [s for s in snapshot.by_name.get(name, ()) if s is not by_id]
     named = [s for s in named if s not in in_homes]
     named.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
     candidates = ([candidate(by_id, "id")] if by_id else []) + [
@@ -97,9 +97,7 @@ def resolve_name(catalog: Catalog, name: str) -> Resolution:
     if in_homes:
         return Resolution(name=name, candidates=candidates)
     if not candidates and len(name) >= MIN_PREFIX:
-        prefixed = [
-            s for s in sessions.values() if s.short_id.startswith(name) or s.id.startswith(name)
-        ]
+        prefixed = snapshot.with_id_prefix(name)
         prefixed.sort(key=lambda s: (s.created_at or "", s.id), reverse=True)
         candidates = [candidate(s, "prefix") for s in prefixed]
         if len(prefixed) == 1:

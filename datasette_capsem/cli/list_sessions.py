@@ -67,7 +67,7 @@ def list_sessions(
     settings: Settings, params: list[tuple[str, str]], refresh: bool = True
 ) -> dict[str, Any]:
     """What `/-/capsem/sessions.json` answers for these parameters (minus the index's
-    freshness): {sessions, total, filtered, filters}."""
+    freshness): {sessions, total, filtered, filters, partial}."""
     catalog = Catalog(settings)
     index = IndexService(settings, catalog)
     if refresh:
@@ -86,6 +86,7 @@ def list_sessions(
             "total": len(snapshot.sessions),
             "filtered": len(rows),
             "filters": query.applied(),
+            "partial": None,  # the whole list, always (the web's may be provisional a while)
         }
     )
 

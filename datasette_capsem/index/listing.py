@@ -28,10 +28,11 @@ counts them; the index's cross-session totals count those rows once, for the par
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from datasette.utils import tilde_encode
@@ -273,10 +274,21 @@ def list_entry(row: dict[str, Any], inputs: tuple) -> ListEntry:
     return ListEntry((*values, verdict), inputs)
 
 
+# A list of more sessions than this is never built inside a request: a request that finds no
+# list for the current catalog scan and index generation gets the last complete list, or
+# before the first one a provisional list of the newest PROVISIONAL_ROWS sessions, while a
+# thread builds the whole one (100,000 rows take seconds). A smaller list is built at once.
+BUILD_IN_REQUEST_UP_TO = 5000
+PROVISIONAL_ROWS = 500
+
+
 @dataclass
 class _Built:
     key: tuple
     rows: list[ListEntry] = field(default_factory=list)
+    # Set on a list that is not the whole current one: {"sessions": how many the catalog
+    # has, "shown": how many this list holds (None: all of an older list)}
+    partial: dict[str, Any] | None = None
     orders: dict[tuple[str, bool], list[ListEntry]] = field(default_factory=dict)
     filtered: dict[tuple, list[ListEntry]] = field(default_factory=dict)
     # What a view made of these rows (e.g. a page of them as HTML), by the view's own key;
@@ -319,21 +331,72 @@ class SessionTable:
         self.database_name = database_name
         self._built = _Built(key=())
         self._lock = threading.Lock()
-        # session id -> ((session, index row, stored check), its entry): a rebuild after one
-        # ledger changed builds one row, not 10,000 (the index keeps unchanged rows' objects).
-        self._memo: dict[str, tuple[tuple, ListEntry]] = {}
+        # session id -> its entry (with its inputs: session, index row, stored check): a
+        # rebuild after one ledger changed builds one row, not 10,000 (the index keeps
+        # unchanged rows' objects).
+        self._memo: dict[str, ListEntry] = {}
         # session id -> (its entry's inputs, its whole row), the rows shown last (FULL_ROWS).
         self._rows: OrderedDict[str, tuple[tuple, dict[str, Any]]] = OrderedDict()
         self._rows_lock = threading.Lock()
+        self.build_in_request_up_to = BUILD_IN_REQUEST_UP_TO
+        self.provisional_rows = PROVISIONAL_ROWS
+        self._builder: threading.Thread | None = None
+        self._builder_lock = threading.Lock()
+        self._provisional_list: tuple[tuple, _Built] | None = None
 
-    def rows(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
+    def rows(self, catalog: CatalogSnapshot, index: IndexSnapshot, wait: bool = True) -> _Built:
+        """The list of this catalog scan and index generation. `wait=False` (a request):
+        a big list is never built here (BUILD_IN_REQUEST_UP_TO): the last complete list, or a
+        provisional one, is answered while a thread builds it."""
         key = (id(catalog), catalog.scanned_at, index.generation)
         built = self._built
-        if built.key != key:
-            with self._lock:
-                if self._built.key != key:
-                    self._built = self._build(key, catalog, index)
-                built = self._built
+        if built.key == key:
+            return built
+        if not wait and len(catalog.sessions) > self.build_in_request_up_to:
+            if index.generation:  # not while the index's figures are still being read
+                self._build_soon(catalog, index)
+            if built.key:  # the last complete list: one refresh behind, whole
+                return replace(built, partial={"sessions": len(catalog.sessions), "shown": None})
+            return self._provisional(catalog, index)
+        with self._lock:
+            if self._built.key != key:
+                self._built = self._build(key, catalog, index)
+            return self._built
+
+    @staticmethod
+    def scanning() -> _Built:
+        """An empty list that says the home's sessions are still being read (the first scan
+        after a start)."""
+        return _Built(key=(), rows=[], partial={"sessions": None, "shown": 0})
+
+    def _build_soon(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> None:
+        """Build the list of `catalog` and `index` in a thread, unless one is building."""
+        with self._builder_lock:
+            if self._builder is not None and self._builder.is_alive():
+                return
+            self._builder = threading.Thread(
+                target=self.rows, args=(catalog, index), name="capsem-list-build", daemon=True
+            )
+            self._builder.start()
+
+    def _provisional(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
+        """The newest PROVISIONAL_ROWS sessions as a list, until the whole one is built."""
+        key = (id(catalog), catalog.scanned_at, index.generation)
+        known = self._provisional_list
+        if known is not None and known[0] == key:
+            return known[1]
+        newest = heapq.nlargest(
+            self.provisional_rows,
+            catalog.sessions.values(),
+            key=lambda s: (s.created_at or "", s.id),
+        )
+        rows = []
+        for session in newest:
+            inputs = (session, index.for_session(session.id), index.checks.get(session.id))
+            rows.append(list_entry(self._whole_row(inputs), inputs))
+        partial = {"sessions": len(catalog.sessions), "shown": len(rows)}
+        built = _Built(key=(), rows=rows, partial=partial)
+        self._provisional_list = (key, built)
         return built
 
     def _build(self, key: tuple, catalog: CatalogSnapshot, index: IndexSnapshot) -> _Built:
@@ -341,19 +404,19 @@ class SessionTable:
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
         checks = index.checks
-        memo: dict[str, tuple] = {}
+        memo: dict[str, ListEntry] = {}
         made = 0
         for session in sessions:
             inputs = (session, index.for_session(session.id), checks.get(session.id))
             known = self._memo.get(session.id)
-            if known is None or not _same_inputs(known[0], inputs):
-                known = (inputs, list_entry(self._whole_row(inputs), inputs))
+            if known is None or not _same_inputs(known.inputs, inputs):
+                known = list_entry(self._whole_row(inputs), inputs)
                 made += 1
             memo[session.id] = known
         self._memo = memo
         if made >= TRIM_AFTER_ROWS:
             trim_malloc()
-        return _Built(key, [entry for _inputs, entry in memo.values()])
+        return _Built(key, list(memo.values()))
 
     def _whole_row(self, inputs: tuple) -> dict[str, Any]:
         session, index_row, check = inputs

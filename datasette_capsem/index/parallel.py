@@ -46,9 +46,23 @@ def read_ledgers(
 
 
 def check_sessions(sessions: list[Session], settings: Settings) -> Iterator[verdicts.Checked]:
-    """`verdicts.check` of each session, in order; in worker processes when there are many
-    (each stores its report as it would here)."""
+    """`verdicts.check` of each session, in order; those with a ledger in worker processes
+    when there are many (each stores its report as it would here). A session without a
+    ledger (vacuumed: a main.db row) is checked here: its check reads no file, and sending
+    70,000 of them to workers costs more than checking them."""
     workers = default_workers()
-    if len(sessions) < PROCESSES_FROM or workers <= 1:
+    with_ledger = [(s, settings) for s in sessions if s.ledger_path is not None]
+    if len(with_ledger) < PROCESSES_FROM or workers <= 1:
         return (verdicts.check(session, settings) for session in sessions)
-    return ordered_map(verdicts.check, [(s, settings) for s in sessions], workers, chunk=16)
+    return _merged(sessions, settings, ordered_map(verdicts.check, with_ledger, workers, chunk=16))
+
+
+def _merged(
+    sessions: list[Session], settings: Settings, read: Iterator[verdicts.Checked]
+) -> Iterator[verdicts.Checked]:
+    """The workers' verdicts of the sessions with a ledger, in order, between this process's
+    verdicts of the others."""
+    for session in sessions:
+        yield next(read) if session.ledger_path is not None else verdicts.check(session, settings)
+    for _extra in read:  # none: runs the workers' generator to its end (the pool shut down)
+        pass

@@ -28,6 +28,7 @@ If the parent named could not be read, the fork's figures include the copied row
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import json
 import sqlite3
@@ -52,6 +53,7 @@ from datasette_capsem.sqlfiles import load_sql
 Progress = Callable[[int, int], None]
 COMMIT_EVERY_SECONDS = 0.5  # readers see a long first build fill in as it goes
 LOOKUP_LIMIT = 1000
+FINDING_HITS = 100  # sessions listed per finding kind (the list filtered by kind has them all)
 PARTIAL_RELOAD = 200  # a refresh that changed at most this many sessions reloads only theirs
 # A refresh that read this many ledgers hands freed memory back to the OS; the full collection
 # that takes (0.17 s with 10,000 sessions in memory) is not worth it after a few.
@@ -126,6 +128,12 @@ class IndexService:
         self.path = store.index_path(settings.cache_dir)
         self._refresh_lock = threading.Lock()
         self._snapshot: IndexSnapshot | None = None
+        self._load_lock = threading.Lock()
+        self.finding_hits = FINDING_HITS
+        # The findings page's reads, by the index file's stat when they were read.
+        self._findings: tuple[tuple, list[dict[str, Any]]] | None = None
+        self._unreadable: tuple[tuple, list[dict[str, Any]]] | None = None
+        self._loader: threading.Thread | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._notifier: DirectoryNotifier | None = None  # the background thread's, closed by it
@@ -135,7 +143,6 @@ class IndexService:
         self._last: dict[str, Any] = {}
         self._watched: tuple | None = None  # (catalog snapshot, ledger stats) of the last refresh
         self._watch_seconds = 0.0  # what the last round of watching stats cost
-        self._signatures: dict[str, tuple[Any, str]] = {}  # id -> (session, row signature)
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
         # session id -> hash of (fingerprint, signature) of its stored verdict, as this process
@@ -243,7 +250,8 @@ class IndexService:
         todo = []
         for session_id, session in sessions.items():
             fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
-            signature = self._signature(session)
+            # kept on the session object while its row is unchanged (row_signature)
+            signature = verdicts.row_signature(session)
             known = stored.get(session_id)
             wanted = hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
             if known is None or known != wanted:
@@ -274,16 +282,6 @@ class IndexService:
                 conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
             )
         return gone
-
-    def _signature(self, session) -> str:
-        """verdicts.row_signature, computed again only for a session that changed since the
-        last refresh (a digest of its main.db row: 0.7 s for 10,000 sessions otherwise)."""
-        known = self._signatures.get(session.id)
-        if known is not None and (known[0] is session or known[0] == session):
-            return known[1]
-        signature = verdicts.row_signature(session)
-        self._signatures[session.id] = (session, signature)
-        return signature
 
     def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
         todo = []
@@ -442,14 +440,35 @@ class IndexService:
             checks=checks,
         )
 
-    def snapshot(self) -> IndexSnapshot:
-        """The latest in-memory figures (read from disk once if no refresh ran yet)."""
+    def snapshot(self, wait: bool = True) -> IndexSnapshot:
+        """The latest in-memory figures (read from disk once if no refresh ran yet).
+        `wait=False` (a request): never read them here (100,000 sessions' figures take
+        seconds): an empty snapshot (generation 0) while a thread reads them."""
         if self._snapshot is None:
+            if not wait:
+                self._load_soon()
+                return IndexSnapshot()
             try:
-                self._snapshot = self._load_snapshot()
+                loaded = self._load_snapshot()
             except sqlite3.Error:
                 return IndexSnapshot()
+            with self._load_lock:
+                if self._snapshot is None:  # a refresh may have set a newer one meanwhile
+                    self._snapshot = loaded
         return self._snapshot
+
+    def _load_soon(self) -> None:
+        """Read the stored figures in a thread (once), then tell the listeners."""
+
+        def load() -> None:
+            if self.snapshot().generation:
+                for listener in self.after_refresh:
+                    listener()
+
+        with self._load_lock:
+            if self._loader is None or not self._loader.is_alive():
+                self._loader = threading.Thread(target=load, name="capsem-index-load", daemon=True)
+                self._loader.start()
 
     # -- the API other engines use ------------------------------------------------------------
 
@@ -505,10 +524,16 @@ class IndexService:
                 return fts.SessionCounts()
             return fts.session_counts(conn, query, filters)
 
-    def findings(self) -> list[dict[str, Any]]:
+    def findings(self, hits: int | None = None) -> list[dict[str, Any]]:
         """Each finding kind of the stored quick-check verdicts, most severe and widest first:
         {kind, severity, title, sessions, rows, hits: [{session_id, ..., rows, tables}]},
-        each kind's sessions newest first (verdicts.py)."""
+        each kind's newest `hits` sessions, newest first (verdicts.py); `sessions` counts
+        them all. Read once per change of the index file, not per request."""
+        hits = self.finding_hits if hits is None else hits
+        key = ("findings", hits, _file_key(self.path))
+        known = self._findings
+        if known is not None and known[0] == key:
+            return copy.deepcopy(known[1])
         with store.reading(self.path) as conn:
             if conn is None:
                 return []
@@ -517,11 +542,25 @@ class IndexService:
                 for row in conn.execute(load_sql(store.__package__, "findings_summary"))
             ]
             by_kind = {(k["kind"], k["severity"]): k for k in kinds}
-            for row in conn.execute(load_sql(store.__package__, "findings_sessions")):
+            sql = load_sql(store.__package__, "findings_sessions")
+            for row in conn.execute(sql, {"limit": hits}):
                 found = by_kind.get((row["kind"], row["severity"]))
                 if found is not None:
                     found["hits"].append(dict(row))
-        return kinds
+            unreadable = [
+                dict(row)
+                for row in conn.execute(load_sql(store.__package__, "unreadable_sessions"))
+            ]
+        self._findings = (key, kinds)
+        self._unreadable = (key, unreadable)
+        return copy.deepcopy(kinds)
+
+    def unreadable(self) -> list[dict[str, Any]]:
+        """Sessions whose stored verdict is 'unreadable', newest first, with the reason
+        (read with `findings`)."""
+        self.findings()
+        known = self._unreadable
+        return copy.deepcopy(known[1]) if known is not None else []
 
     def security(
         self,
@@ -559,11 +598,12 @@ class IndexService:
         known = self._uncovered
         if known is None or known[0] != key:
             covered = snapshot.covered
-            found = [
-                (s.id, s.ledger_path)
-                for s in catalog.sessions.values()
-                if s.ledger_path is not None and s.id not in covered
-            ]
+            newest = sorted(
+                (s for s in catalog.sessions.values() if s.ledger_path is not None),
+                key=lambda s: (s.created_at or "", s.id),
+                reverse=True,
+            )  # newest first: a scan within a budget looks at the likeliest first
+            found = [(s.id, s.ledger_path) for s in newest if s.id not in covered]
             known = self._uncovered = (key, found)
         return known[1]
 
@@ -679,6 +719,19 @@ def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
         if known is not None and known == row:
             new[key] = known
     return new
+
+
+def _file_key(path: Path) -> tuple:
+    """What changes when the index database is written: its file's and its WAL's stat."""
+    found = []
+    for name in (path, Path(f"{path}-wal")):
+        try:
+            stat = name.stat()
+        except OSError:
+            found.append(None)
+        else:
+            found.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
 
 
 def _iso(epoch: float | None) -> str | None:

@@ -30,6 +30,7 @@ from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.profiles import QUICK
 from datasette_capsem.checks.runner import check_catalog_session, run_options
 from datasette_capsem.config import Settings
+from datasette_capsem.memory import CompactRow
 from datasette_capsem.versioned_store import VersionedStore, store_key
 
 PROFILE = QUICK
@@ -42,9 +43,20 @@ def row_signature(session: Session) -> str:
     status and whether the session is live. Stable across processes (a CLI refresh writes what
     a server reads)."""
     row = session.main_row
-    items = sorted((str(k), repr(v)) for k, v in dict(row).items()) if row is not None else None
+    key = (row, session.status, session.live)
+    known = session.signature
+    if known is not None and known[0] == key:  # kept on the session: the list and the
+        return known[1]  # refresh both ask, for every session
+    if row is None:
+        items = None
+    elif isinstance(row, CompactRow) and all(type(c) is str for c in row):
+        items = row.items_repr()  # the same list as below, without a dict per row
+    else:
+        items = sorted((str(k), repr(v)) for k, v in dict(row).items())
     text = repr((items, session.status, session.live))
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    session.signature = (key, digest)
+    return digest
 
 
 @dataclass

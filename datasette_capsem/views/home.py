@@ -14,9 +14,11 @@ from datasette.utils.asgi import Response
 from markupsafe import Markup
 
 from datasette_capsem import errors, permissions, redaction
+from datasette_capsem.catalog import CatalogSnapshot
 from datasette_capsem.findings import KINDS as FINDING_KINDS
 from datasette_capsem.index import charts, filters, fts
 from datasette_capsem.index.listing import FIGURES, SORTABLE
+from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import costs, render
@@ -42,6 +44,10 @@ COLUMNS = (
 
 
 PAGING = ("_next", "_size", "_sort", "_sort_desc")
+# How long a request waits for a scan of the home another thread is making (the first after
+# a start, or after main.db changed) before answering from the previous scan, or, before the
+# first, saying the sessions are being read. A small home's scan takes milliseconds.
+CATALOG_WAIT_SECONDS = 0.5
 HOME_COLUMN = ("home", "Home")
 
 
@@ -75,16 +81,23 @@ async def _filtered(datasette, request):
         raise errors.bad_parameter("Bad parameter", str(problem)) from problem
     if query.text is not None:
         query.text_sessions = await _text_sessions(state, query)
-    index = state.index.snapshot()
+    # Neither the index's figures nor a big list are read or built inside a request: until
+    # they are ready the page shows what there is and says so (built.partial).
     table = state.session_table
-    built = table.rows(state.catalog.snapshot(), index)
+    catalog = state.catalog.snapshot(wait=CATALOG_WAIT_SECONDS)
+    if catalog is None:  # the first scan after a start is still reading the home
+        built = table.scanning()
+        return state, query, [], IndexSnapshot(), built, CatalogSnapshot()
+    wait = len(catalog.sessions) <= table.build_in_request_up_to
+    index = state.index.snapshot(wait=wait)
+    built = table.rows(catalog, index, wait=wait)
     rows = table.filtered(
         built,
         (query.sort, query.descending),
         query.signature(),
         lambda ordered: filters.apply(ordered, query),
     )
-    return state, query, rows, index, built
+    return state, query, rows, index, built, catalog
 
 
 async def _text_sessions(state, query: filters.ListQuery) -> frozenset[str]:
@@ -192,12 +205,11 @@ def _sort_links(request, query: filters.ListQuery) -> dict[str, str]:
 
 async def home(datasette, request):
     result = await _filtered(datasette, request)
-    state, query, rows, _index, built = result
+    state, query, rows, _index, built, snapshot = result
     page_rows = state.session_table.full_rows(rows[query.offset : query.offset + query.size])
     shown = _under_base(datasette, page_rows)
     next_offset = query.offset + query.size
     next_token = str(next_offset) if next_offset < len(rows) else None
-    snapshot = state.catalog.snapshot()
     context = {
         "sessions": shown,
         "total": len(snapshot.sessions),
@@ -213,6 +225,8 @@ async def home(datasette, request):
         "problems": snapshot.problems,
         "capsem_home": str(state.settings.capsem_home),
         "home_exists": snapshot.home_exists,
+        # Not the whole current list yet (a big home just started): what this one holds.
+        "partial": built.partial,
     }
     if state.catalog.labelled:  # labelled homes: each one's state, and the `home` facet
         context["homes"] = [home.as_json() for home in snapshot.homes.values()]
@@ -247,7 +261,7 @@ async def home(datasette, request):
 async def usage_chart(datasette, request):
     """Tokens and cost per day by provider over the filtered sessions' ledgers."""
     result = await _filtered(datasette, request)
-    _state, _query, rows, index, _built = result
+    _state, _query, rows, index, _built, _catalog = result
     return render.json_response({"rows": charts.usage_per_day(rows, index)})
 
 
