@@ -23,9 +23,7 @@ def catalog_for(home: Path, cache: Path, **config) -> Catalog:
 
 def test_catalog_matches_the_manifest_in_every_layout(capsem_home, manifest, tmp_path):
     catalog = catalog_for(capsem_home, tmp_path)
-    for expected in manifest["sessions"]:
-        if not (expected.get("ledger") or expected.get("main_db_row")):
-            continue
+    for expected in sessions_in(manifest, where=lambda s: s.get("ledger") or s.get("main_db_row")):
         session = catalog.get(expected["id"])
         assert session is not None, expected["id"]
         if expected.get("ledger"):
@@ -45,9 +43,8 @@ def test_persistent_vms_get_their_display_names_from_the_registry(capsem_home, m
 def test_an_upgraded_vm_is_known_under_both_ids_with_one_ledger(capsem_home, manifest, tmp_path):
     catalog = catalog_for(capsem_home, tmp_path)
     by_ledger: dict[str, list[str]] = {}
-    for s in manifest["sessions"]:
-        if s.get("ledger") and s["kind"] == "persistent":
-            by_ledger.setdefault(s["ledger"], []).append(s["id"])
+    for s in sessions_in(manifest, kind="persistent", has=("ledger",)):
+        by_ledger.setdefault(s["ledger"], []).append(s["id"])
     pairs = [ids for ids in by_ledger.values() if len(ids) == 2]
     assert pairs, "the generator plants a VM under two ids"
     for first, second in pairs:
@@ -134,7 +131,7 @@ async def test_an_old_main_db_with_total_mcp_calls_is_read_by_column_name(tmp_pa
     rows = (await datasette.client.get("/main/sessions.json?_shape=array")).json()
     assert "total_mcp_calls" in rows[0]
     listed = (await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")).json()
-    assert {s["id"] for s in manifest["sessions"] if s.get("main_db_row")} <= {
+    assert {s["id"] for s in sessions_in(manifest, has=("main_db_row",))} <= {
         s["id"] for s in listed["sessions"]
     }
 

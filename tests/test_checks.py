@@ -36,7 +36,7 @@ from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
-from tests.helpers import snapshot_tree
+from tests.helpers import session_in, sessions_in, snapshot_tree
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 EVERY_SAMPLE = 1_000_000
@@ -90,7 +90,7 @@ def expected_entries(manifest: dict) -> dict[str, set[tuple]]:
 
 
 def sample_of(manifest: dict, **match) -> dict:
-    return next(s for s in manifest["sessions"] if all(s.get(k) == v for k, v in match.items()))
+    return session_in(manifest, **match)
 
 
 def report_for(session_id: str, catalog: Catalog, settings, **kwargs):
@@ -133,9 +133,7 @@ async def test_a_session_checked_alone_reads_the_whole_file_on_a_second_connecti
 
     monkeypatch.setattr("datasette_capsem.checks.runner.readonly.open_readonly", open_and_watch)
     compared = 0
-    for session in manifest["sessions"]:
-        if session.get("broken") or not session.get("ledger"):
-            continue
+    for session in sessions_in(manifest, has=("ledger",), lacks=("broken",)):
         opened.clear()
         alone = report_for(session["id"], catalog, settings, sample_limit=EVERY_SAMPLE, alone=True)
         ledger = catalog.get(session["id"]).ledger_path

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from datasette_capsem.generate import GenerateOptions, generate_home
+from tests.helpers import sessions_in
 
 DDL_DIR = Path(__file__).resolve().parent / "capsem_ddl"  # Capsem's DDL, in the repository
 MAIN_DB = "sessions/main.db"
@@ -106,15 +107,14 @@ def generated(manifest: dict, era: str) -> list[str]:
     damaged = {d["session"] for d in manifest["defects"] if d["kind"] == "schema_not_ready"}
     if era == MAIN_DB:
         return [MAIN_DB]
-    return [
-        s["ledger"]
-        for s in manifest["sessions"]
-        if s["era"] == era
-        and s["ledger"]
-        and not s["broken"]
-        and not s["alias_of"]
-        and s["id"] not in damaged
-    ]
+    chosen = sessions_in(
+        manifest,
+        era=era,
+        has=("ledger",),
+        lacks=("broken", "alias_of"),
+        where=lambda s: s["id"] not in damaged,
+    )
+    return [s["ledger"] for s in chosen]
 
 
 def diff(want: dict, got: dict) -> list[str]:

@@ -128,13 +128,12 @@ def distinct_files(manifest: dict, indexed: set[str] | None = None) -> list[dict
     """One manifest session per ledger file (an alias shares its owner's file): the readable
     ones, or those in `indexed` (a broken file root can still read, or one read from a
     snapshot, is indexed too)."""
-    return [
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger")
-        and not s.get("alias_of")
-        and (s["id"] in indexed if indexed is not None else not s.get("broken"))
-    ]
+    return sessions_in(
+        manifest,
+        has=("ledger",),
+        lacks=("alias_of",),
+        where=lambda s: s["id"] in indexed if indexed is not None else not s.get("broken"),
+    )
 
 
 def same(a, b) -> bool:
@@ -288,7 +287,7 @@ async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_hom
 
 
 def sample_ledger(manifest: dict, session_id: str) -> str:
-    return next(s["ledger"] for s in manifest["sessions"] if s["id"] == session_id)
+    return session_in(manifest, id=session_id)["ledger"]
 
 
 async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_path):
@@ -382,11 +381,9 @@ async def test_a_fork_whose_parent_cannot_be_read_counts_its_whole_file_until_it
 
 async def test_broken_ledgers_are_recorded_with_their_problem(built, manifest):
     ledgers = built.snapshot().ledgers
-    broken = [
-        s
-        for s in manifest["sessions"]
-        if s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
-    ]
+    broken = sessions_in(
+        manifest, where=lambda s: s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
+    )
     assert broken
     for session in broken:
         assert session["broken"] in ledgers[session["id"]]["problem"]

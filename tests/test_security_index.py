@@ -20,7 +20,7 @@ import pytest
 
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette, session_in
+from tests.helpers import make_datasette, session_in, sessions_in
 from tests.test_index import distinct_files, fork_parent
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -173,7 +173,7 @@ async def test_every_figure_matches_independent_counts(home, manifest, tmp_path)
         want_day.update(found)
     assert by_day == +want_day
     assert {c for c, _ in want_day} == {"denied_domain", "blocked_tool", "detection", "credential"}
-    forks = [s for s in manifest["sessions"] if s.get("forked_from") and s["id"] in indexed]
+    forks = sessions_in(manifest, has=("forked_from",), where=lambda s: s["id"] in indexed)
     assert forks  # the fork rule was exercised
     # Sessions per day and category: distinct sessions with such rows that day.
     sessions_per_day = Counter()

@@ -98,7 +98,7 @@ async def test_figures_equal_the_files_and_name_their_source(
 async def test_every_kind_and_era_is_listed(capsem_home, manifest, cache_dir):
     datasette = await indexed_datasette(capsem_home, cache_dir)
     rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
-    expected = [s for s in manifest["sessions"] if s.get("ledger") or s.get("main_db_row")]
+    expected = sessions_in(manifest, where=lambda s: s.get("ledger") or s.get("main_db_row"))
     assert {s["id"] for s in expected} <= set(rows)
     kinds = {rows[s["id"]]["kind"] for s in expected}
     assert {
@@ -247,11 +247,7 @@ async def test_bad_parameters_are_a_400_with_a_message(capsem_home, cache_dir, q
 async def test_page_shows_names_beside_ids_and_index_freshness(capsem_home, manifest, cache_dir):
     datasette = await indexed_datasette(capsem_home, cache_dir)
     page = (await datasette.client.get("/?_size=max&all=1")).text
-    named = [
-        s
-        for s in manifest["sessions"]
-        if s.get("name") and s["name"] != s["id"] and s.get("main_db_row")
-    ]
+    named = sessions_in(manifest, has=("name", "main_db_row"), where=lambda s: s["name"] != s["id"])
     assert named
     for session in named:
         assert f"<code>{session['id']}</code>" in page
@@ -381,14 +377,11 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
     by_id = {s["id"]: s for s in manifest["sessions"]}
     clean = [
         s["id"]
-        for s in manifest["sessions"]
-        if s.get("clean")
-        and s["status"] == "stopped"
-        and s["kind"] == "ephemeral"
-        and s.get("ledger")
-        and not s.get("live")
+        for s in sessions_in(
+            manifest, status="stopped", kind="ephemeral", has=("clean", "ledger"), lacks=("live",)
+        )
     ]
-    vacuumed = next(s["id"] for s in manifest["sessions"] if s["status"] == "vacuumed")
+    vacuumed = session_in(manifest, status="vacuumed")["id"]
     persistent = session_in(
         manifest,
         kind="persistent",
@@ -434,11 +427,7 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
     assert set(rows["co-work-2"]["rollup_mismatch"]) == {"total_input_tokens"}
     # A legacy run row's zeros are not figures: the ledger's are shown, or nothing.
     assert rows["code-3"]["sources"]["tokens"] == "ledger" and rows["code-3"]["tokens"] > 0
-    legacy_run = next(
-        s["id"]
-        for s in manifest["sessions"]
-        if s["kind"] == "run" and not s.get("ledger") and s["status"] == "stopped"
-    )
+    legacy_run = session_in(manifest, kind="run", status="stopped", lacks=("ledger",))["id"]
     assert rows[legacy_run]["created_at"] < "2026-06-26"
     for figure in ("tokens", "cost", "tool_calls"):
         assert rows[legacy_run][figure] is None and rows[legacy_run]["sources"][figure] is None
