@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 import pytest_asyncio
 
 from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.state import get_state
 from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
 from tests.helpers import make_datasette
 
@@ -45,6 +47,14 @@ def generated_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
 
 
 @pytest.fixture(scope="session")
+def clean_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A generated home without injected defects, hostile values or broken files (its counts
+    are exact), built once per run: (path, manifest). Read only; copy it to write."""
+    path = tmp_path_factory.mktemp("capsem-clean-home") / "home"
+    return path, generate_home(path, GenerateOptions(defects=False, hostile=False, broken=False))
+
+
+@pytest.fixture(scope="session")
 def capsem_home(generated_home: tuple[Path, dict]) -> Path:
     """Path of the default generated Capsem home (read it, do not modify it)."""
     return generated_home[0]
@@ -67,6 +77,49 @@ async def datasette(capsem_home: Path, cache_dir: Path):
     """One started Datasette over ``capsem_home`` with the default (masked) secret policy, for
     every module that only reads; a module needing other settings defines its own."""
     return await make_datasette(capsem_home, cache_dir)
+
+
+@pytest.fixture(scope="session")
+def operator_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin cache of ``operator_datasette`` (its own: what it derives is unmasked)."""
+    return tmp_path_factory.mktemp("capsem-cache-operator")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def operator_datasette(capsem_home: Path, operator_cache_dir: Path):
+    """One started Datasette over ``capsem_home`` for an operator: credentials shown and raw
+    bodies downloadable (`view_secrets`). Read only, like ``datasette``."""
+    return await make_datasette(capsem_home, operator_cache_dir, view_secrets=True)
+
+
+@pytest.fixture(scope="session")
+def index_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin cache holding ``built_index`` (read it, never refresh it with other files)."""
+    return tmp_path_factory.mktemp("capsem-cache-indexed")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def indexed_datasette(capsem_home: Path, index_cache_dir: Path):
+    """One started Datasette over ``capsem_home`` whose cross-session index is built, once per
+    run, for every test that only reads the index (a test changing a home builds its own)."""
+    datasette = await make_datasette(capsem_home, index_cache_dir)
+    get_state(datasette).index.refresh()
+    return datasette
+
+
+@pytest.fixture(scope="session")
+def built_index(indexed_datasette):
+    """The `IndexService` of ``indexed_datasette``: ``capsem_home``'s index, built once."""
+    return get_state(indexed_datasette).index
+
+
+@pytest.fixture
+def private_home(capsem_home: Path, tmp_path: Path) -> Path:
+    """A copy of ``capsem_home`` for one test that writes (a live session, a new or changed
+    file): never write to a shared home. Symlinks are copied as links, as Capsem leaves them."""
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    return home
 
 
 @pytest.fixture(scope="session")

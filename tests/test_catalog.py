@@ -67,9 +67,8 @@ def test_main_db_is_also_found_beside_the_run_dir(capsem_home, tmp_path):
     assert any(s.has_ledger for s in snapshot.sessions.values())
 
 
-def test_catalog_rescans_only_when_the_home_changes(capsem_home, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+def test_catalog_rescans_only_when_the_home_changes(tmp_path, private_home):
+    home = private_home
     catalog = catalog_for(home, tmp_path / "cache")
     catalog.min_check_interval = 0
     before = len(catalog.sessions())
@@ -86,9 +85,8 @@ def test_catalog_rescans_only_when_the_home_changes(capsem_home, tmp_path):
     assert all(catalog.get(sid) is session for sid, session in kept.items())
 
 
-def test_a_rescan_reads_main_db_and_the_registry_again_when_they_change(capsem_home, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+def test_a_rescan_reads_main_db_and_the_registry_again_when_they_change(tmp_path, private_home):
+    home = private_home
     catalog = catalog_for(home, tmp_path / "cache")
     catalog.min_check_interval = 0
     kept = dict(catalog.snapshot().sessions)
@@ -138,10 +136,9 @@ async def test_an_old_main_db_with_total_mcp_calls_is_read_by_column_name(tmp_pa
 
 @async_test
 async def test_a_missing_main_db_is_named_and_dirs_are_still_served(
-    capsem_home, manifest, tmp_path
+    manifest, tmp_path, private_home
 ):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     (home / "sessions" / "main.db").unlink()
     datasette = await make_datasette(home, tmp_path / "cache")
     page = await datasette.client.get("/")

@@ -994,11 +994,8 @@ def test_cli_generates_sizes(tmp_path: Path) -> None:
 
 
 # -- live -------------------------------------------------------------------------------
-def test_live_writer_appends_while_readable(
-    tmp_path: Path, capsem_home: Path, manifest: dict
-) -> None:
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home)
+def test_live_writer_appends_while_readable(manifest, private_home) -> None:
+    home = private_home
     session = session_in(manifest, era="head", kind="ephemeral", has=("clean",), lacks=("live",))
     path = home / session["ledger"]
     start = session["counts"]["net_events"]

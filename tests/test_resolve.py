@@ -4,7 +4,6 @@ named like another session's id."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -100,10 +99,9 @@ async def test_bad_resolve_parameters_are_a_400(capsem_home, cache_dir, query):
 
 
 async def test_a_vm_named_like_another_sessions_id_never_shows_its_data(
-    capsem_home, manifest, tmp_path
+    manifest, tmp_path, private_home
 ):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     victim = session_in(manifest, kind="ephemeral", has=("ledger", "clean", "main_db_row"))
     (impostor,) = by_name(manifest, "co-work-1")
     registry_path = home / "run" / "persistent_registry.json"

@@ -11,23 +11,16 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.catalog.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.readonly import open_readonly
-from tests.helpers import make_datasette
 from tests.trace_support import trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 TRACED_TABLES = ("model_calls", "tool_calls", "tool_responses", "net_events", "model_items")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, tmp_path_factory):
-    return await make_datasette(capsem_home, tmp_path_factory.mktemp("cache"), view_secrets=True)
 
 
 def _traces(conn: sqlite3.Connection) -> list[str]:
@@ -54,7 +47,7 @@ def _report_findings(report) -> dict[str, set[str]]:
 
 
 async def test_graph_findings_equal_the_report_restricted_to_each_trace(
-    datasette, capsem_home, manifest, tmp_path
+    operator_datasette, capsem_home, manifest, tmp_path
 ):
     settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(tmp_path)})
     catalog = Catalog(settings)
@@ -74,7 +67,9 @@ async def test_graph_findings_equal_the_report_restricted_to_each_trace(
             conn.close()
         expected_all = _report_findings(report)
         for trace_id in traces:
-            response = await datasette.client.get(trace_url(session.id, trace_id, "/graph.json"))
+            response = await operator_datasette.client.get(
+                trace_url(session.id, trace_id, "/graph.json")
+            )
             assert response.status_code == 200, (session.id, trace_id)
             graph = response.json()
             rows = {

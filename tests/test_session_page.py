@@ -4,7 +4,6 @@ era of session, and clear 4xx answers to bad input."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -272,10 +271,9 @@ async def test_the_overview_runs_the_quick_profile_and_the_check_page_the_full_o
 
 
 async def test_the_overview_report_is_recomputed_when_the_ledger_changes(
-    capsem_home, manifest, tmp_path
+    manifest, tmp_path, private_home
 ):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
     session = clean_current(manifest)[0]
     url = session_url(session["id"], ".json")

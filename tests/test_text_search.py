@@ -33,14 +33,6 @@ SEARCHABLE = {
 }
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def indexed(capsem_home, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("text-search-cache")
-    datasette = await make_datasette(capsem_home, cache, index_refresh_seconds=0)
-    get_state(datasette).index.refresh()
-    return datasette
-
-
 async def text(datasette, q: str, status: int = 200, cookies=None, **params) -> dict:
     query = urlencode([("q", q), *[(k, v) for k, vs in params.items() for v in _list(vs)]])
     response = await datasette.client.get(f"/-/capsem/search.json?{query}", cookies=cookies)
@@ -101,7 +93,7 @@ def fork_parent(manifest: dict, fork: dict) -> dict:
 
 
 async def test_indexed_documents_equal_independent_sql_in_every_era(
-    indexed, manifest, capsem_home, tmp_path
+    indexed_datasette, manifest, capsem_home, tmp_path
 ):
     eras = set()
     for session in readable(manifest):
@@ -118,7 +110,7 @@ async def test_indexed_documents_equal_independent_sql_in_every_era(
                 got = {
                     r[0]
                     for r in index_rows(
-                        indexed,
+                        indexed_datasette,
                         "SELECT row_id FROM text_rows WHERE session_id = ? AND kind = ?",
                         (session["id"], kind),
                     )
@@ -134,7 +126,9 @@ def phrase_in(text: str, phrase: str) -> bool:
     return any(words[i : i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
 
 
-async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, capsem_home, tmp_path):
+async def test_a_phrase_finds_exactly_the_rows_holding_it(
+    indexed_datasette, manifest, capsem_home, tmp_path
+):
     files = [s for s in readable(manifest) if not s.get("alias_of") and not s.get("forked_from")]
     sample = next(s for s in files if s["era"] == "head" and s.get("clean"))
     with ledger(capsem_home, sample, tmp_path) as conn:
@@ -150,7 +144,7 @@ async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, cap
             for row in conn.execute("SELECT id, command FROM exec_events"):
                 if row[1] and phrase_in(str(row[1]), phrase):
                     expected.add((session["id"], row[0]))
-    data = await text(indexed, f'"{phrase}"', kind="exec", _size=200)
+    data = await text(indexed_datasette, f'"{phrase}"', kind="exec", _size=200)
     found = {(h["session_id"], h["row_id"]) for h in data["text"]["hits"]}
     assert data["text"]["total"] == len(expected) <= 200
     assert found == expected
@@ -160,30 +154,32 @@ async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, cap
         assert hit["href"].startswith(f"/-/capsem/sessions/{quote(hit['session_id'], safe='')}/")
 
 
-async def test_prefix_queries_links_and_session_names(indexed, manifest):
-    data = await text(indexed, "migrat*", _size=5)
+async def test_prefix_queries_links_and_session_names(indexed_datasette, manifest):
+    data = await text(indexed_datasette, "migrat*", _size=5)
     assert data["text"]["total"] > 0
     for hit in data["text"]["hits"]:
         marked = [p["text"].lower() for p in hit["snippet_parts"] if p["hit"]]
         assert marked and all(m.startswith("migrat") for m in marked)
         assert hit["kind"] and hit["at"]
-        page = await indexed.client.get(hit["href"])
+        page = await indexed_datasette.client.get(hit["href"])
         assert page.status_code == 200, hit["href"]
     named = session_in(manifest, name="co-work-1")
-    data = await text(indexed, "api*", session=named["id"], _size=3)
+    data = await text(indexed_datasette, "api*", session=named["id"], _size=3)
     assert data["text"]["hits"] and all(
         h["session_id"] == named["id"] for h in data["text"]["hits"]
     )
     assert data["text"]["hits"][0]["session_name"] == "co-work-1"
-    html = (await indexed.client.get(f"/-/capsem/search?q=api*&session={named['id']}")).text
+    html = (
+        await indexed_datasette.client.get(f"/-/capsem/search?q=api*&session={named['id']}")
+    ).text
     assert "co-work-1" in html and "<mark>" in html
 
 
-async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
+async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed_datasette):
     everything = []
     offset = 0
     while True:
-        page = await text(indexed, "api* OR let", _size=200, _next=offset)
+        page = await text(indexed_datasette, "api* OR let", _size=200, _next=offset)
         everything += page["text"]["hits"]
         if page["text"]["next"] is None:
             break
@@ -201,7 +197,7 @@ async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
         ({"until": "2026-07-31"}, lambda h: (h["at"] or "9")[:10] <= "2026-07-31"),
     ]
     for params, keep in cases:
-        data = await text(indexed, "api* OR let", _size=200, **params)
+        data = await text(indexed_datasette, "api* OR let", _size=200, **params)
         expected = {h["doc_id"] for h in everything if keep(h)}
         assert data["text"]["total"] == len(expected), params
         if len(expected) <= 200:
@@ -209,10 +205,10 @@ async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
 
 
 @pytest.mark.parametrize("query", ['"abc', "NOT x", "a OR", "AND", "NEAR(", "(", ")", "a AND (b"])
-async def test_bad_syntax_is_a_clear_400(indexed, query):
-    data = await text(indexed, query, status=400)
+async def test_bad_syntax_is_a_clear_400(indexed_datasette, query):
+    data = await text(indexed_datasette, query, status=400)
     assert data["error"] == "Bad search syntax" and "double quotes" in data["message"]
-    html = await indexed.client.get(f"/-/capsem/search?q={quote(query)}")
+    html = await indexed_datasette.client.get(f"/-/capsem/search?q={quote(query)}")
     assert html.status_code == 400 and "Bad search syntax" in html.text
 
 
@@ -220,14 +216,14 @@ async def test_bad_syntax_is_a_clear_400(indexed, query):
     "query",
     ["*", "^x", ":", "a:b", "-", "-rf", "x*y", "/etc/passwd", "évé", "'", "a,b", "NEAR(a b)"],
 )
-async def test_odd_queries_never_fail(indexed, query):
-    response = await indexed.client.get(f"/-/capsem/search.json?q={quote(query)}")
+async def test_odd_queries_never_fail(indexed_datasette, query):
+    response = await indexed_datasette.client.get(f"/-/capsem/search.json?q={quote(query)}")
     assert response.status_code in (200, 400), (query, response.text[:300])
 
 
-async def test_bad_filters_are_400(indexed):
+async def test_bad_filters_are_400(indexed_datasette):
     for params in ({"kind": "bogus"}, {"since": "yesterday"}, {"_size": "0"}, {"_next": "x"}):
-        data = await text(indexed, "api", status=400, **params)
+        data = await text(indexed_datasette, "api", status=400, **params)
         assert data["ok"] is False
 
 
@@ -240,8 +236,8 @@ async def test_to_fts_quotes_what_fts5_would_refuse():
         fts.to_fts('a"b')
 
 
-async def test_the_home_page_search_box_uses_text_search(indexed):
-    html = (await indexed.client.get("/")).text
+async def test_the_home_page_search_box_uses_text_search(indexed_datasette):
+    html = (await indexed_datasette.client.get("/")).text
     assert 'action="/-/capsem/search"' in html
 
 
