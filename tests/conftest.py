@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from xdist.scheduler import LoadFileScheduling
 
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.state import get_state
@@ -29,13 +30,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules holding a `heavy` test first, each module's tests kept together and in order:
-    xdist hands out tests in this order, so the longest start while the other worker has
-    plenty left, instead of one of them running alone at the end of the suite."""
+    xdist hands out modules in this order (`pytest_xdist_make_scheduler`), so the longest
+    start while the other worker has plenty left, instead of one of them running alone at the
+    end of the suite."""
     for item in items:  # `-m "not browser"`, the fast inner loop, leaves out every page test
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
     heavy = {item.module.__name__ for item in items if item.get_closest_marker("heavy")}
     items.sort(key=lambda item: item.module.__name__ not in heavy)  # stable: order kept
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`-n 2` hands out whole modules: a module's fixtures (its home copies, instances, built
+    indexes) are then built once, on one worker, where splitting its tests between the workers
+    built them on both. The modules go in collection order (those holding a `heavy` test first,
+    see above), not xdist's by number of tests. An explicit `--dist` is obeyed."""
+    if any(arg == "-d" or arg.startswith("--dist") for arg in config.invocation_params.args):
+        return None
+    config.option.loadscopereorder = False
+    return LoadFileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
