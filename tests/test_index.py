@@ -283,10 +283,10 @@ def sample_ledger(manifest: dict, session_id: str) -> str:
     return session_in(manifest, id=session_id)["ledger"]
 
 
-async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_path):
-    datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
-    service = get_state(datasette).index
-    service.refresh()
+async def test_index_queries_count_each_file_once(
+    indexed_datasette, built_index, capsem_home, manifest, tmp_path
+):
+    datasette, service = indexed_datasette, built_index
     indexed = service.covered_sessions() & set(service.snapshot().ledgers)
     per_file = expected_per_file(manifest, capsem_home, tmp_path / "direct", indexed)
 
@@ -458,10 +458,8 @@ async def test_the_index_lives_in_the_cache_and_the_home_is_untouched(capsem_hom
     assert all(name.endswith("-shm") for name in before if before[name] != after[name])
 
 
-async def test_canned_queries_of_the_index_database(capsem_home, manifest, tmp_path):
-    datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
-    service = get_state(datasette).index
-    service.refresh()
+async def test_canned_queries_of_the_index_database(indexed_datasette, built_index):
+    datasette, service = indexed_datasette, built_index
     by_day = await datasette.client.get("/index/tokens_cost_by_day.json?_shape=array&_size=max")
     assert by_day.status_code == 200
     ledgers = service.snapshot().ledgers.values()
