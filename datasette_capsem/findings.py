@@ -1,14 +1,22 @@
 """The shared vocabulary of integrity findings.
 
-The generator writes these ids into ``manifest.json`` for every defect it injects, and the
-check engine reports findings under the same ids, so a test can compare the two directly.
-Numbers in comments refer to §6.2 of the Capsem data spec.
+The generator writes these ids (`ORDER`) into ``manifest.json`` for every defect it injects,
+and the check engine reports findings under the same ids, so a test can compare the two
+directly. Numbers in comments refer to §6.2 of the Capsem data spec. A kind's title and
+severity are read from the check that reports it (`load_kinds`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from enum import Enum
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 
 class Severity(str, Enum):
@@ -32,78 +40,92 @@ class FindingKind:
     title: str
 
 
-def _kinds(*kinds: FindingKind) -> dict[str, FindingKind]:
-    return {kind.id: kind for kind in kinds}
-
-
-E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-
-KINDS: dict[str, FindingKind] = _kinds(
+# The built-in finding kinds, in the order of §6.2 (reports list them so). Each kind's title and
+# severity live beside the check that reports it: in its `.json` in `checks/sql/`, or for the
+# file checks (`checks/filechecks.py`, no SQL of their own) in `checks/filechecks.json`.
+ORDER: tuple[str, ...] = (
     # 1: event ids on primary tables
-    FindingKind("bad_event_id", E, "Event id is not 12 lowercase hex characters"),
-    FindingKind("duplicate_event_id", E, "Event id used by more than one row"),
-    FindingKind("null_event_id", W, "Rows without an event id (migrated file)"),
-    FindingKind(
-        "placeholder_event_id", INFO, "Tool calls carrying the migration placeholder event id"
-    ),
+    "bad_event_id",
+    "duplicate_event_id",
+    "null_event_id",
+    "placeholder_event_id",
     # 2-5: tool call / response links
-    FindingKind("tool_call_parent_missing", E, "Tool call whose model call does not exist"),
-    FindingKind(
-        "orphan_tool_response", E, "Tool response with no matching call earlier in the session"
-    ),
-    FindingKind("tool_response_parent_missing", E, "Tool response whose model call does not exist"),
-    FindingKind("response_before_call", E, "Tool response consumed before the call was emitted"),
-    # 2-3, 6: a provider habit of Capsem's writer, not a broken ledger (spec §4.3)
-    FindingKind(
-        "unpairable_tool_ids",
-        INFO,
-        "Tool calls and results Capsem could not pair for this provider",
-    ),
-    # 3, 6: a normal writer path (spec §4.4)
-    FindingKind(
-        "result_in_another_trace",
-        INFO,
-        "Tool result recorded in another trace than its call (retry, resume, history, ids)",
-    ),
-    # 6
-    FindingKind("tool_call_without_response", W, "Tool call that never got a response"),
-    # 7
-    FindingKind(
-        "orphan_model_item", E, "Model item whose model call, tool call or response is missing"
-    ),
-    # 8
-    FindingKind("unledgered_mcp_call", E, "MCP tool call with no logical tool-call row"),
+    "tool_call_parent_missing",
+    "orphan_tool_response",
+    "tool_response_parent_missing",
+    "response_before_call",
+    "unpairable_tool_ids",  # 2-3, 6: a provider habit of Capsem's writer (spec §4.3)
+    "result_in_another_trace",  # 3, 6: a normal writer path (spec §4.4)
+    "tool_call_without_response",  # 6
+    "orphan_model_item",  # 7
+    "unledgered_mcp_call",  # 8
     # 9-10
-    FindingKind("orphan_body_blob", E, "Body blob whose parent row does not exist"),
-    FindingKind("blob_size_mismatch", E, "Body blob whose size fields disagree with its bytes"),
-    FindingKind("blob_hash_mismatch", E, "Body blob whose blake3 hash does not match its bytes"),
+    "orphan_body_blob",
+    "blob_size_mismatch",
+    "blob_hash_mismatch",
     # 11-12
-    FindingKind("dangling_security_event", W, "Security rule event pointing at no ledger row"),
-    FindingKind("ask_lifecycle", E, "Security ask with a broken lifecycle"),
-    FindingKind("ask_pending", W, "Security ask still pending"),
+    "dangling_security_event",
+    "ask_lifecycle",
+    "ask_pending",
     # 13-14
-    FindingKind("ai_traffic_unparsed", E, "AI provider traffic with no parsed model call"),
-    FindingKind("model_call_quality", W, "Model call with missing model, tokens, body or pricing"),
-    FindingKind("stop_reason_mismatch", W, "stop_reason disagrees with the tool calls emitted"),
+    "ai_traffic_unparsed",
+    "model_call_quality",
+    "stop_reason_mismatch",
     # 15-16
-    FindingKind("exec_incomplete", W, "Exec that never completed on a stopped session"),
-    FindingKind("audit_exec_missing", E, "Audit row linked to a missing exec event"),
+    "exec_incomplete",
+    "audit_exec_missing",
     # 17-19: main.db vs ledger
-    FindingKind("rollup_mismatch", E, "main.db rollup disagrees with the ledger"),
-    FindingKind("stale_running", W, "main.db says running but the session is gone or idle"),
-    FindingKind("unclean_wal", W, "Non-empty WAL beside a stopped session"),
+    "rollup_mismatch",
+    "stale_running",
+    "unclean_wal",
     # 20-22
-    FindingKind("bad_timestamp", W, "Timestamp SQLite cannot parse"),
-    FindingKind("bad_credential_ref", W, "credential_ref that is not credential:blake3:<64 hex>"),
-    FindingKind("turn_trace_mismatch", W, "turn_id differs from trace_id"),
-    FindingKind("legacy_tables", INFO, "Legacy or unexpected tables present"),
-    FindingKind(
-        "schema_not_ready",
-        E,
-        "File fails integrity_check or lacks the columns every era has (this project's rule)",
-    ),
-    FindingKind("capsem_ready_schema", INFO, "Capsem's own ledger routes would refuse this file"),
+    "bad_timestamp",
+    "bad_credential_ref",
+    "turn_trace_mismatch",
+    "legacy_tables",
+    "schema_not_ready",
+    "capsem_ready_schema",
 )
+
+CHECKS_FOLDER = resources.files(__package__).joinpath("checks")
+
+
+def load_kinds(folder: Traversable | Path = CHECKS_FOLDER) -> dict[str, FindingKind]:
+    """Every kind of `ORDER` with the title and severity its check declares, in that order.
+
+    A check document without both, two checks of one kind that disagree, a kind no check
+    describes or a described kind missing from `ORDER` raise ValueError naming the file."""
+    declared: dict[str, tuple[dict[str, Any], str]] = {}
+
+    def declare(kind: str, entry: dict[str, Any], source: str) -> None:
+        missing = [key for key in ("title", "severity") if not entry.get(key)]
+        if missing:
+            raise ValueError(f"{source}: finding kind {kind!r} lacks {' and '.join(missing)}")
+        Severity(entry["severity"])  # ValueError on an unknown severity
+        if kind not in ORDER:
+            raise ValueError(f"{source}: finding kind {kind!r} is not in findings.ORDER")
+        shown = {"title": entry["title"], "severity": entry["severity"]}
+        earlier = declared.setdefault(kind, (shown, source))
+        if earlier[0] != shown:
+            raise ValueError(f"{source} and {earlier[1]} disagree on finding kind {kind!r}")
+
+    sql = folder.joinpath("sql")
+    for item in sorted(sql.iterdir(), key=lambda item: item.name):
+        if item.name.endswith(".json"):
+            document = json.loads(item.read_text("utf-8"))
+            declare(document.get("kind") or item.name.removesuffix(".json"), document, item.name)
+    for kind, entry in json.loads(folder.joinpath("filechecks.json").read_text("utf-8")).items():
+        declare(kind, entry, "filechecks.json")
+    undescribed = [kind for kind in ORDER if kind not in declared]
+    if undescribed:
+        raise ValueError(f"no check declares the title and severity of {', '.join(undescribed)}")
+    return {
+        kind: FindingKind(kind, Severity(declared[kind][0]["severity"]), declared[kind][0]["title"])
+        for kind in ORDER
+    }
+
+
+KINDS: dict[str, FindingKind] = load_kinds()
 
 # Problems with a whole file rather than rows in it; the catalog reports these.
 BROKEN_FILE_KINDS = (

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from xdist.scheduler import LoadFileScheduling
 
 from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.state import get_state
 from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
 from tests.helpers import make_datasette
 
@@ -27,13 +30,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules holding a `heavy` test first, each module's tests kept together and in order:
-    xdist hands out tests in this order, so the longest start while the other worker has
-    plenty left, instead of one of them running alone at the end of the suite."""
+    xdist hands out modules in this order (`pytest_xdist_make_scheduler`), so the longest
+    start while the other worker has plenty left, instead of one of them running alone at the
+    end of the suite."""
     for item in items:  # `-m "not browser"`, the fast inner loop, leaves out every page test
         if "browser" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.browser)
     heavy = {item.module.__name__ for item in items if item.get_closest_marker("heavy")}
     items.sort(key=lambda item: item.module.__name__ not in heavy)  # stable: order kept
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`-n 2` hands out whole modules: a module's fixtures (its home copies, instances, built
+    indexes) are then built once, on one worker, where splitting its tests between the workers
+    built them on both. The modules go in collection order (those holding a `heavy` test first,
+    see above), not xdist's by number of tests. An explicit `--dist` is obeyed."""
+    if any(arg == "-d" or arg.startswith("--dist") for arg in config.invocation_params.args):
+        return None
+    config.option.loadscopereorder = False
+    return LoadFileScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +57,14 @@ def generated_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict
     path = tmp_path_factory.mktemp("capsem-home") / "home"
     manifest = generate_home(path, GenerateOptions())
     return path, manifest
+
+
+@pytest.fixture(scope="session")
+def clean_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """A generated home without injected defects, hostile values or broken files (its counts
+    are exact), built once per run: (path, manifest). Read only; copy it to write."""
+    path = tmp_path_factory.mktemp("capsem-clean-home") / "home"
+    return path, generate_home(path, GenerateOptions(defects=False, hostile=False, broken=False))
 
 
 @pytest.fixture(scope="session")
@@ -67,6 +90,49 @@ async def datasette(capsem_home: Path, cache_dir: Path):
     """One started Datasette over ``capsem_home`` with the default (masked) secret policy, for
     every module that only reads; a module needing other settings defines its own."""
     return await make_datasette(capsem_home, cache_dir)
+
+
+@pytest.fixture(scope="session")
+def operator_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin cache of ``operator_datasette`` (its own: what it derives is unmasked)."""
+    return tmp_path_factory.mktemp("capsem-cache-operator")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def operator_datasette(capsem_home: Path, operator_cache_dir: Path):
+    """One started Datasette over ``capsem_home`` for an operator: credentials shown and raw
+    bodies downloadable (`view_secrets`). Read only, like ``datasette``."""
+    return await make_datasette(capsem_home, operator_cache_dir, view_secrets=True)
+
+
+@pytest.fixture(scope="session")
+def index_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The plugin cache holding ``built_index`` (read it, never refresh it with other files)."""
+    return tmp_path_factory.mktemp("capsem-cache-indexed")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def indexed_datasette(capsem_home: Path, index_cache_dir: Path):
+    """One started Datasette over ``capsem_home`` whose cross-session index is built, once per
+    run, for every test that only reads the index (a test changing a home builds its own)."""
+    datasette = await make_datasette(capsem_home, index_cache_dir)
+    get_state(datasette).index.refresh()
+    return datasette
+
+
+@pytest.fixture(scope="session")
+def built_index(indexed_datasette):
+    """The `IndexService` of ``indexed_datasette``: ``capsem_home``'s index, built once."""
+    return get_state(indexed_datasette).index
+
+
+@pytest.fixture
+def private_home(capsem_home: Path, tmp_path: Path) -> Path:
+    """A copy of ``capsem_home`` for one test that writes (a live session, a new or changed
+    file): never write to a shared home. Symlinks are copied as links, as Capsem leaves them."""
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    return home
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,22 +70,42 @@ def doc_section(heading: str) -> str:
     raise AssertionError(f"no section {heading!r} in {', '.join(DOCUMENTS)}")
 
 
-def sessions_in(manifest: dict, *, has: tuple = (), lacks: tuple = (), **equal) -> list[dict]:
-    """The manifest's sessions whose fields equal `equal`, with every field of `has` set (truthy)
-    and none of `lacks`: how a test picks the generated sessions it needs."""
+def sessions_in(
+    manifest: dict,
+    *,
+    has: tuple = (),
+    lacks: tuple = (),
+    where: Callable[[dict], Any] | None = None,
+    **equal,
+) -> list[dict]:
+    """The manifest's sessions whose fields equal `equal`, with every field of `has` set (truthy),
+    none of `lacks`, and for which `where(session)` is true (a condition the keywords cannot
+    say: `in`, `!=`, a function of the session): how a test picks the generated sessions it
+    needs."""
     return [
         s
         for s in manifest["sessions"]
         if all(s.get(key) == value for key, value in equal.items())
         and all(s.get(key) for key in has)
         and not any(s.get(key) for key in lacks)
+        and (where is None or where(s))
     ]
 
 
-def session_in(manifest: dict, *, has: tuple = (), lacks: tuple = (), **equal) -> dict:
+def session_in(
+    manifest: dict,
+    *,
+    has: tuple = (),
+    lacks: tuple = (),
+    where: Callable[[dict], Any] | None = None,
+    **equal,
+) -> dict:
     """The first of `sessions_in`; a test whose generated home lacks it fails saying which."""
-    found = sessions_in(manifest, has=has, lacks=lacks, **equal)
-    assert found, f"no session of the manifest with {equal}, has {has}, lacks {lacks}"
+    found = sessions_in(manifest, has=has, lacks=lacks, where=where, **equal)
+    condition = f"{equal}, has {has}, lacks {lacks}" + (
+        " and the `where` condition" if where else ""
+    )
+    assert found, f"no session of the manifest with {condition}"
     return found[0]
 
 

@@ -16,7 +16,7 @@ import pytest_asyncio
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
 from datasette_capsem.views.routes import ROUTES
-from tests.helpers import make_datasette, session_in
+from tests.helpers import session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
@@ -56,8 +56,7 @@ QUERY_PARAMS = [
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def instance(capsem_home, manifest, tmp_path_factory):
-    datasette = await make_datasette(capsem_home, tmp_path_factory.mktemp("cache"))
+async def instance(datasette, capsem_home, manifest, tmp_path_factory):
     session = session_in(manifest, era="head", has=("clean", "traces"), lacks=("live",))
     conn = open_readonly(capsem_home / session["ledger"], tmp_path_factory.mktemp("c2"))
     event_id = conn.execute("SELECT event_id FROM net_events LIMIT 1").fetchone()[0]
@@ -149,9 +148,7 @@ async def test_canned_query_parameters_are_bound_never_interpolated(instance):
 
 
 @async_test
-async def test_malformed_core_parameters_get_a_4xx_not_datasettes_500(
-    instance, capsem_home, tmp_path
-):
+async def test_malformed_core_parameters_get_a_4xx_not_datasettes_500(instance, operator_datasette):
     datasette, valid = instance
     table = f"/{valid['session_id']}/model_calls"
     for url, named in (
@@ -170,9 +167,8 @@ async def test_malformed_core_parameters_get_a_4xx_not_datasettes_500(
         assert named in response.text, (url, response.text[:500])
     # The operator reaches Datasette, and 1.0 lets a facet on a missing column raise a 500
     # (0.65: a 400): a 400 naming the column on both lines.
-    operator = await make_datasette(capsem_home, tmp_path / "operator", view_secrets=True)
     for url in (f"{table}.json?_facet=nope", f"{table}?_facet=nope"):
-        response = await operator.client.get(url)
+        response = await operator_datasette.client.get(url)
         assert response.status_code == 400, (url, response.status_code)
         assert "no such column: nope" in response.text, (url, response.text[:500])
     for url in (f"{table}.json", "/main/sessions.json"):

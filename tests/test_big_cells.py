@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import make_datasette, session_in
+from tests.helpers import session_in
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 
 
 @async_test
 async def test_huge_cells_are_cut_in_table_pages_and_whole_on_the_row_page(
-    capsem_home, manifest, tmp_path
+    operator_datasette, manifest
 ):
-    datasette = await make_datasette(capsem_home, tmp_path / "cache", view_secrets=True)
+    datasette = operator_datasette
     huge = [
         h
         for h in manifest["hostile"]
@@ -31,10 +31,8 @@ async def test_huge_cells_are_cut_in_table_pages_and_whole_on_the_row_page(
 
 
 @async_test
-async def test_huge_bodies_do_not_bloat_the_session_and_trace_pages(
-    capsem_home, manifest, tmp_path
-):
-    datasette = await make_datasette(capsem_home, tmp_path / "cache", view_secrets=True)
+async def test_huge_bodies_do_not_bloat_the_session_and_trace_pages(operator_datasette, manifest):
+    datasette = operator_datasette
     item = next(h for h in manifest["hostile"] if h["kind"] == "huge_cell")
     session = session_in(manifest, id=item["session"])
     pages = [f"/-/capsem/sessions/{session['id']}"]

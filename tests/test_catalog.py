@@ -23,9 +23,7 @@ def catalog_for(home: Path, cache: Path, **config) -> Catalog:
 
 def test_catalog_matches_the_manifest_in_every_layout(capsem_home, manifest, tmp_path):
     catalog = catalog_for(capsem_home, tmp_path)
-    for expected in manifest["sessions"]:
-        if not (expected.get("ledger") or expected.get("main_db_row")):
-            continue
+    for expected in sessions_in(manifest, where=lambda s: s.get("ledger") or s.get("main_db_row")):
         session = catalog.get(expected["id"])
         assert session is not None, expected["id"]
         if expected.get("ledger"):
@@ -45,9 +43,8 @@ def test_persistent_vms_get_their_display_names_from_the_registry(capsem_home, m
 def test_an_upgraded_vm_is_known_under_both_ids_with_one_ledger(capsem_home, manifest, tmp_path):
     catalog = catalog_for(capsem_home, tmp_path)
     by_ledger: dict[str, list[str]] = {}
-    for s in manifest["sessions"]:
-        if s.get("ledger") and s["kind"] == "persistent":
-            by_ledger.setdefault(s["ledger"], []).append(s["id"])
+    for s in sessions_in(manifest, kind="persistent", has=("ledger",)):
+        by_ledger.setdefault(s["ledger"], []).append(s["id"])
     pairs = [ids for ids in by_ledger.values() if len(ids) == 2]
     assert pairs, "the generator plants a VM under two ids"
     for first, second in pairs:
@@ -70,9 +67,8 @@ def test_main_db_is_also_found_beside_the_run_dir(capsem_home, tmp_path):
     assert any(s.has_ledger for s in snapshot.sessions.values())
 
 
-def test_catalog_rescans_only_when_the_home_changes(capsem_home, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+def test_catalog_rescans_only_when_the_home_changes(tmp_path, private_home):
+    home = private_home
     catalog = catalog_for(home, tmp_path / "cache")
     catalog.min_check_interval = 0
     before = len(catalog.sessions())
@@ -89,9 +85,8 @@ def test_catalog_rescans_only_when_the_home_changes(capsem_home, tmp_path):
     assert all(catalog.get(sid) is session for sid, session in kept.items())
 
 
-def test_a_rescan_reads_main_db_and_the_registry_again_when_they_change(capsem_home, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+def test_a_rescan_reads_main_db_and_the_registry_again_when_they_change(tmp_path, private_home):
+    home = private_home
     catalog = catalog_for(home, tmp_path / "cache")
     catalog.min_check_interval = 0
     kept = dict(catalog.snapshot().sessions)
@@ -134,17 +129,16 @@ async def test_an_old_main_db_with_total_mcp_calls_is_read_by_column_name(tmp_pa
     rows = (await datasette.client.get("/main/sessions.json?_shape=array")).json()
     assert "total_mcp_calls" in rows[0]
     listed = (await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")).json()
-    assert {s["id"] for s in manifest["sessions"] if s.get("main_db_row")} <= {
+    assert {s["id"] for s in sessions_in(manifest, has=("main_db_row",))} <= {
         s["id"] for s in listed["sessions"]
     }
 
 
 @async_test
 async def test_a_missing_main_db_is_named_and_dirs_are_still_served(
-    capsem_home, manifest, tmp_path
+    manifest, tmp_path, private_home
 ):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     (home / "sessions" / "main.db").unlink()
     datasette = await make_datasette(home, tmp_path / "cache")
     page = await datasette.client.get("/")

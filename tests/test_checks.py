@@ -8,6 +8,8 @@ the two must be equal for every session, clean ones included.
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
 import sqlite3
 from collections import defaultdict
 from pathlib import Path
@@ -24,16 +26,17 @@ from datasette_capsem.checks import (
     check_session,
     hookimpl,
 )
+from datasette_capsem.checks.builtin import builtin_checks
 from datasette_capsem.checks.runner import check_catalog_session
 from datasette_capsem.config import load_settings
-from datasette_capsem.findings import KINDS
+from datasette_capsem.findings import CHECKS_FOLDER, KINDS, load_kinds
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.ledger import rollup
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.queries import canned_queries_for
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
-from tests.helpers import snapshot_tree
+from tests.helpers import session_in, sessions_in, snapshot_tree
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 EVERY_SAMPLE = 1_000_000
@@ -87,7 +90,7 @@ def expected_entries(manifest: dict) -> dict[str, set[tuple]]:
 
 
 def sample_of(manifest: dict, **match) -> dict:
-    return next(s for s in manifest["sessions"] if all(s.get(k) == v for k, v in match.items()))
+    return session_in(manifest, **match)
 
 
 def report_for(session_id: str, catalog: Catalog, settings, **kwargs):
@@ -130,9 +133,7 @@ async def test_a_session_checked_alone_reads_the_whole_file_on_a_second_connecti
 
     monkeypatch.setattr("datasette_capsem.checks.runner.readonly.open_readonly", open_and_watch)
     compared = 0
-    for session in manifest["sessions"]:
-        if session.get("broken") or not session.get("ledger"):
-            continue
+    for session in sessions_in(manifest, has=("ledger",), lacks=("broken",)):
         opened.clear()
         alone = report_for(session["id"], catalog, settings, sample_limit=EVERY_SAMPLE, alone=True)
         ledger = catalog.get(session["id"]).ledger_path
@@ -206,6 +207,37 @@ async def test_the_rollup_comparison_rules():
 async def test_every_finding_kind_is_exercised_by_the_manifest(manifest):
     reported = {kind for entries in expected_entries(manifest).values() for kind, _, _ in entries}
     assert reported == set(KINDS)
+
+
+async def test_every_built_in_check_declares_its_title_and_severity():
+    """Beside its .sql in its .json (file checks: checks/filechecks.json); findings.py reads
+    them, so a check without them is a failure here, not a blank title on a page."""
+    for check in builtin_checks():
+        assert check.kind in KINDS, check.id
+        if isinstance(check, SqlCheck):
+            assert check.title == KINDS[check.kind].title, check.id
+            assert check.severity == KINDS[check.kind].severity.value, check.id
+    assert {check.kind for check in builtin_checks()} == set(KINDS)
+
+
+async def test_a_check_document_without_a_title_or_severity_is_refused(tmp_path):
+    folder = tmp_path / "checks"
+    shutil.copytree(Path(str(CHECKS_FOLDER)), folder)
+    assert load_kinds(folder) == KINDS
+    document = folder / "sql" / "ask_pending.json"
+    original = document.read_text("utf-8")
+    for key in ("title", "severity"):
+        entry = {k: v for k, v in json.loads(original).items() if k != key}
+        document.write_text(json.dumps(entry), "utf-8")
+        with pytest.raises(ValueError, match=f"ask_pending.json: .* lacks {key}"):
+            load_kinds(folder)
+    disagreeing = {**json.loads(original), "kind": "bad_timestamp"}
+    document.write_text(json.dumps(disagreeing), "utf-8")
+    with pytest.raises(ValueError, match="disagree on finding kind 'bad_timestamp'"):
+        load_kinds(folder)
+    document.unlink()
+    with pytest.raises(ValueError, match="no check declares .* of ask_pending"):
+        load_kinds(folder)
 
 
 async def test_broken_files_cannot_be_read(manifest, catalog, settings):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from datasette_capsem.generate import GenerateOptions, generate_home
+from tests.helpers import sessions_in
 
 DDL_DIR = Path(__file__).resolve().parent / "capsem_ddl"  # Capsem's DDL, in the repository
 MAIN_DB = "sessions/main.db"
@@ -106,15 +106,14 @@ def generated(manifest: dict, era: str) -> list[str]:
     damaged = {d["session"] for d in manifest["defects"] if d["kind"] == "schema_not_ready"}
     if era == MAIN_DB:
         return [MAIN_DB]
-    return [
-        s["ledger"]
-        for s in manifest["sessions"]
-        if s["era"] == era
-        and s["ledger"]
-        and not s["broken"]
-        and not s["alias_of"]
-        and s["id"] not in damaged
-    ]
+    chosen = sessions_in(
+        manifest,
+        era=era,
+        has=("ledger",),
+        lacks=("broken", "alias_of"),
+        where=lambda s: s["id"] not in damaged,
+    )
+    return [s["ledger"] for s in chosen]
 
 
 def diff(want: dict, got: dict) -> list[str]:
@@ -147,13 +146,6 @@ def diff(want: dict, got: dict) -> list[str]:
 def test_every_ddl_file_is_mapped() -> None:
     assert ddl_files(), f"no .sql files in {DDL_DIR}"
     assert set(ddl_files()) == set(FILE_ERA), "a DDL era the generator does not map"
-
-
-@pytest.fixture(scope="module")
-def clean_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
-    """A home without injected defects (the default one damages some files on purpose)."""
-    path = tmp_path_factory.mktemp("ddl-home") / "home"
-    return path, generate_home(path, GenerateOptions(defects=False, hostile=False, broken=False))
 
 
 @pytest.mark.parametrize("filename", sorted(FILE_ERA))

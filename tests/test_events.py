@@ -7,10 +7,8 @@ import json
 
 import blake3
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.graph import bodies, events
-from tests.helpers import make_datasette
 from tests.trace_support import (
     clean_current,
     defect_sessions,
@@ -21,13 +19,6 @@ from tests.trace_support import (
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def trusted(capsem_home, tmp_path_factory):
-    """An instance whose readers may see secrets (raw downloads allowed)."""
-    cache = tmp_path_factory.mktemp("events-cache-trusted")
-    return await make_datasette(capsem_home, cache, index_refresh_seconds=0, view_secrets=True)
 
 
 def blob_event(conn, blob_id: int) -> str:
@@ -139,14 +130,14 @@ async def test_binary_and_html_cells_are_shown_safely(datasette, manifest, capse
 
 
 async def test_raw_bodies_need_the_secrets_permission(
-    datasette, trusted, manifest, capsem_home, cache_dir
+    datasette, operator_datasette, manifest, capsem_home, cache_dir
 ):
     session = clean_current(manifest)[0]
     with ledger(capsem_home, session, cache_dir) as conn:
         blob = conn.execute("SELECT id, event_id, body FROM event_body_blobs LIMIT 1").fetchone()
     url = event_url(session["id"], blob["event_id"], f"/bodies/{blob['id']}/raw")
     assert (await datasette.client.get(url)).status_code == 403
-    response = await trusted.client.get(url)
+    response = await operator_datasette.client.get(url)
     assert response.status_code == 200
     assert response.content == blob["body"]
     assert response.headers["content-type"] == "application/octet-stream"

@@ -82,9 +82,8 @@ async def list_row(datasette, session_id: str) -> dict | None:
     return rows[0] if rows else None
 
 
-async def test_list_and_search_follow_changes_without_the_timer(capsem_home, manifest, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+async def test_list_and_search_follow_changes_without_the_timer(manifest, tmp_path, private_home):
+    home = private_home
     current = sessions_in(manifest, era="head", has=("ledger", "clean"), lacks=("alias_of",))
     changed, replaced, removed, donor = current[:4]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)
@@ -185,14 +184,13 @@ async def test_the_notifier_wakes_on_a_write_a_new_file_and_a_removed_dir(tmp_pa
 
 
 async def test_a_change_is_seen_through_the_os_without_any_stat_round(
-    capsem_home, manifest, tmp_path, monkeypatch
+    manifest, tmp_path, monkeypatch, private_home
 ):
     """With the rounds of stats an hour apart, only the notifier can wake the watch: a ledger
     that grew and a session dir moved into the home both reach search and the list."""
     monkeypatch.setattr(service_module, "WATCH_SECONDS", 3600.0)
     monkeypatch.setattr(service_module, "WATCH_MAX_SECONDS", 3600.0)
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     current = sessions_in(manifest, era="head", has=("ledger", "clean"), lacks=("alias_of",))
     changed, donor = current[:2]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=3600)

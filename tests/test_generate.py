@@ -562,7 +562,9 @@ def test_file_headers_and_leftovers(capsem_home: Path, manifest: dict) -> None:
     walled = {s["id"] for s in manifest["sessions"] if s["live"]} | {
         d["session"] for d in manifest["defects"] if d["kind"] == "unclean_wal"
     }
-    read = {s["id"] for s in manifest["sessions"] if s["habits"].get("reader_left_wal")}
+    read = {
+        s["id"] for s in sessions_in(manifest, where=lambda s: s["habits"].get("reader_left_wal"))
+    }
     assert read and not read & walled
     for s in ledgers(manifest):
         path = capsem_home / s["ledger"]
@@ -737,9 +739,13 @@ def test_rollups_match_ledgers(capsem_home: Path, manifest: dict, tmp_path: Path
     main.row_factory = sqlite3.Row
     mismatched = {d["session"] for d in manifest["defects"] if d["kind"] == "rollup_mismatch"}
     checked = 0
-    for s in manifest["sessions"]:
-        if s["status"] not in ("stopped", "crashed") or not s["ledger"] or s["broken"]:
-            continue
+    stopped = sessions_in(
+        manifest,
+        has=("ledger",),
+        lacks=("broken",),
+        where=lambda s: s["status"] in ("stopped", "crashed"),
+    )
+    for s in stopped:
         row = main.execute("SELECT * FROM sessions WHERE id = ?", (s["id"],)).fetchone()
         ledger = open_copy(capsem_home, s["ledger"], tmp_path)
         fresh = {
@@ -982,17 +988,14 @@ def test_cli_generates_sizes(tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     m = json.loads((tmp_path / "h" / "manifest.json").read_text())
-    bulk = [s for s in m["sessions"] if s["ledger"] and s["name"] and s["name"].startswith("bulk-")]
+    bulk = sessions_in(m, has=("ledger", "name"), where=lambda s: s["name"].startswith("bulk-"))
     # One loop of 2 calls per trace, plus the title call on the ambient trace.
     assert bulk and all(s["counts"]["model_calls"] == 3 for s in bulk)
 
 
 # -- live -------------------------------------------------------------------------------
-def test_live_writer_appends_while_readable(
-    tmp_path: Path, capsem_home: Path, manifest: dict
-) -> None:
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home)
+def test_live_writer_appends_while_readable(manifest, private_home) -> None:
+    home = private_home
     session = session_in(manifest, era="head", kind="ephemeral", has=("clean",), lacks=("live",))
     path = home / session["ledger"]
     start = session["counts"]["net_events"]
@@ -1185,7 +1188,7 @@ def test_legacy_run_rows_and_main_db_dates(
     capsem_home: Path, manifest: dict, tmp_path: Path
 ) -> None:
     main = open_copy(capsem_home, "sessions/main.db", tmp_path)
-    zeroed = [s for s in manifest["sessions"] if s["habits"].get("legacy_run_zeros")]
+    zeroed = sessions_in(manifest, where=lambda s: s["habits"].get("legacy_run_zeros"))
     assert zeroed and all(s["counts"].get("model_calls") for s in zeroed)
     for mode, created in main.execute("SELECT mode, created_at FROM sessions"):
         if mode in ("persistent", "ephemeral"):

@@ -128,13 +128,12 @@ def distinct_files(manifest: dict, indexed: set[str] | None = None) -> list[dict
     """One manifest session per ledger file (an alias shares its owner's file): the readable
     ones, or those in `indexed` (a broken file root can still read, or one read from a
     snapshot, is indexed too)."""
-    return [
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger")
-        and not s.get("alias_of")
-        and (s["id"] in indexed if indexed is not None else not s.get("broken"))
-    ]
+    return sessions_in(
+        manifest,
+        has=("ledger",),
+        lacks=("alias_of",),
+        where=lambda s: s["id"] in indexed if indexed is not None else not s.get("broken"),
+    )
 
 
 def same(a, b) -> bool:
@@ -158,17 +157,10 @@ def cache_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("index-cache")
 
 
-@pytest.fixture(scope="module")
-def built(capsem_home, cache_dir) -> IndexService:
-    service = service_for(capsem_home, cache_dir)
-    service.refresh()
-    return service
-
-
 async def test_index_figures_equal_direct_sums_in_every_era(
-    built, manifest, capsem_home, cache_dir
+    built_index, manifest, capsem_home, cache_dir
 ):
-    snapshot = built.snapshot()
+    snapshot = built_index.snapshot()
     ledgers = snapshot.ledgers
     eras = set()
     for session in readable(manifest):
@@ -225,14 +217,14 @@ def legacy_mcp_rows(ledger: Path, cache_dir: Path) -> int:
         conn.close()
 
 
-async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_home, cache_dir):
+async def test_alias_and_fork_are_not_double_counted(built_index, manifest, capsem_home, cache_dir):
     alias = session_in(manifest, has=("alias_of",))
     fork = session_in(manifest, has=("forked_from",))
     parent = fork_parent(manifest, fork)
     assert alias["ledger"] == sample_ledger(manifest, alias["alias_of"])
-    ledgers = built.snapshot().ledgers
+    ledgers = built_index.snapshot().ledgers
     assert alias["id"] not in ledgers and alias["alias_of"] in ledgers
-    assert alias["id"] in built.covered_sessions()  # search need not scan its file again
+    assert alias["id"] in built_index.covered_sessions()  # search need not scan its file again
 
     indexed = {sid: row for sid, row in ledgers.items() if not row["problem"]}
     assert {s["id"] for s in distinct_files(manifest)} <= set(indexed)
@@ -257,7 +249,7 @@ async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_hom
     assert 0 < per_file[fork["id"]]["model_calls"] < whole["model_calls"]
     assert ledgers[fork["id"]]["inherited_rows"] > 0
 
-    index = sqlite3.connect(f"file:{built.path}?mode=ro", uri=True)
+    index = sqlite3.connect(f"file:{built_index.path}?mode=ro", uri=True)
     try:
         shared = index.execute(
             "SELECT value FROM id_lookup WHERE id_kind = 'event_id'"
@@ -280,7 +272,7 @@ async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_hom
         copied = conn.execute("SELECT event_id FROM model_calls ORDER BY id LIMIT 1").fetchone()[0]
     finally:
         conn.close()
-    hits = built.lookup(copied)
+    hits = built_index.lookup(copied)
     owners = {h["session_id"] for h in hits if h["copied_from"] is None}
     copies = {(h["session_id"], h["copied_from"]) for h in hits if h["copied_from"]}
     assert owners == {parent["id"]}, hits  # the row is the parent's
@@ -288,13 +280,13 @@ async def test_alias_and_fork_are_not_double_counted(built, manifest, capsem_hom
 
 
 def sample_ledger(manifest: dict, session_id: str) -> str:
-    return next(s["ledger"] for s in manifest["sessions"] if s["id"] == session_id)
+    return session_in(manifest, id=session_id)["ledger"]
 
 
-async def test_index_queries_count_each_file_once(capsem_home, manifest, tmp_path):
-    datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
-    service = get_state(datasette).index
-    service.refresh()
+async def test_index_queries_count_each_file_once(
+    indexed_datasette, built_index, capsem_home, manifest, tmp_path
+):
+    datasette, service = indexed_datasette, built_index
     indexed = service.covered_sessions() & set(service.snapshot().ledgers)
     per_file = expected_per_file(manifest, capsem_home, tmp_path / "direct", indexed)
 
@@ -395,20 +387,18 @@ async def test_a_fork_whose_parent_cannot_be_read_counts_its_whole_file_until_it
     assert row["model_calls"] < whole["model_calls"]
 
 
-async def test_broken_ledgers_are_recorded_with_their_problem(built, manifest):
-    ledgers = built.snapshot().ledgers
-    broken = [
-        s
-        for s in manifest["sessions"]
-        if s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
-    ]
+async def test_broken_ledgers_are_recorded_with_their_problem(built_index, manifest):
+    ledgers = built_index.snapshot().ledgers
+    broken = sessions_in(
+        manifest, where=lambda s: s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
+    )
     assert broken
     for session in broken:
         assert session["broken"] in ledgers[session["id"]]["problem"]
-        assert session["id"] not in built.covered_sessions()
+        assert session["id"] not in built_index.covered_sessions()
 
 
-async def test_lookup_finds_every_kind_of_identifier(built, manifest, capsem_home, cache_dir):
+async def test_lookup_finds_every_kind_of_identifier(built_index, manifest, capsem_home, cache_dir):
     session = next(s for s in readable(manifest) if s["era"] == "head" and s.get("clean"))
     conn = open_readonly(capsem_home / session["ledger"], cache_dir)
     try:
@@ -429,12 +419,12 @@ async def test_lookup_finds_every_kind_of_identifier(built, manifest, capsem_hom
     finally:
         conn.close()
     for kind, (value, table) in probes.items():
-        hits = built.lookup(value)
+        hits = built_index.lookup(value)
         assert {"session_id": session["id"], "id_kind": kind, "table_name": table} in [
             {k: h[k] for k in ("session_id", "id_kind", "table_name")} for h in hits
         ], (kind, value, hits)
-    assert built.lookup("no-such-identifier") == []
-    assert built.lookup("000000000000") == []  # the migration placeholder is not an id
+    assert built_index.lookup("no-such-identifier") == []
+    assert built_index.lookup("000000000000") == []  # the migration placeholder is not an id
 
 
 async def test_incremental_refresh_reads_only_changed_ledgers(capsem_home, manifest, tmp_path):
@@ -483,10 +473,8 @@ async def test_the_index_lives_in_the_cache_and_the_home_is_untouched(capsem_hom
     assert all(name.endswith("-shm") for name in before if before[name] != after[name])
 
 
-async def test_canned_queries_of_the_index_database(capsem_home, manifest, tmp_path):
-    datasette = await make_datasette(capsem_home, tmp_path / "cache", index_refresh_seconds=0)
-    service = get_state(datasette).index
-    service.refresh()
+async def test_canned_queries_of_the_index_database(indexed_datasette, built_index):
+    datasette, service = indexed_datasette, built_index
     by_day = await datasette.client.get("/index/tokens_cost_by_day.json?_shape=array&_size=max")
     assert by_day.status_code == 200
     ledgers = service.snapshot().ledgers.values()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
 import time
 
 import pytest
@@ -28,9 +27,8 @@ async def model_call_count(datasette, session_id: str) -> int:
 
 
 @async_test
-async def test_a_concurrent_crawl_never_fails_and_sees_new_rows(capsem_home, manifest, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+async def test_a_concurrent_crawl_never_fails_and_sees_new_rows(manifest, tmp_path, private_home):
+    home = private_home
     session = live_candidate(manifest)
     sid = session["id"]
     datasette = await make_datasette(home, tmp_path / "cache", view_secrets=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,6 @@ from datasette.cli import cli
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
-from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.graph.timeparse import iso_from_ms, parse_ms, parse_ns
 from datasette_capsem.graph.values import as_float, json_dumps
 from datasette_capsem.ledger.bodies import hash_verdict
@@ -215,10 +215,11 @@ def _plant_blobs(ledger: Path, planted: Planted, trace: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory) -> Planted:
-    """A private generated home (never the shared fixture) with the odd values planted."""
+def planted(clean_home, tmp_path_factory) -> Planted:
+    """A private copy of the clean generated home with the odd values planted."""
     home = tmp_path_factory.mktemp("odd-values") / "home"
-    manifest = generate_home(home, GenerateOptions(defects=False, hostile=False, broken=False))
+    shutil.copytree(clean_home[0], home, symlinks=True)
+    manifest = clean_home[1]
     stopped = sessions_in(manifest, era="head", has=("clean", "traces"), lacks=("live",))
     number_session = next(s for s in stopped if len(s["traces"]) >= 5)
     blob_session = next(s for s in stopped if s["id"] != number_session["id"])

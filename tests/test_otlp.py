@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.graph.timeparse import parse_ns
+from tests.helpers import sessions_in
 from tests.trace_support import clean_current, ledger, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -143,10 +144,13 @@ async def test_the_cli_exports_the_same_spans(datasette, manifest, capsem_home, 
 
 
 async def test_older_eras_export_too(datasette, manifest):
-    for session in manifest["sessions"]:
-        if session.get("era") in ("0.16", "1.1", "migrated") and session.get("traces"):
-            trace = session["traces"][0]
-            response = await datasette.client.get(trace_url(session["id"], trace, ".otlp.json"))
-            assert response.status_code == 200
-            spans = spans_of(response.json())
-            assert any(attrs(s).get("openinference.span.kind") == "LLM" for s in spans)
+    older = sessions_in(
+        manifest, has=("traces",), where=lambda s: s.get("era") in ("0.16", "1.1", "migrated")
+    )
+    assert older
+    for session in older:
+        trace = session["traces"][0]
+        response = await datasette.client.get(trace_url(session["id"], trace, ".otlp.json"))
+        assert response.status_code == 200
+        spans = spans_of(response.json())
+        assert any(attrs(s).get("openinference.span.kind") == "LLM" for s in spans)

@@ -30,6 +30,7 @@ from datasette_capsem.graph.trace_rows import load_trace
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.push.encode import to_protobuf
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
+from tests.helpers import session_in, sessions_in
 from tests.otlp_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +44,7 @@ HOST_TABLES = (
     "mcp_calls",
     "snapshot_events",
 )
+
 ROOT_NAMES = ("capsem.turn", "capsem.exchange", "capsem.ambient")
 SECRET = "sk-ant-api03-" + "Q7" * 20 + "-plantedAA"
 HANG_GUARD = 120  # seconds: only to bound a hang, never a performance threshold
@@ -82,9 +84,7 @@ def tree_state(home: Path) -> dict[str, tuple[int, int]]:
 
 def ledgers(home: Path, manifest: dict, cache: Path):
     """(session id, read-only connection) of every readable ledger."""
-    for entry in manifest["sessions"]:
-        if not entry["ledger"]:
-            continue
+    for entry in sessions_in(manifest, has=("ledger",)):
         try:
             conn = open_readonly(home / entry["ledger"], cache)
         except LedgerUnavailable:
@@ -296,16 +296,8 @@ def test_follow_picks_up_a_new_session_and_new_rows(clean_home, tmp_path):
     shutil.copytree(source, home, symlinks=True)
     other = tmp_path / "other"
     other_manifest = generate_home(other, clean_options(seed=9))
-    newcomer = next(
-        e
-        for e in other_manifest["sessions"]
-        if e["ledger"] and e["era"] == "head" and e["kind"] == "ephemeral" and e["traces"]
-    )
-    live = next(
-        e
-        for e in manifest["sessions"]
-        if e["ledger"] and e["era"] == "head" and e["kind"] == "ephemeral" and not e["live"]
-    )
+    newcomer = session_in(other_manifest, era="head", kind="ephemeral", has=("ledger", "traces"))
+    live = session_in(manifest, era="head", kind="ephemeral", has=("ledger",), lacks=("live",))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with Receiver() as receiver:
         process = subprocess.Popen(
@@ -395,10 +387,8 @@ def test_credentials_are_masked_unless_unmasked(clean_home, tmp_path):
     source, manifest = clean_home
     home = tmp_path / "home"
     shutil.copytree(source, home, symlinks=True)
-    entry = next(
-        e
-        for e in manifest["sessions"]
-        if e["ledger"] and e["era"] == "head" and e["counts"].get("tool_calls")
+    entry = session_in(
+        manifest, era="head", has=("ledger",), where=lambda e: e["counts"].get("tool_calls")
     )
     plant_secret(home, entry)
     for unmasked, json_mode in ((False, False), (False, True), (True, False)):
@@ -429,7 +419,10 @@ def test_default_home_unreadable_ledgers_are_named_and_fail_the_run(
         line.split(":")[1].strip() for line in out.splitlines() if line.startswith("unreadable:")
     }
     broken = {
-        e["id"] for e in manifest["sessions"] if e["broken"] and e["broken"] != "wal_without_shm"
+        e["id"]
+        for e in sessions_in(
+            manifest, has=("broken",), where=lambda e: e["broken"] != "wal_without_shm"
+        )
     }
     assert unreadable and unreadable <= broken
     assert "0 failed" in out
@@ -511,7 +504,7 @@ def test_protobuf_body_is_protobufs_own_mapping_of_the_otlp_json(clean_home, tmp
 
     home, manifest = clean_home
     documents = []
-    for entry in manifest["sessions"][:12]:
+    for entry in manifest["sessions"][:12]:  # the first twelve, whichever have traces
         if not entry["ledger"] or not entry["traces"]:
             continue
         conn = open_readonly(home / entry["ledger"], tmp_path / "read")

@@ -640,7 +640,7 @@ def test_percentiles_on_large_groups_equal_python_nearest_rank(tmp_path):
         GenerateOptions(seed=2, big_session_rows=6000, defects=False, hostile=False, broken=False),
     )
     big = max(
-        (s for s in found["sessions"] if s["ledger"] and not s["alias_of"]),
+        sessions_in(found, has=("ledger",), lacks=("alias_of",)),
         key=lambda s: sum(s["counts"].values()),
     )
     conn = open_readonly(home / big["ledger"], tmp_path / "cache")

@@ -76,7 +76,17 @@ def test_the_readme_documents_the_commands_this_file_runs():
     assert "datasette serve" in texts
 
 
-def runnable(command: dict, port: int, home: Path, tmp: Path) -> tuple[list[str], dict, Path]:
+@pytest.fixture(scope="module")
+def served_cache(tmp_path_factory) -> Path:
+    """The plugin cache every documented server of this module keeps (derived files only): the
+    first one builds the index and the rule book's reports, the next ones find them stored and
+    valid, as a restarted server does, instead of each recomputing them while it is crawled."""
+    return tmp_path_factory.mktemp("readme-serving-cache")
+
+
+def runnable(
+    command: dict, port: int, home: Path, tmp: Path, cache: Path
+) -> tuple[list[str], dict, Path]:
     argv = shlex.split(command["text"])
     assert argv[0].endswith("datasette"), argv
     argv[0] = str(DATASETTE)
@@ -93,11 +103,12 @@ def runnable(command: dict, port: int, home: Path, tmp: Path) -> tuple[list[str]
         HOME=str(tmp / "user"),
         XDG_CACHE_HOME=str(tmp / "xdg-cache"),
         CAPSEM_HOME=str(home),
-        DATASETTE_CAPSEM_CACHE=str(tmp / "cache"),
+        DATASETTE_CAPSEM_CACHE=str(cache),
         PYTHONPATH=str(ROOT),  # the plugin of this checkout, wherever it is installed from
     )
     for key in command["env"]:  # the unit's own paths, moved to this machine
-        env[key] = {"CAPSEM_HOME": str(home)}.get(key, str(tmp / key.lower()))
+        own = {"CAPSEM_HOME": str(home), "DATASETTE_CAPSEM_CACHE": str(cache)}
+        env[key] = own.get(key, str(tmp / key.lower()))
     # "$CAPSEM_HOME" in a documented command is expanded as a shell would
     argv = [re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), m.group(0)), a) for a in argv]
     return argv, env, ROOT  # WorkingDirectory: the repository (a configuration directory)
@@ -109,9 +120,9 @@ def is_team(argv: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c["text"] for c in COMMANDS])
-def test_documented_serving_command(command, capsem_home, manifest, tmp_path):
+def test_documented_serving_command(command, capsem_home, manifest, tmp_path, served_cache):
     port = free_port()
-    argv, env, cwd = runnable(command, port, capsem_home, tmp_path)
+    argv, env, cwd = runnable(command, port, capsem_home, tmp_path, served_cache)
     ids = session_ids(capsem_home, manifest, tmp_path / "probe-cache")
     process = subprocess.Popen(
         argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

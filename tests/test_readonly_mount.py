@@ -39,9 +39,8 @@ def expected_model_calls(ledger: Path, tmp_path: Path) -> int:
 
 
 @pytest.mark.skipif(not unshare_works(), reason="needs `unshare -rm` for a private read-only mount")
-def test_every_ledger_kind_reads_on_a_read_only_mount(capsem_home, manifest, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+def test_every_ledger_kind_reads_on_a_read_only_mount(manifest, tmp_path, private_home):
+    home = private_home
     finished = session_in(manifest, era="head", kind="ephemeral", has=("clean",), lacks=("live",))
     live = session_in(manifest, has=("live", "ledger"))
     no_shm = next(b for b in manifest["broken_files"] if b["kind"] == "wal_without_shm")

@@ -28,7 +28,7 @@ from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
 from datasette_capsem.versioned_store import CachedEntry, StoreKey, VersionedStore
-from tests.helpers import actor_cookies, make_datasette, session_in, snapshot_tree
+from tests.helpers import actor_cookies, make_datasette, session_in, sessions_in, snapshot_tree
 from tests.trace_support import clean_current, defect_sessions, session_url, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -312,7 +312,7 @@ async def test_live_sessions_are_not_stored(capsem_home, manifest, tmp_path):
     cache = tmp_path / "cache"
     datasette = await instance(capsem_home, cache)
     catalog = get_state(datasette).catalog
-    live = [s for s in manifest["sessions"] if s.get("ledger") and catalog.get(s["id"]).live]
+    live = sessions_in(manifest, has=("ledger",), where=lambda s: catalog.get(s["id"]).live)
     assert live
     for session in live:
         await overview(datasette, session["id"])

@@ -4,7 +4,6 @@ named like another session's id."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette, session_in
+from tests.helpers import make_datasette, session_in, sessions_in
 from tests.test_index import direct_sums, same
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -24,7 +23,7 @@ def cache_dir(tmp_path_factory) -> Path:
 
 
 def by_name(manifest: dict, name: str) -> list[dict]:
-    return [s for s in manifest["sessions"] if s.get("name") == name or s["id"] == name]
+    return sessions_in(manifest, where=lambda s: name in (s.get("name"), s["id"]))
 
 
 async def test_a_unique_name_redirects_to_the_session_page(capsem_home, manifest, cache_dir):
@@ -42,16 +41,14 @@ async def test_a_unique_name_redirects_to_the_session_page(capsem_home, manifest
 
 async def test_an_id_resolves_to_itself(capsem_home, manifest, cache_dir):
     datasette = await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
-    for session in manifest["sessions"]:
-        if session.get("name") in (None, session["id"]) and session.get("main_db_row"):
-            body = (
-                await datasette.client.get(f"/-/capsem/resolve.json?name={session['id']}")
-            ).json()
-            if len(body["candidates"]) == 1:
-                assert body["id"] == session["id"]
-    uuid = next(
-        s["id"] for s in manifest["sessions"] if s["kind"] == "ephemeral" and s.get("ledger")
+    unnamed = sessions_in(
+        manifest, has=("main_db_row",), where=lambda s: s.get("name") in (None, s["id"])
     )
+    for session in unnamed:
+        body = (await datasette.client.get(f"/-/capsem/resolve.json?name={session['id']}")).json()
+        if len(body["candidates"]) == 1:
+            assert body["id"] == session["id"]
+    uuid = session_in(manifest, kind="ephemeral", has=("ledger",))["id"]
     response = await datasette.client.get(f"/-/capsem/resolve?name={uuid}")
     assert response.headers["location"] == f"/-/capsem/sessions/{uuid}"
 
@@ -102,10 +99,9 @@ async def test_bad_resolve_parameters_are_a_400(capsem_home, cache_dir, query):
 
 
 async def test_a_vm_named_like_another_sessions_id_never_shows_its_data(
-    capsem_home, manifest, tmp_path
+    manifest, tmp_path, private_home
 ):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     victim = session_in(manifest, kind="ephemeral", has=("ledger", "clean", "main_db_row"))
     (impostor,) = by_name(manifest, "co-work-1")
     registry_path = home / "run" / "persistent_registry.json"

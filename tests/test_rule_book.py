@@ -11,23 +11,16 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-import pytest_asyncio
 
 from datasette_capsem.catalog.catalog import Catalog
 from datasette_capsem.checks import check_session
 from datasette_capsem.config import load_settings
 from datasette_capsem.readonly import open_readonly
-from tests.helpers import make_datasette
 from tests.trace_support import trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 TRACED_TABLES = ("model_calls", "tool_calls", "tool_responses", "net_events", "model_items")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def datasette(capsem_home, tmp_path_factory):
-    return await make_datasette(capsem_home, tmp_path_factory.mktemp("cache"), view_secrets=True)
 
 
 def _traces(conn: sqlite3.Connection) -> list[str]:
@@ -54,11 +47,11 @@ def _report_findings(report) -> dict[str, set[str]]:
 
 
 async def test_graph_findings_equal_the_report_restricted_to_each_trace(
-    datasette, capsem_home, manifest, tmp_path
+    operator_datasette, capsem_home, manifest, tmp_path
 ):
     settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(tmp_path)})
     catalog = Catalog(settings)
-    compared_traces, compared_findings = 0, 0
+    compared_traces, compared_findings, missing_responses = 0, 0, 0
     for entry in manifest["sessions"]:
         session = catalog.get(entry["id"])
         if session is None or session.ledger_path is None or entry.get("broken"):
@@ -74,7 +67,9 @@ async def test_graph_findings_equal_the_report_restricted_to_each_trace(
             conn.close()
         expected_all = _report_findings(report)
         for trace_id in traces:
-            response = await datasette.client.get(trace_url(session.id, trace_id, "/graph.json"))
+            response = await operator_datasette.client.get(
+                trace_url(session.id, trace_id, "/graph.json")
+            )
             assert response.status_code == 200, (session.id, trace_id)
             graph = response.json()
             rows = {
@@ -85,14 +80,16 @@ async def test_graph_findings_equal_the_report_restricted_to_each_trace(
             shown = {(kind["kind"], node) for kind in graph["findings"] for node in kind["nodes"]}
             expected = {(kind, node) for node in rows for kind in expected_all.get(node, ())}
             assert shown == expected, (session.id, trace_id)
-            _assert_edges_follow_findings(graph, expected)
+            missing_responses += _assert_edges_follow_findings(graph, expected)
             compared_traces += 1
             compared_findings += len(expected)
     # The comparison covered real traces and real findings (it could fail).
     assert compared_traces >= 50
     assert compared_findings >= 10
+    assert missing_responses >= 1
 
 
+UNANSWERED_VERDICTS = ("tool_call_without_response", "unpairable_tool_ids")
 EDGE_KINDS = {
     "orphan_tool_response",
     "response_before_call",
@@ -105,8 +102,9 @@ EDGE_KINDS = {
 }
 
 
-def _assert_edges_follow_findings(graph: dict, expected: set[tuple[str, str]]) -> None:
-    """A broken edge carries a finding of one of its ends; a link finding has its broken edge."""
+def _assert_edges_follow_findings(graph: dict, expected: set[tuple[str, str]]) -> int:
+    """A broken edge carries a finding of one of its ends; a link finding has its broken edge;
+    a missing response is drawn only where the rule book says so. How many were drawn."""
     broken = [e for e in graph["edges"] if e["broken"]]
     for edge in broken:
         assert {(edge["finding"], edge["source"]), (edge["finding"], edge["target"])} & expected
@@ -114,3 +112,12 @@ def _assert_edges_follow_findings(graph: dict, expected: set[tuple[str, str]]) -
     for kind, node in expected:
         if kind in EDGE_KINDS:
             assert (kind, node) in drawn, (kind, node)
+    # A response drawn missing is the rule book's verdict on its call, never the graph's rule.
+    nodes = {n["id"]: n for n in graph["nodes"]}
+    missing = 0
+    for edge in graph["edges"]:
+        if edge["type"] == "responded-in" and nodes[edge["target"]].get("missing"):
+            verdicts = {(kind, edge["source"]) for kind in UNANSWERED_VERDICTS}
+            assert verdicts & expected, edge
+            missing += 1
+    return missing

@@ -10,7 +10,6 @@ import pytest
 import pytest_asyncio
 
 from datasette_capsem.session.search import scan_ledgers
-from datasette_capsem.state import get_state
 from tests.helpers import make_datasette, session_in
 from tests.trace_support import by_id, clean_current, ledger, readable
 
@@ -26,15 +25,6 @@ def cache_dir(tmp_path_factory) -> Path:
 async def scanning(capsem_home, cache_dir):
     """An instance whose index has not been built: every search scans the ledgers."""
     return await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def indexed(capsem_home, tmp_path_factory):
-    """An instance whose cross-session index is built."""
-    cache = tmp_path_factory.mktemp("search-cache-indexed")
-    datasette = await make_datasette(capsem_home, cache, index_refresh_seconds=0)
-    get_state(datasette).index.refresh()
-    return datasette
 
 
 async def search(datasette, value: str) -> dict:
@@ -104,10 +94,10 @@ async def test_sessions_by_id_and_by_name(scanning, manifest):
     assert all(s["href"].startswith("/-/capsem/sessions/") for s in data["sessions"])
 
 
-async def test_the_index_answers_for_the_sessions_it_covers(indexed, scanning, manifest):
+async def test_the_index_answers_for_the_sessions_it_covers(indexed_datasette, scanning, manifest):
     session = clean_current(manifest)[2]
     trace = session["traces"][-1]
-    through_index = await search(indexed, trace)
+    through_index = await search(indexed_datasette, trace)
     assert through_index["index"]["used"] is True
     assert through_index["index"]["covered"] >= len(clean_current(manifest))
     assert through_index["scan"]["wanted"] < len(readable(manifest))

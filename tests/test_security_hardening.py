@@ -343,7 +343,7 @@ async def test_hide_free_text_setting_hides_it_whole(planted_home):
 @async_test
 async def test_anonymous_gets_the_same_refusal_for_ids_prefixes_and_names(instance, manifest):
     datasette, session, _info = instance
-    name = next(s["name"] for s in manifest["sessions"] if s.get("name"))
+    name = session_in(manifest, has=("name",))["name"]
     sid = session["id"]
     answers = []
     for value in (sid, sid[:2], sid[:-3], name, "no-such-session-xyz"):

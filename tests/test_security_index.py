@@ -17,10 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from datasette_capsem.readonly import open_readonly
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette, session_in
+from tests.helpers import make_datasette, session_in, sessions_in
 from tests.test_index import distinct_files, fork_parent
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -30,10 +31,20 @@ SECRET = "sk-ant-api03-" + "Q7w" * 15
 
 
 @pytest.fixture(scope="module")
-def home(capsem_home, tmp_path_factory) -> Path:
+def home(capsem_home, manifest, tmp_path_factory) -> Path:
+    """A copy of the home with `plant`'s rows in `planted_session`'s ledger (read only)."""
     path = tmp_path_factory.mktemp("security") / "home"
     shutil.copytree(capsem_home, path, symlinks=True)
+    plant(path / planted_session(manifest)["ledger"])
     return path
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def security(home, tmp_path_factory):
+    """A started Datasette over `home` whose index is built, shared by the tests that read."""
+    datasette = await make_datasette(home, tmp_path_factory.mktemp("security-cache"))
+    get_state(datasette).index.refresh()
+    return datasette
 
 
 def columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -146,12 +157,9 @@ def figures(data: dict) -> tuple[dict, Counter]:
 
 
 @async_test
-async def test_every_figure_matches_independent_counts(home, manifest, tmp_path):
-    target = planted_session(manifest)
-    plant(home / target["ledger"])
-    datasette = await make_datasette(home, tmp_path / "cache")
+async def test_every_figure_matches_independent_counts(home, manifest, security):
+    datasette = security
     service = get_state(datasette).index
-    service.refresh()
     indexed = {sid for sid, row in service.snapshot().ledgers.items() if not row["problem"]}
     truth = expected(manifest, home, indexed)
     response = await datasette.client.get("/-/capsem/security.json")
@@ -173,7 +181,7 @@ async def test_every_figure_matches_independent_counts(home, manifest, tmp_path)
         want_day.update(found)
     assert by_day == +want_day
     assert {c for c, _ in want_day} == {"denied_domain", "blocked_tool", "detection", "credential"}
-    forks = [s for s in manifest["sessions"] if s.get("forked_from") and s["id"] in indexed]
+    forks = sessions_in(manifest, has=("forked_from",), where=lambda s: s["id"] in indexed)
     assert forks  # the fork rule was exercised
     # Sessions per day and category: distinct sessions with such rows that day.
     sessions_per_day = Counter()
@@ -192,10 +200,9 @@ async def test_every_figure_matches_independent_counts(home, manifest, tmp_path)
 
 
 @async_test
-async def test_filters_and_hostile_values(home, manifest, tmp_path):
+async def test_filters_and_hostile_values(manifest, security):
     target = planted_session(manifest)
-    datasette = await make_datasette(home, tmp_path / "cache")
-    get_state(datasette).index.refresh()
+    datasette = security
     day = "2026-08-02"
     one = await datasette.client.get(
         "/-/capsem/security.json", params={"since": day, "until": day, "category": "detection"}
@@ -219,6 +226,7 @@ async def test_filters_and_hostile_values(home, manifest, tmp_path):
 @async_test
 async def test_a_changed_ledger_re_extracts_only_itself(home, manifest, tmp_path):
     target = planted_session(manifest)
+    home = shutil.copytree(home, tmp_path / "home", symlinks=True)  # this test writes
     datasette = await make_datasette(home, tmp_path / "cache")
     service = get_state(datasette).index
     service.refresh()
@@ -248,10 +256,9 @@ def form_values(html: str) -> dict[str, str]:
 
 
 @async_test
-async def test_the_unfiltered_page_applies_as_it_is(home, tmp_path):
+async def test_the_unfiltered_page_applies_as_it_is(security):
     """Since used to be pre-filled with the text "None", so Apply answered 400."""
-    datasette = await make_datasette(home, tmp_path / "cache")
-    get_state(datasette).index.refresh()
+    datasette = security
     page = await datasette.client.get("/-/capsem/security")
     values = form_values(page.text)
     assert values["since"] == "" and values["until"] == "" and values["days"] == ""
@@ -260,11 +267,10 @@ async def test_the_unfiltered_page_applies_as_it_is(home, tmp_path):
 
 
 @async_test
-async def test_the_home_pages_link_shows_the_newest_week_with_events(home, tmp_path):
+async def test_the_home_pages_link_shows_the_newest_week_with_events(security):
     """The link was `?days=7`: empty whenever the newest data is older than a week (the
     generated home's is months old)."""
-    datasette = await make_datasette(home, tmp_path / "cache")
-    get_state(datasette).index.refresh()
+    datasette = security
     everything = (await datasette.client.get("/-/capsem/security.json")).json()
     newest = max(r["day"] for r in everything["by_day"] if r["day"])
     front = await datasette.client.get("/-/capsem/")
@@ -282,10 +288,9 @@ async def test_the_home_pages_link_shows_the_newest_week_with_events(home, tmp_p
 
 
 @async_test
-async def test_each_session_row_links_to_the_ledger_rows_it_summarises(home, manifest, tmp_path):
+async def test_each_session_row_links_to_the_ledger_rows_it_summarises(home, manifest, security):
     """The by-session rows linked only to the session page, never to its net_events rows."""
-    datasette = await make_datasette(home, tmp_path / "cache")
-    get_state(datasette).index.refresh()
+    datasette = security
     data = (await datasette.client.get("/-/capsem/security.json")).json()
     denied = [r for r in data["by_session"] if r["category"] == "denied_domain"]
     assert denied

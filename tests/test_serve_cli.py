@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from datasette_capsem.generate import GenerateOptions, generate_home
+from tests.helpers import sessions_in
 
 
 def free_port() -> int:
@@ -75,7 +76,7 @@ def test_serve_serves_the_real_home_when_there_is_one(isolated_env, tmp_path):
     try:
         page = wait_for(base + "/-/capsem/sessions.json?_size=max&all=1", process)
         listed = {s["id"] for s in page.json()["sessions"]}
-        assert {s["id"] for s in manifest["sessions"] if s.get("main_db_row")} <= listed
+        assert {s["id"] for s in sessions_in(manifest, has=("main_db_row",))} <= listed
         assert "Demo data" not in httpx.get(base + "/").text
     finally:
         process.terminate()
@@ -94,7 +95,7 @@ def test_serve_with_metadata_uses_its_home_and_the_settings_beside_it(isolated_e
     process, base = run_cli(["serve", "-m", str(config / "metadata.yml")], isolated_env)
     try:
         listed = wait_for(base + "/-/capsem/sessions.json?_size=max&all=1", process).json()
-        assert {s["id"] for s in manifest["sessions"] if s.get("main_db_row")} <= {
+        assert {s["id"] for s in sessions_in(manifest, has=("main_db_row",))} <= {
             s["id"] for s in listed["sessions"]
         }
         assert httpx.get(base + "/-/settings.json").json()["max_returned_rows"] == 123

@@ -34,7 +34,8 @@ async def test_catalog_lists_every_session_of_the_manifest(capsem_home, manifest
     response = await datasette.client.get("/-/capsem/sessions.json?_size=max&all=1")
     assert response.status_code == 200
     listed = {s["id"] for s in response.json()["sessions"]}
-    expected = {s["id"] for s in manifest["sessions"] if s.get("ledger") or s.get("main_db_row")}
+    on_disk = sessions_in(manifest, where=lambda s: s.get("ledger") or s.get("main_db_row"))
+    expected = {s["id"] for s in on_disk}
     assert expected <= listed
 
 
@@ -247,11 +248,10 @@ async def test_a_missing_home_serves_a_page_that_says_so(tmp_path):
     assert (await datasette.client.get("/main.json")).status_code == 404
 
 
-async def test_a_new_writer_is_noticed_and_its_rows_are_read(manifest, capsem_home, tmp_path):
+async def test_a_new_writer_is_noticed_and_its_rows_are_read(manifest, tmp_path, private_home):
     """A finished ledger is read without creating files; when a writer reappears (a resumed
     persistent VM), the reader switches to WAL-aware reads and sees the new rows."""
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     session = next(
         s
         for s in readable_sessions(manifest)
@@ -302,10 +302,9 @@ async def test_a_base_url_prefix_is_honoured(capsem_home, manifest, tmp_path):
         assert not bare, (path, bare)
 
 
-async def test_cache_copies_are_replaced_not_accumulated(capsem_home, manifest, tmp_path):
+async def test_cache_copies_are_replaced_not_accumulated(manifest, tmp_path, private_home):
     """A legacy .gz is decompressed once per version; a changed file replaces its old copy."""
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     legacy = session_in(manifest, kind="legacy_gz")
     cache = tmp_path / "cache"
     datasette = await make_datasette(home, cache)
@@ -318,9 +317,8 @@ async def test_cache_copies_are_replaced_not_accumulated(capsem_home, manifest, 
     assert len(copies()) == 1
 
 
-async def test_a_session_db_appearing_in_a_known_dir_is_found(capsem_home, manifest, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+async def test_a_session_db_appearing_in_a_known_dir_is_found(manifest, tmp_path, private_home):
+    home = private_home
     datasette = await make_datasette(home, tmp_path / "cache")
     await datasette.client.get("/")  # the catalog has scanned
     donor = readable_sessions(manifest)[0]

@@ -4,7 +4,6 @@ era of session, and clear 4xx answers to bad input."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from datasette_capsem.checks.cache import ReportCache
 from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.plugins import plugin_manager
 from datasette_capsem.views.integrity import report_cache
-from tests.helpers import make_datasette, session_in
+from tests.helpers import make_datasette, session_in, sessions_in
 from tests.trace_support import (
     clean_current,
     defect_sessions,
@@ -272,10 +271,9 @@ async def test_the_overview_runs_the_quick_profile_and_the_check_page_the_full_o
 
 
 async def test_the_overview_report_is_recomputed_when_the_ledger_changes(
-    capsem_home, manifest, tmp_path
+    manifest, tmp_path, private_home
 ):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
     session = clean_current(manifest)[0]
     url = session_url(session["id"], ".json")
@@ -330,11 +328,9 @@ async def test_the_report_cache_is_bounded_and_shares_a_run():
 async def test_an_unreadable_sessions_page_offers_no_dead_links(datasette, manifest):
     """It offered "browse tables" and "timeline" (both 422) and titled "Turns () and ambient
     exchanges ()"."""
-    broken = [
-        s
-        for s in manifest["sessions"]
-        if s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
-    ]
+    broken = sessions_in(
+        manifest, where=lambda s: s.get("broken") in ("zero_bytes", "truncated", "not_sqlite")
+    )
     assert broken
     for session in broken:
         html = (await datasette.client.get(session_url(session["id"]))).text
@@ -344,7 +340,7 @@ async def test_an_unreadable_sessions_page_offers_no_dead_links(datasette, manif
         assert "its turns cannot be listed" in html
         timeline = await datasette.client.get(session_url(session["id"]) + "/timeline")
         assert timeline.status_code == 422  # what the removed link led to
-    gone = next(s for s in manifest["sessions"] if not s.get("ledger"))
+    gone = session_in(manifest, lacks=("ledger",))
     html = (await datasette.client.get(session_url(gone["id"]))).text
     assert "Turns ()" not in html and "No ledger on disk, so no turns to list" in html
 

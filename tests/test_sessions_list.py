@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -56,12 +55,6 @@ def main_rows(capsem_home, manifest, cache_dir) -> dict[str, dict]:
         conn.close()
 
 
-async def indexed_datasette(home: Path, cache_dir: Path):
-    datasette = await make_datasette(home, cache_dir, index_refresh_seconds=0)
-    get_state(datasette).index.refresh()
-    return datasette
-
-
 async def listed(datasette, query: str = "") -> dict:
     response = await datasette.client.get(f"/-/capsem/sessions.json?_size=max&{query}")
     assert response.status_code == 200, response.text[:500]
@@ -69,9 +62,9 @@ async def listed(datasette, query: str = "") -> dict:
 
 
 async def test_figures_equal_the_files_and_name_their_source(
-    capsem_home, manifest, cache_dir, main_rows
+    capsem_home, manifest, cache_dir, main_rows, indexed_datasette
 ):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+    datasette = indexed_datasette
     rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
     by_id = {s["id"]: s for s in manifest["sessions"]}
     sources_seen = set()
@@ -95,10 +88,10 @@ async def test_figures_equal_the_files_and_name_their_source(
     assert {"main.db", "ledger"} <= sources_seen
 
 
-async def test_every_kind_and_era_is_listed(capsem_home, manifest, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_every_kind_and_era_is_listed(manifest, indexed_datasette):
+    datasette = indexed_datasette
     rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
-    expected = [s for s in manifest["sessions"] if s.get("ledger") or s.get("main_db_row")]
+    expected = sessions_in(manifest, where=lambda s: s.get("ledger") or s.get("main_db_row"))
     assert {s["id"] for s in expected} <= set(rows)
     kinds = {rows[s["id"]]["kind"] for s in expected}
     assert {
@@ -112,8 +105,8 @@ async def test_every_kind_and_era_is_listed(capsem_home, manifest, cache_dir):
     } <= kinds
 
 
-async def test_running_and_resumed_rows_use_the_ledger(capsem_home, manifest, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_running_and_resumed_rows_use_the_ledger(manifest, indexed_datasette):
+    datasette = indexed_datasette
     rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
     running = session_in(manifest, status="running", has=("ledger",))
     row = rows[running["id"]]
@@ -126,8 +119,8 @@ async def test_running_and_resumed_rows_use_the_ledger(capsem_home, manifest, ca
     assert rows[no_row["id"]]["sources"]["requests"] == "ledger"
 
 
-async def test_mismatched_rollups_are_flagged(capsem_home, manifest, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_mismatched_rollups_are_flagged(manifest, indexed_datasette):
+    datasette = indexed_datasette
     rows = {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
     flagged = {d["session"] for d in manifest["defects"] if d["kind"] == "rollup_mismatch"}
     assert flagged
@@ -145,8 +138,8 @@ def _ok(rows, test) -> bool:
     return bool(rows) and all(test(r) for r in rows)
 
 
-async def test_list_sessions_flags_and_filters(capsem_home, manifest, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_list_sessions_flags_and_filters(manifest, indexed_datasette):
+    datasette = indexed_datasette
     everything = (await listed(datasette, "all=1"))["sessions"]
     default = (await listed(datasette))["sessions"]
     assert any(r["status"] == "vacuumed" for r in everything)
@@ -176,8 +169,8 @@ async def test_list_sessions_flags_and_filters(capsem_home, manifest, cache_dir)
     assert f"{len(with_db)} of " in html.text
 
 
-async def test_sorting_by_every_column(capsem_home, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_sorting_by_every_column(indexed_datasette):
+    datasette = indexed_datasette
     for column, field in [
         ("cost", "cost"),
         ("tokens", "tokens"),
@@ -195,8 +188,10 @@ async def test_sorting_by_every_column(capsem_home, cache_dir):
     assert "_sort_desc=cost" in page.text  # the header link flips the direction
 
 
-async def test_pagination_follows_datasette_conventions(capsem_home, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_pagination_follows_datasette_conventions(
+    capsem_home, indexed_datasette, index_cache_dir
+):
+    datasette = indexed_datasette
     everything = [r["id"] for r in (await listed(datasette, "all=1"))["sessions"]]
     seen, url = [], "/-/capsem/sessions.json?all=1&_size=7"
     while url:
@@ -205,7 +200,7 @@ async def test_pagination_follows_datasette_conventions(capsem_home, cache_dir):
         seen += [r["id"] for r in body["sessions"]]
         url = "/-/capsem/sessions.json" + body["next_url"] if body["next"] else None
     assert seen == everything
-    small = await make_datasette(capsem_home, cache_dir, settings={"max_returned_rows": 10})
+    small = await make_datasette(capsem_home, index_cache_dir, settings={"max_returned_rows": 10})
     assert (
         len((await small.client.get("/-/capsem/sessions.json?_size=max&all=1")).json()["sessions"])
         == 10
@@ -234,8 +229,8 @@ async def test_pagination_follows_datasette_conventions(capsem_home, cache_dir):
         "q=" + "x" * 300,
     ],
 )
-async def test_bad_parameters_are_a_400_with_a_message(capsem_home, cache_dir, query):
-    datasette = await make_datasette(capsem_home, cache_dir, index_refresh_seconds=0)
+async def test_bad_parameters_are_a_400_with_a_message(capsem_home, query, index_cache_dir):
+    datasette = await make_datasette(capsem_home, index_cache_dir, index_refresh_seconds=0)
     for path in ("/-/capsem/sessions.json", "/-/capsem/charts/usage.json"):
         response = await datasette.client.get(f"{path}?{query}")
         assert response.status_code == 400, (path, query)
@@ -244,14 +239,10 @@ async def test_bad_parameters_are_a_400_with_a_message(capsem_home, cache_dir, q
     assert html.status_code == 400 and "Bad parameter" in html.text
 
 
-async def test_page_shows_names_beside_ids_and_index_freshness(capsem_home, manifest, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_page_shows_names_beside_ids_and_index_freshness(manifest, indexed_datasette):
+    datasette = indexed_datasette
     page = (await datasette.client.get("/?_size=max&all=1")).text
-    named = [
-        s
-        for s in manifest["sessions"]
-        if s.get("name") and s["name"] != s["id"] and s.get("main_db_row")
-    ]
+    named = sessions_in(manifest, has=("name", "main_db_row"), where=lambda s: s["name"] != s["id"])
     assert named
     for session in named:
         assert f"<code>{session['id']}</code>" in page
@@ -263,8 +254,8 @@ async def test_page_shows_names_beside_ids_and_index_freshness(capsem_home, mani
     assert page.count("<script>") == 1 and "document.body.addEventListener" in page
 
 
-async def test_charts_follow_the_filters(capsem_home, cache_dir):
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+async def test_charts_follow_the_filters(indexed_datasette):
+    datasette = indexed_datasette
     for query in ("all=1", "kind=persistent&all=1"):
         rows = (await listed(datasette, query))["sessions"]
         ledger_tokens = sum(r["tokens"] for r in rows if r["sources"]["tokens"] == "ledger")
@@ -282,9 +273,8 @@ async def test_charts_follow_the_filters(capsem_home, cache_dir):
         )
 
 
-async def test_a_hostile_name_is_escaped_everywhere_it_is_shown(capsem_home, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+async def test_a_hostile_name_is_escaped_everywhere_it_is_shown(tmp_path, private_home):
+    home = private_home
     registry_path = home / "run" / "persistent_registry.json"
     registry = json.loads(registry_path.read_text())
     payload = '<img src=x onerror="alert(1)">'
@@ -327,7 +317,8 @@ def check_verdicts(home: Path, cache_dir: Path) -> dict[str, str]:
 
 
 async def list_verdicts(home: Path, cache_dir: Path) -> dict[str, dict]:
-    datasette = await indexed_datasette(home, cache_dir)
+    datasette = await make_datasette(home, cache_dir, index_refresh_seconds=0)
+    get_state(datasette).index.refresh()
     return {r["id"]: r for r in (await listed(datasette, "all=1"))["sessions"]}
 
 
@@ -375,20 +366,16 @@ def _main_db(home: Path, manifest: dict) -> sqlite3.Connection:
     return sqlite3.connect(home / manifest["main_db"])
 
 
-async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp_path):
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+async def test_list_and_checks_flag_the_same_sessions(manifest, tmp_path, private_home):
+    home = private_home
     by_id = {s["id"]: s for s in manifest["sessions"]}
     clean = [
         s["id"]
-        for s in manifest["sessions"]
-        if s.get("clean")
-        and s["status"] == "stopped"
-        and s["kind"] == "ephemeral"
-        and s.get("ledger")
-        and not s.get("live")
+        for s in sessions_in(
+            manifest, status="stopped", kind="ephemeral", has=("clean", "ledger"), lacks=("live",)
+        )
     ]
-    vacuumed = next(s["id"] for s in manifest["sessions"] if s["status"] == "vacuumed")
+    vacuumed = session_in(manifest, status="vacuumed")["id"]
     persistent = session_in(
         manifest,
         kind="persistent",
@@ -434,11 +421,7 @@ async def test_list_and_checks_flag_the_same_sessions(capsem_home, manifest, tmp
     assert set(rows["co-work-2"]["rollup_mismatch"]) == {"total_input_tokens"}
     # A legacy run row's zeros are not figures: the ledger's are shown, or nothing.
     assert rows["code-3"]["sources"]["tokens"] == "ledger" and rows["code-3"]["tokens"] > 0
-    legacy_run = next(
-        s["id"]
-        for s in manifest["sessions"]
-        if s["kind"] == "run" and not s.get("ledger") and s["status"] == "stopped"
-    )
+    legacy_run = session_in(manifest, kind="run", status="stopped", lacks=("ledger",))["id"]
     assert rows[legacy_run]["created_at"] < "2026-06-26"
     for figure in ("tokens", "cost", "tool_calls"):
         assert rows[legacy_run][figure] is None and rows[legacy_run]["sources"][figure] is None
@@ -456,12 +439,11 @@ async def test_a_fork_and_an_alias_list_their_whole_file(capsem_home, manifest, 
     assert rows[alias["id"]]["same_vm_as"] == alias["alias_of"]
 
 
-async def test_the_rendered_rows_follow_the_list_and_the_reader(capsem_home, tmp_path):
+async def test_the_rendered_rows_follow_the_list_and_the_reader(tmp_path, private_home):
     """The page's rows are rendered once per list build, filter, page and credential policy:
     a renamed session shows its new name at once, and the rows rendered for a reader who may
     see secrets are never served to one who may not (nor the other way round)."""
-    home = tmp_path / "home"
-    shutil.copytree(capsem_home, home, symlinks=True)
+    home = private_home
     registry_path = home / "run" / "persistent_registry.json"
     registry = json.loads(registry_path.read_text())
     name, entry = next(iter(registry["vms"].items()))
@@ -489,11 +471,11 @@ async def test_the_rendered_rows_follow_the_list_and_the_reader(capsem_home, tmp
     assert "renamed-again" in after and secret not in after
 
 
-async def test_the_compact_list_pages_as_whole_rows_would(capsem_home, cache_dir):
+async def test_the_compact_list_pages_as_whole_rows_would(indexed_datasette):
     """The list keeps compact entries and builds a row only for the rows a page shows: every
     sort and filter pages exactly as sorting and filtering every session's whole row would,
     and a session whose inputs change gets a new row, not the one shown before."""
-    datasette = await indexed_datasette(capsem_home, cache_dir)
+    datasette = indexed_datasette
     state = get_state(datasette)
     catalog, index = state.catalog.snapshot(), state.index.snapshot()
     table = SessionTable(state.catalog.database_name)

@@ -15,7 +15,7 @@ import pytest_asyncio
 from datasette_capsem.mount import ledger_db
 from datasette_capsem.mount.ledger_db import LedgerDatabase
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, session_in
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -56,14 +56,12 @@ def of(ran: list[tuple[bool, str, str]], database: str) -> list[bool]:
 
 
 def small_session(manifest: dict) -> dict:
-    return next(
-        s
-        for s in manifest["sessions"]
-        if s.get("ledger")
-        and s["clean"]
-        and s["era"] == "head"
-        and not s["live"]
-        and s.get("counts", {}).get("model_calls")
+    return session_in(
+        manifest,
+        era="head",
+        has=("ledger", "clean"),
+        lacks=("live",),
+        where=lambda s: s.get("counts", {}).get("model_calls"),
     )
 
 

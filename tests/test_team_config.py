@@ -74,13 +74,9 @@ async def test_the_shipped_team_configuration(capsem_home, manifest, tmp_path):
 @async_test
 async def test_only_the_named_operator_sees_unmasked_credentials(capsem_home, manifest, tmp_path):
     datasette = await team_instance(capsem_home, tmp_path / "cache")
-    registry_name = next(s["name"] for s in manifest["sessions"] if s.get("name"))
+    registry_name = session_in(manifest, has=("name",))["name"]
     assert registry_name
-    sid = next(
-        s["id"]
-        for s in manifest["sessions"]
-        if s["clean"] and s["era"] == "head" and s.get("ledger") and not s["live"]
-    )
+    sid = session_in(manifest, era="head", has=("clean", "ledger"), lacks=("live",))["id"]
     table = f"/{sid}/net_events.json?_shape=array&_size=5"
     alice = (await datasette.client.get(table, headers=as_user("alice"))).json()
     admin = (await datasette.client.get(table, headers=as_user("capsem-admin"))).json()

@@ -33,14 +33,6 @@ SEARCHABLE = {
 }
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def indexed(capsem_home, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("text-search-cache")
-    datasette = await make_datasette(capsem_home, cache, index_refresh_seconds=0)
-    get_state(datasette).index.refresh()
-    return datasette
-
-
 async def text(datasette, q: str, status: int = 200, cookies=None, **params) -> dict:
     query = urlencode([("q", q), *[(k, v) for k, vs in params.items() for v in _list(vs)]])
     response = await datasette.client.get(f"/-/capsem/search.json?{query}", cookies=cookies)
@@ -101,7 +93,7 @@ def fork_parent(manifest: dict, fork: dict) -> dict:
 
 
 async def test_indexed_documents_equal_independent_sql_in_every_era(
-    indexed, manifest, capsem_home, tmp_path
+    indexed_datasette, manifest, capsem_home, tmp_path
 ):
     eras = set()
     for session in readable(manifest):
@@ -118,7 +110,7 @@ async def test_indexed_documents_equal_independent_sql_in_every_era(
                 got = {
                     r[0]
                     for r in index_rows(
-                        indexed,
+                        indexed_datasette,
                         "SELECT row_id FROM text_rows WHERE session_id = ? AND kind = ?",
                         (session["id"], kind),
                     )
@@ -134,7 +126,9 @@ def phrase_in(text: str, phrase: str) -> bool:
     return any(words[i : i + len(wanted)] == wanted for i in range(len(words) - len(wanted) + 1))
 
 
-async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, capsem_home, tmp_path):
+async def test_a_phrase_finds_exactly_the_rows_holding_it(
+    indexed_datasette, manifest, capsem_home, tmp_path
+):
     files = [s for s in readable(manifest) if not s.get("alias_of") and not s.get("forked_from")]
     sample = next(s for s in files if s["era"] == "head" and s.get("clean"))
     with ledger(capsem_home, sample, tmp_path) as conn:
@@ -150,7 +144,7 @@ async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, cap
             for row in conn.execute("SELECT id, command FROM exec_events"):
                 if row[1] and phrase_in(str(row[1]), phrase):
                     expected.add((session["id"], row[0]))
-    data = await text(indexed, f'"{phrase}"', kind="exec", _size=200)
+    data = await text(indexed_datasette, f'"{phrase}"', kind="exec", _size=200)
     found = {(h["session_id"], h["row_id"]) for h in data["text"]["hits"]}
     assert data["text"]["total"] == len(expected) <= 200
     assert found == expected
@@ -160,22 +154,24 @@ async def test_a_phrase_finds_exactly_the_rows_holding_it(indexed, manifest, cap
         assert hit["href"].startswith(f"/-/capsem/sessions/{quote(hit['session_id'], safe='')}/")
 
 
-async def test_prefix_queries_links_and_session_names(indexed, manifest):
-    data = await text(indexed, "migrat*", _size=5)
+async def test_prefix_queries_links_and_session_names(indexed_datasette, manifest):
+    data = await text(indexed_datasette, "migrat*", _size=5)
     assert data["text"]["total"] > 0
     for hit in data["text"]["hits"]:
         marked = [p["text"].lower() for p in hit["snippet_parts"] if p["hit"]]
         assert marked and all(m.startswith("migrat") for m in marked)
         assert hit["kind"] and hit["at"]
-        page = await indexed.client.get(hit["href"])
+        page = await indexed_datasette.client.get(hit["href"])
         assert page.status_code == 200, hit["href"]
     named = session_in(manifest, name="co-work-1")
-    data = await text(indexed, "api*", session=named["id"], _size=3)
+    data = await text(indexed_datasette, "api*", session=named["id"], _size=3)
     assert data["text"]["hits"] and all(
         h["session_id"] == named["id"] for h in data["text"]["hits"]
     )
     assert data["text"]["hits"][0]["session_name"] == "co-work-1"
-    html = (await indexed.client.get(f"/-/capsem/search?q=api*&session={named['id']}")).text
+    html = (
+        await indexed_datasette.client.get(f"/-/capsem/search?q=api*&session={named['id']}")
+    ).text
     assert "co-work-1" in html and "<mark>" in html
 
 
@@ -190,8 +186,8 @@ async def every_hit(datasette, q: str) -> tuple[list[dict], dict]:
         offset += 200
 
 
-async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
-    everything, page = await every_hit(indexed, "api* OR let")
+async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed_datasette):
+    everything, page = await every_hit(indexed_datasette, "api* OR let")
     assert len(everything) == page["text"]["total"] > 200
     assert len({h["doc_id"] for h in everything}) == len(everything)
     reply = next(h for h in everything if h["provider"] and h["model"])
@@ -205,7 +201,7 @@ async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
         ({"until": "2026-07-31"}, lambda h: (h["at"] or "9")[:10] <= "2026-07-31"),
     ]
     for params, keep in cases:
-        data = await text(indexed, "api* OR let", _size=200, **params)
+        data = await text(indexed_datasette, "api* OR let", _size=200, **params)
         expected = {h["doc_id"] for h in everything if keep(h)}
         assert data["text"]["total"] == len(expected), params
         if len(expected) <= 200:
@@ -213,10 +209,10 @@ async def test_filters_and_pages_agree_with_the_unfiltered_hits(indexed):
 
 
 @pytest.mark.parametrize("query", ['"abc', "NOT x", "a OR", "AND", "NEAR(", "(", ")", "a AND (b"])
-async def test_bad_syntax_is_a_clear_400(indexed, query):
-    data = await text(indexed, query, status=400)
+async def test_bad_syntax_is_a_clear_400(indexed_datasette, query):
+    data = await text(indexed_datasette, query, status=400)
     assert data["error"] == "Bad search syntax" and "double quotes" in data["message"]
-    html = await indexed.client.get(f"/-/capsem/search?q={quote(query)}")
+    html = await indexed_datasette.client.get(f"/-/capsem/search?q={quote(query)}")
     assert html.status_code == 400 and "Bad search syntax" in html.text
 
 
@@ -224,14 +220,14 @@ async def test_bad_syntax_is_a_clear_400(indexed, query):
     "query",
     ["*", "^x", ":", "a:b", "-", "-rf", "x*y", "/etc/passwd", "évé", "'", "a,b", "NEAR(a b)"],
 )
-async def test_odd_queries_never_fail(indexed, query):
-    response = await indexed.client.get(f"/-/capsem/search.json?q={quote(query)}")
+async def test_odd_queries_never_fail(indexed_datasette, query):
+    response = await indexed_datasette.client.get(f"/-/capsem/search.json?q={quote(query)}")
     assert response.status_code in (200, 400), (query, response.text[:300])
 
 
-async def test_bad_filters_are_400(indexed):
+async def test_bad_filters_are_400(indexed_datasette):
     for params in ({"kind": "bogus"}, {"since": "yesterday"}, {"_size": "0"}, {"_next": "x"}):
-        data = await text(indexed, "api", status=400, **params)
+        data = await text(indexed_datasette, "api", status=400, **params)
         assert data["ok"] is False
 
 
@@ -244,8 +240,8 @@ async def test_to_fts_quotes_what_fts5_would_refuse():
         fts.to_fts('a"b')
 
 
-async def test_the_home_page_search_box_uses_text_search(indexed):
-    html = (await indexed.client.get("/")).text
+async def test_the_home_page_search_box_uses_text_search(indexed_datasette):
+    html = (await indexed_datasette.client.get("/")).text
     assert 'action="/-/capsem/search"' in html
 
 
@@ -371,7 +367,7 @@ async def test_refresh_reindexes_only_the_changed_ledger(planted, tmp_path):
     conn.commit()
     conn.close()
     report = service.refresh()
-    assert report.indexed == [session["id"]]
+    assert report.indexed_datasette == [session["id"]]
     assert index_rows(datasette, "SELECT COUNT(*) FROM text_rows")[0][0] == before + 1
     data = await text(datasette, "zebracorn.example")
     assert [h["session_id"] for h in data["text"]["hits"]] == [session["id"]]
@@ -413,10 +409,10 @@ async def test_hide_free_text_limits_text_search_to_non_free_text_kinds(planted)
 # -- hits grouped by session, and the list filtered to them (issue 28 point 6) ----------
 
 
-async def test_hits_are_grouped_by_session_with_counts(indexed):
+async def test_hits_are_grouped_by_session_with_counts(indexed_datasette):
     """Every hit of a query, counted per session, equals the grouping the page shows; the
     sessions are the distinct sessions of the hits, most hits first."""
-    everything, page = await every_hit(indexed, "api* OR let")
+    everything, page = await every_hit(indexed_datasette, "api* OR let")
     expected: dict[str, int] = {}
     for hit in everything:
         expected[hit["session_id"]] = expected.get(hit["session_id"], 0) + 1
@@ -425,26 +421,26 @@ async def test_hits_are_grouped_by_session_with_counts(indexed):
     assert page["text"]["session_count"] == len(expected) > 1
     assert [g["hits"] for g in grouped] == sorted((g["hits"] for g in grouped), reverse=True)
     for g in grouped[:3]:  # each links its session, and its hits only
-        assert (await indexed.client.get(g["session_href"])).status_code == 200
+        assert (await indexed_datasette.client.get(g["session_href"])).status_code == 200
         narrowed = f"/-/capsem/search.json?{page['text']['narrowing']}&within={g['session_id']}"
-        only = await indexed.client.get(narrowed)
+        only = await indexed_datasette.client.get(narrowed)
         assert {h["session_id"] for h in only.json()["text"]["hits"]} == {g["session_id"]}
 
 
-async def test_the_json_next_page_is_json(indexed):
-    data = await text(indexed, "api* OR let", _size=5)
+async def test_the_json_next_page_is_json(indexed_datasette):
+    data = await text(indexed_datasette, "api* OR let", _size=5)
     assert data["text"]["next"].startswith("/-/capsem/search.json?")
-    following = await indexed.client.get(data["text"]["next"])
+    following = await indexed_datasette.client.get(data["text"]["next"])
     assert following.status_code == 200 and following.json()["text"]["offset"] == 5
-    html = (await indexed.client.get("/-/capsem/search?q=api*+OR+let&_size=5")).text
+    html = (await indexed_datasette.client.get("/-/capsem/search?q=api*+OR+let&_size=5")).text
     assert 'href="/-/capsem/search?q=api' in html  # the page's next page is a page
 
 
-async def test_show_these_sessions_in_the_list(indexed):
-    data = await text(indexed, "api* OR let", kind="dns")
+async def test_show_these_sessions_in_the_list(indexed_datasette):
+    data = await text(indexed_datasette, "api* OR let", kind="dns")
     grouped = {g["session_id"] for g in data["text"]["sessions"]}
     assert grouped
-    listed = await indexed.client.get(
+    listed = await indexed_datasette.client.get(
         data["text"]["list_href"].replace("/-/capsem?", "/-/capsem/sessions.json?")
         + "&all=1"
         + "&_size=1000"
@@ -452,19 +448,19 @@ async def test_show_these_sessions_in_the_list(indexed):
     assert listed.status_code == 200, listed.text[:300]
     assert {s["id"] for s in listed.json()["sessions"]} == grouped
     assert listed.json()["filters"]["matching"] == "api* OR let"
-    page = await indexed.client.get(data["text"]["list_href"])
+    page = await indexed_datasette.client.get(data["text"]["list_href"])
     assert "Only the sessions with full-text hits" in page.text
-    hits_page = await indexed.client.get("/-/capsem/search?q=api*+OR+let&kind=dns")
+    hits_page = await indexed_datasette.client.get("/-/capsem/search?q=api*+OR+let&kind=dns")
     assert "Show these" in hits_page.text and "[redacted" not in hits_page.text
-    bad = await indexed.client.get('/-/capsem/sessions.json?matching="unclosed')
+    bad = await indexed_datasette.client.get('/-/capsem/sessions.json?matching="unclosed')
     assert bad.status_code == 400 and bad.json()["error"] == "Bad text filter"
 
 
-async def test_the_list_box_and_the_search_box_are_told_apart(indexed):
-    html = (await indexed.client.get("/")).text
+async def test_the_list_box_and_the_search_box_are_told_apart(indexed_datasette):
+    html = (await indexed_datasette.client.get("/")).text
     assert "Find in every session's text" in html and "Filter the list by id or name" in html
-    empty = (await indexed.client.get("/-/capsem?q=let")).text
+    empty = (await indexed_datasette.client.get("/-/capsem?q=let")).text
     assert "0 of" in empty
     assert 'href="/-/capsem/search?q=let"' in empty  # the hint to search the text
-    found = (await indexed.client.get("/-/capsem/search.json?q=let")).json()
+    found = (await indexed_datasette.client.get("/-/capsem/search.json?q=let")).json()
     assert found["text"]["total"] > 0

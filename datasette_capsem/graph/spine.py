@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from datasette_capsem.graph.drawing import Drawing
+from datasette_capsem.graph.drawing import UNPAIRABLE, Drawing
 from datasette_capsem.graph.labels import fmt_ms, short
-from datasette_capsem.graph.trace_rows import ANSWERED_ORIGINS
 from datasette_capsem.graph.values import as_float, as_int, text
+
+# The rule book's verdicts on a tool call that no response answers in its trace.
+UNANSWERED = ("tool_call_without_response", UNPAIRABLE)
 
 
 def draw_spine(drawing: Drawing) -> None:
@@ -231,16 +233,12 @@ def _link_response_to_consumer(drawing: Drawing, node_id: str, mc_id: Any, group
 
 
 def _unanswered_calls(drawing: Drawing) -> None:
-    rows = drawing.rows
-    answered = {(r.get("call_id"), r.get("trace_id")) for r in rows.tool_responses}
-    answered_ids = {r.get("call_id") for r in rows.tool_responses}
-    has_trace = rows.schema.has("tool_responses", "trace_id")
-    for row in rows.tool_calls:
-        if row.get("origin", "native") not in ANSWERED_ORIGINS:
-            continue
-        key = (row.get("call_id"), row.get("trace_id"))
-        if (key in answered) if has_trace else (row.get("call_id") in answered_ids):
-            continue
+    """The response side of each tool call no response answers in this trace, as the rule book
+    decided it (spec §6.2 #6, §4.4), never by a rule of its own: answered in another trace (the
+    rule book's pairing, `answered_elsewhere`), each answer is drawn across; never answered
+    (`tool_call_without_response`) or answered under an id Capsem's writer can never match
+    (`unpairable_tool_ids`), a placeholder response, its edge marked by that verdict."""
+    for row in drawing.rows.tool_calls:
         node_id = f"tool_calls:{row['id']}"
         answers = drawing.rows.answered_elsewhere.get(row["id"])
         if answers:  # answered in a later trace (spec §4.4): each answer drawn, none broken
@@ -255,6 +253,8 @@ def _unanswered_calls(drawing: Drawing) -> None:
                     why=pair["reason"],
                 )
                 drawing.edge(node_id, answer, "responded-in", cross_trace=True, why=pair["reason"])
+            continue
+        if not any(drawing.verdicts.has("tool_calls", row["id"], kind) for kind in UNANSWERED):
             continue
         missing = drawing.placeholder(
             f"tool_responses:call_id:{row.get('call_id')}",

@@ -19,9 +19,15 @@ from datasette_capsem.config import Settings, split_qualified
 from datasette_capsem.memory import trim_malloc
 from datasette_capsem.mount.ledger_db import LedgerDatabase
 from datasette_capsem.readonly import LedgerUnavailable, file_fingerprint
-from datasette_capsem.sqlfiles import load_sql
 
 MAIN_DATABASE = "main"
+# Datasette's _internal catalog: the schema version it last recorded per attached database, and
+# the statement recording (or updating) one attached database.
+INTERNAL_VERSIONS = "SELECT database_name, schema_version FROM databases"
+INTERNAL_RECORD_DATABASE = (
+    "INSERT OR REPLACE INTO databases (database_name, path, is_memory, schema_version)"
+    " VALUES (?, ?, ?, ?)"
+)
 # How often mounting looks for mounted ledgers Capsem deleted: a stat of every mounted file
 # (32 by default) was a fifth of a first visit's own work when done on each mount.
 VANISHED_CHECK_SECONDS = 5.0
@@ -238,7 +244,7 @@ async def refresh_schemas(datasette, mounter: Mounter) -> None:
         if cache.unchanged(name, fingerprint):
             continue
         if known is None:
-            rows = await internal.execute(load_sql(__package__, "internal_versions"))
+            rows = await internal.execute(INTERNAL_VERSIONS)
             known = {row["database_name"]: row["schema_version"] for row in rows}
         try:
             version = (await database.execute("PRAGMA schema_version")).first()[0]
@@ -246,7 +252,7 @@ async def refresh_schemas(datasette, mounter: Mounter) -> None:
             continue
         if version != known.get(name):
             await internal.execute_write(
-                load_sql(__package__, "internal_record_database"),
+                INTERNAL_RECORD_DATABASE,
                 [name, str(database.path), database.is_memory, version],
             )
             await populate_schema_tables(internal, database)

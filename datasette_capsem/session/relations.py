@@ -15,9 +15,21 @@ from typing import Any
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.trace_rows import pairs_elsewhere
 from datasette_capsem.graph.values import PLACEHOLDER_EVENT_ID
+from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
 
 LIMIT = 200
+# Tool calls a model call emitted; tool responses it carried back to the model.
+EMITTED = (
+    "SELECT id, event_id, call_id, tool_name FROM tool_calls"
+    " WHERE model_call_id = :model_call_id ORDER BY id LIMIT :limit"
+)
+CARRIED = (
+    "SELECT id, call_id, trace_id FROM tool_responses"
+    " WHERE model_call_id = :model_call_id ORDER BY id LIMIT :limit"
+)
+MODEL_CALL = "SELECT id, event_id FROM model_calls WHERE id = :id"  # one model call by row id
+ROW_EVENT = "SELECT event_id FROM {table} WHERE id = :id"  # {table}: one of lsql.LEDGER_TABLES
 
 
 def usable_event_id(value: Any) -> str | None:
@@ -31,9 +43,9 @@ def model_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row_id:
     found: dict[str, list[dict]] = {"emitted": [], "carried": []}
     params = {"model_call_id": row_id, "limit": LIMIT}
     if schema.has("tool_calls", "model_call_id") and schema.has("tool_calls", "event_id"):
-        found["emitted"] = lsql.run(conn, "relation_emitted", params)
+        found["emitted"] = lsql.fetch(conn, EMITTED, params)
     if schema.has("tool_responses", "model_call_id") and schema.has("tool_responses", "trace_id"):
-        found["carried"] = lsql.run(conn, "relation_carried", params)
+        found["carried"] = lsql.fetch(conn, CARRIED, params)
     return found
 
 
@@ -41,7 +53,7 @@ def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dic
     found: dict[str, Any] = {"emitted_by": None, "answered_by": [], "answered_elsewhere": []}
     model_call_id = row.get("model_call_id")
     if model_call_id is not None and schema.has("model_calls", "event_id"):
-        rows = lsql.run(conn, "relation_model_call", {"id": model_call_id})
+        rows = lsql.fetch(conn, MODEL_CALL, {"id": model_call_id})
         found["emitted_by"] = (
             rows[0] if rows else {"id": model_call_id, "event_id": None, "missing": True}
         )
@@ -83,5 +95,5 @@ def row_event_id(conn: sqlite3.Connection, schema: LedgerSchema, table: str, row
     """The event id of one row, or None (no such column, row or usable id)."""
     if table not in lsql.LEDGER_TABLES or not schema.has(table, "event_id"):
         return None
-    rows = lsql.run(conn, "relation_row_event", {"id": row_id}, table=table)
+    rows = lsql.fetch(conn, render_sql(ROW_EVENT, table=table), {"id": row_id})
     return usable_event_id(rows[0]["event_id"]) if rows else None

@@ -1,2 +1,0 @@
--- One model call by row id.
-SELECT id, event_id FROM model_calls WHERE id = :id
