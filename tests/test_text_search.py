@@ -367,7 +367,7 @@ async def test_refresh_reindexes_only_the_changed_ledger(planted, tmp_path):
     conn.commit()
     conn.close()
     report = service.refresh()
-    assert report.indexed_datasette == [session["id"]]
+    assert report.indexed == [session["id"]]
     assert index_rows(datasette, "SELECT COUNT(*) FROM text_rows")[0][0] == before + 1
     data = await text(datasette, "zebracorn.example")
     assert [h["session_id"] for h in data["text"]["hits"]] == [session["id"]]
