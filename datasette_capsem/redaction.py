@@ -1037,10 +1037,14 @@ _SIMPLE_ESCAPES = {
 DECODE_DEPTH = 3
 
 
-def _decode_once(text: str) -> tuple[str, list[tuple[int, int, int, int]]]:
+def _decode_once(
+    text: str, plus: bool | None = None
+) -> tuple[str, list[tuple[int, int, int, int]]]:
     """`text` with one layer of JSON escapes, URL-encoding and HTML entities undone, and the
-    replaced places: (decoded start, decoded end, original start, original end)."""
-    plus = _PERCENT.search(text) is not None  # form-encoded: `+` is a space
+    replaced places: (decoded start, decoded end, original start, original end). `plus`:
+    whether `+` reads as a space (None: when the text holds a percent-escape, form-encoded)."""
+    if plus is None:
+        plus = _PERCENT.search(text) is not None
     pieces: list[str] = []
     places: list[tuple[int, int, int, int]] = []
     last = decoded = 0
@@ -1096,15 +1100,17 @@ def _back(places: list[tuple[int, int, int, int]], starts: list[int], start: int
     return original(start)[0], original(end - 1)[1]
 
 
-def decoded_reading(text: str) -> tuple[str, list[list[tuple[int, int, int, int]]]] | None:
+def decoded_reading(
+    text: str, plus: bool | None = None
+) -> tuple[str, list[list[tuple[int, int, int, int]]]] | None:
     """The text a reader sees (escapes undone up to `DECODE_DEPTH` deep) and the places of each
-    layer, or None when `text` holds no escape."""
+    layer, or None when `text` holds no escape. `plus`: as for `_decode_once`."""
     if _ESCAPED.search(text) is None:
         return None
     layers = []
     current = text
     for _ in range(DECODE_DEPTH):
-        decoded, places = _decode_once(current)
+        decoded, places = _decode_once(current, plus)
         if not places:
             break
         layers.append(places)
@@ -1164,12 +1170,17 @@ def _decoded_spans(text: str, *, filtered: bool = True) -> list[tuple[int, int, 
         else:
             windows.append([start, end])
     for start, end in windows:
-        reading = decoded_reading(text[start:end])
-        if reading is None:
-            continue
-        decoded, layers = reading
-        found = _spans(decoded, decoded.lower(), filtered=filtered)
-        spans.extend((a + start, b + start, kind) for a, b, kind in _to_original(layers, found))
+        chunk = text[start:end]
+        # A window may hold form-encoded text (`+` a space) beside text where `+` is a token
+        # character (base64 in another line): both readings are looked at.
+        both = "+" in chunk and _PERCENT.search(chunk) is not None
+        for plus in (True, False) if both else (None,):
+            reading = decoded_reading(chunk, plus)
+            if reading is None:
+                continue
+            decoded, layers = reading
+            found = _spans(decoded, decoded.lower(), filtered=filtered)
+            spans.extend((a + start, b + start, kind) for a, b, kind in _to_original(layers, found))
     return spans
 
 
