@@ -72,15 +72,20 @@ class Corpus:
         self.secrets: set[str] = set()
         self.fragments: set[str] = set()
         self.words: set[str] = set()
+        self.never_shown: set[str] = set()
         self.kinds: set[str] = set()
         self.encodings: set[str] = set()
         self.cells: list[tuple[str, str, str]] = []  # (database, table, column) planted
+        self.at = ""  # where the next samples go
+        self.where: dict[str, str] = {}  # secret -> where it was planted, for messages
 
     def sample(self) -> dict:
         sample = CREDENTIALS[self.next % len(CREDENTIALS)]
         self.next += 1
         self.kinds.add(sample["kind"])
         self.secrets.update(sample["secrets"])
+        for secret in sample["secrets"]:
+            self.where.setdefault(secret, f"{self.at} ({sample['kind']})")
         return sample
 
     def text(self, n: int = SAMPLES_PER_CELL) -> str:
@@ -131,10 +136,12 @@ def _row_of(conn: sqlite3.Connection, table: str) -> dict:
     names = [d[0] for d in cursor.description]
     if row is not None:
         return dict(zip(names, row, strict=True))
+    ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
     values = {}
     for name, kind, notnull, default in _columns(conn, table):
         if notnull and default is None:
-            values[name] = 0 if "INT" in kind or "REAL" in kind else ""
+            json_only = f"json_valid({name})" in ddl.replace(" ", "")
+            values[name] = 0 if "INT" in kind or "REAL" in kind else "{}" if json_only else ""
     return values
 
 
@@ -160,6 +167,9 @@ def plant_ledger(path: Path, corpus: Corpus, database: str = "ledger") -> dict:
     """Copy a row of every table with each column not shown raw holding corpus samples (and a
     plain word in free text); body blobs in every byte encoding and as streams. Returns ids."""
     conn = sqlite3.connect(path)
+    # The placeholders of a table that had no row to copy (a NOT NULL id's '') break CHECKs
+    # no planted value is about.
+    conn.execute("PRAGMA ignore_check_constraints = ON")
     trace = None
     if "model_calls" in _tables(conn):
         found = conn.execute("SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL LIMIT 1")
@@ -178,6 +188,7 @@ def plant_ledger(path: Path, corpus: Corpus, database: str = "ledger") -> dict:
             column_kind = tables.column_kind(database, table, name)
             if column_kind == tables.SHOWN or ("INT" in kind or "REAL" in kind):
                 continue
+            corpus.at = f"{path.parent.name}/{path.name}:{table}.{name}"
             value = corpus.text()
             if column_kind == tables.FREE_TEXT:
                 value += " " + corpus.word()
@@ -197,6 +208,8 @@ def plant_ledger(path: Path, corpus: Corpus, database: str = "ledger") -> dict:
         try:
             planted["rows"][table] = _insert(conn, table, {**base, **changes})
         except sqlite3.IntegrityError:  # a unique column copied: plant on the row itself
+            if conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0:
+                raise
             conn.execute(
                 f"UPDATE {table} SET {', '.join(f'{k} = ?' for k in changes)} WHERE rowid = ?",
                 [*changes.values(), conn.execute(f"SELECT min(rowid) FROM {table}").fetchone()[0]],
@@ -206,6 +219,7 @@ def plant_ledger(path: Path, corpus: Corpus, database: str = "ledger") -> dict:
         blob_columns = {name for name, *_ in _columns(conn, "event_body_blobs")}
         event = planted["events"].get("net_events")
         base = _row_of(conn, "event_body_blobs")
+        corpus.at = f"{path.parent.name}/{path.name}:event_body_blobs.body"
         bodies = [corpus.body(name) for name in sorted(BYTE_ENCODINGS)]
         bodies += [(s.encode(), "text/event-stream") for s in corpus.streams()]
         net = dict(
@@ -258,7 +272,7 @@ def plant_registry(home: Path, corpus: Corpus) -> None:
     for vm in registry["vms"].values():
         vm.setdefault("env", {})["DEPLOY_TOKEN"] = REGISTRY_SECRET
     path.write_text(json.dumps(registry, indent=2))
-    corpus.secrets.add(REGISTRY_SECRET.removeprefix("glpat-"))
+    corpus.never_shown.add(REGISTRY_SECRET.removeprefix("glpat-"))  # to anyone: no page shows env
 
 
 class Planted:
@@ -492,7 +506,7 @@ async def served(planted):
 async def crawled(served, planted):
     datasette, routes = served
     corpus = planted.corpus
-    wanted = corpus.secrets | corpus.fragments
+    wanted = corpus.secrets | corpus.fragments | corpus.never_shown
     return {
         actor: await crawl(datasette, routes, actor, wanted)
         for actor in ("anonymous", "operator", "auditor")
@@ -540,4 +554,100 @@ async def test_a_viewer_sees_no_planted_secret_and_sees_that_something_was_maske
 async def test_the_auditor_sees_every_planted_secret(crawled, planted):
     corpus = planted.corpus
     missing = (corpus.secrets | corpus.fragments) - crawled["auditor"].union()
-    assert not missing, (len(missing), sorted(missing)[:20])
+    assert not missing, (len(missing), sorted(corpus.where.get(m, m) for m in missing)[:20])
+
+
+# --- hide_free_text: no planted word either --------------------------------------------------
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
+async def hidden_crawl(planted, served):
+    _datasette, routes = served
+    datasette = await team(
+        planted.home, planted.root / "cache-hide", hide_free_text=True, index_refresh_seconds=0
+    )
+    await datasette.client.get("/-/capsem/sessions.json", headers=headers_for("auditor"))
+    corpus = planted.corpus
+    wanted = corpus.words | corpus.secrets | corpus.fragments | corpus.never_shown
+    return {actor: await crawl(datasette, routes, actor, wanted) for actor in ("operator",)}
+
+
+@async_test
+async def test_hide_free_text_leaves_a_viewer_no_planted_word(hidden_crawl, planted):
+    viewer = hidden_crawl["operator"]
+    assert not viewer.errors, dict(list(viewer.errors.items())[:5])
+    leaks = viewer.leaks()
+    assert not leaks, (len(leaks), dict(list(leaks.items())[:20]))
+
+
+# --- the CLI's masked outputs ---------------------------------------------------------------
+
+
+def test_cli_outputs_for_viewers_carry_no_planted_secret(planted):
+    from datasette_capsem.cli import cli
+
+    corpus = planted.corpus
+    wanted = corpus.secrets | corpus.fragments | corpus.never_shown
+    common = ["--home", str(planted.home), "--cache-dir", str(planted.root / "cli-cache")]
+    outputs = {}
+    for session in planted.sessions:
+        sid = session["id"]
+        for argv in (
+            ["tail", sid, "--last", "100000"],
+            ["tail", sid, "--last", "100000", "--json"],
+            ["check", sid, "--json"],
+        ):
+            result = CliRunner().invoke(cli, ["capsem", *argv, *common], catch_exceptions=False)
+            assert "Traceback" not in result.output, argv
+            outputs[" ".join(argv)] = result.output
+    result = CliRunner().invoke(cli, ["capsem", "resolve", "co-work-1", "--json", *common])
+    outputs["resolve"] = result.output
+    leaks = {argv: sorted(seen_in(out, wanted))[:3] for argv, out in outputs.items()}
+    assert not {k: v for k, v in leaks.items() if v}, leaks
+    tails = "".join(out for argv, out in outputs.items() if argv.startswith("tail"))
+    assert any(marker in tails for marker in MARKERS)  # masked, visibly
+
+
+# --- no oracle: every probe of a column not shown raw is refused ----------------------------
+
+
+def probes(planted: Planted) -> list[str]:
+    found = []
+    for database, table, column in sorted(set(planted.corpus.cells)):
+        if database == "main":
+            db = "/main"
+        else:
+            session = next(s for s in planted.sessions if table in s["rows"])
+            db = "/" + quote(session["id"], safe="")
+        t = f"{db}/{table}.json"
+        found += [
+            f"{t}?{column}__contains=a",
+            f"{t}?{column}__startswith=a",
+            f"{t}?{column}__glob=a*",
+            f"{t}?{column}=a",
+            f"{t}?_sort={column}",
+            f"{t}?_sort_desc={column}",
+            f"{t}?_facet={column}",
+            f"{t}?_facet_array={column}",
+            f"{t}?_where=" + quote(f"{column} like 'a%'"),
+            f"{db}.json?sql=" + quote(f"select hex({column}) from {table}"),
+            f"{db}.json?sql=" + quote(f"select count(*) from {table} where {column} like 'a%'"),
+        ]
+    return found
+
+
+@async_test
+async def test_every_probe_of_a_column_not_shown_is_refused_for_a_viewer(served, planted):
+    datasette, _routes = served
+    answered = []
+    urls = probes(planted)
+    for url in urls:
+        for actor in ("viewer", "operator"):
+            response = await datasette.client.get(
+                url, headers=headers_for(actor), follow_redirects=True
+            )
+            if response.status_code != 403:
+                answered.append((actor, url, response.status_code))
+    assert not answered, (len(answered), len(urls), answered[:20])
+    auditor = await datasette.client.get(urls[0], headers=headers_for("auditor"))
+    assert auditor.status_code == 200  # the probe itself is a good request: the test can fail
