@@ -34,6 +34,8 @@ from urllib.parse import quote, unquote, unquote_plus
 import pytest
 import pytest_asyncio
 from blake3 import blake3
+from click.testing import CliRunner
+from datasette.cli import cli
 
 from datasette_capsem.ledger import tables
 from tests.corpus.encodings import BYTE_ENCODINGS, CREDENTIALS, TEXT_ENCODINGS, encode_bytes
@@ -584,8 +586,6 @@ async def test_hide_free_text_leaves_a_viewer_no_planted_word(hidden_crawl, plan
 
 
 def test_cli_outputs_for_viewers_carry_no_planted_secret(planted):
-    from datasette_capsem.cli import cli
-
     corpus = planted.corpus
     wanted = corpus.secrets | corpus.fragments | corpus.never_shown
     common = ["--home", str(planted.home), "--cache-dir", str(planted.root / "cli-cache")]
