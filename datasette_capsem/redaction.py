@@ -1532,6 +1532,48 @@ def mask_free_text(text: str) -> str:
     return mask_cut_text(text) if CUT in text else mask_text(text)
 
 
+def viewer_free_text(text: Any) -> Any:
+    """One free-text value as the current request's actor sees it: as it is for one who may
+    see secrets, hidden whole under `hide_free_text`, else masked (`mask_free_text`; bytes by
+    `mask_bytes`). The one function for text a page builds from free text (a label, a
+    preview, a title, a summary) as well as for the value itself."""
+    if value_is_open() or text is None:
+        return text
+    if hide_free_text.get():
+        return HIDDEN if isinstance(text, (str, bytes, bytearray, memoryview)) else text
+    if isinstance(text, str):
+        return mask_free_text(text)
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return mask_bytes(bytes(text), force=True)
+    return text
+
+
+def value_is_open() -> bool:
+    """Whether the current request's actor may see secrets (no masking, nothing hidden)."""
+    return policy.get() == OPEN
+
+
+def project_row(database: str, table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of `table` as the current request's actor sees it, column by column as the
+    registry classifies it (ledger/tables.py): shown as it is, a carrier hidden whole, free
+    text by `viewer_free_text`, an unclassified column hidden. Keys that are not columns of
+    the table (a page's own fields) are left to `redact_tree`."""
+    if value_is_open():
+        return row
+    out = {}
+    for name, value in row.items():
+        kind = tables.column_kind(database, table, name) if isinstance(name, str) else None
+        if value is None or kind in (None, tables.SHOWN):
+            out[name] = value
+        elif kind == tables.CARRIER:
+            out[name] = HIDDEN
+        elif kind == tables.FREE_TEXT:
+            out[name] = viewer_free_text(value)
+        else:
+            out[name] = UNCLASSIFIED_HIDDEN
+    return out
+
+
 def mask_once(masked: dict[str, str], text: str) -> str:
     """`mask_free_text` of `text`, remembered in `masked` (a pure function of the text)."""
     found = masked.get(text)

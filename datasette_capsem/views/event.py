@@ -190,6 +190,10 @@ async def event_page(datasette, request):
             f"No row of session {opened.session.id} carries the event id {event_id!r}.",
             back,
         )
+    for row in event["rows"] + event["security"]:  # each column as this actor sees it
+        row["cells"] = redaction.project_row("ledger", row["table"], row["cells"])
+        if row.get("json"):
+            row["json"] = redaction.project_row("ledger", row["table"], row["json"])
     for body in event["bodies"]:
         body_links(opened.links, event_id, body)
     context = {

@@ -267,6 +267,7 @@ async def node_detail(datasette, request):
     detail = await opened.db.execute_fn(lambda conn: load_node(conn, schema, table, row_id))
     if detail is None:
         raise errors.not_found("Unknown row", f"No {table} row {row_id} in this ledger.")
+    detail["cells"] = redaction.project_row("ledger", table, detail["cells"])
     links = opened.links
     detail["row"] = links.row(table, row_id)
     if detail.get("event_id") and table != "event_body_blobs":
@@ -318,6 +319,7 @@ async def conversation(
         steps[0]["messages"], steps[0]["reply"] = steps[0].pop("history"), []
     for step in steps:
         step.pop("history", None)
+        step["path"] = redaction.viewer_free_text(step.get("path"))  # model_calls.path
         step["href"] = links.row("model_calls", step["model_call_id"])
         for part in step["messages"] + step["reply"]:
             table = {"tool_call": "tool_calls", "tool_result": "tool_responses"}.get(part["type"])
