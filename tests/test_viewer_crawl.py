@@ -192,8 +192,9 @@ def plant_ledger(path: Path, corpus: Corpus, database: str = "ledger") -> dict:
                 continue
             corpus.at = f"{path.parent.name}/{path.name}:{table}.{name}"
             value = corpus.text()
-            if column_kind == tables.FREE_TEXT:
-                value += " " + corpus.word()
+            if column_kind == tables.FREE_TEXT:  # first too: labels show a value's start
+                marker = corpus.word()
+                value = f"{marker} {value} {marker}"
             if f"json_valid({name})" in ddl.replace(" ", ""):
                 value = json.dumps({"text": value})
             changes[name] = value.encode() if kind == "BLOB" else value

@@ -23,7 +23,12 @@ from datasette_capsem.graph.detail import load_node, parse_node_id
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
 from datasette_capsem.graph.picture import picture
-from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
+from datasette_capsem.graph.trace_rows import (
+    TraceRows,
+    load_trace,
+    row_summary,
+    without_free_text,
+)
 from datasette_capsem.graph.tree import build_tree
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
@@ -74,7 +79,7 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     async def compute():
         return build_graph(rows, opened.links, verdicts)
 
-    key = (opened.session.id, rows.trace_id, rows.exchange, "graph")
+    key = (opened.session.id, rows.trace_id, rows.exchange, "graph", hides_free_text())
     entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
     return entry.report
 
@@ -251,7 +256,14 @@ async def load_rows(
             f"No row of session {session.id} carries the trace id {trace_id!r}.",
             [{"id": session.id, "name": session.display_name, "href": opened.links.session()}],
         )
+    if hides_free_text():
+        rows = without_free_text(rows)  # the cached rows stay whole
     return rows
+
+
+def hides_free_text() -> bool:
+    """Whether the current reader sees no free text (`hide_free_text`, no view_secrets)."""
+    return redaction.policy.get() != redaction.OPEN and redaction.hide_free_text.get()
 
 
 async def node_detail(datasette, request):
