@@ -659,3 +659,70 @@ async def test_every_probe_of_a_column_not_shown_is_refused_for_a_viewer(served,
     assert not answered, (len(answered), len(urls), answered[:20])
     auditor = await datasette.client.get(urls[0], headers=headers_for("auditor"))
     assert auditor.status_code == 200  # the probe itself is a good request: the test can fail
+
+
+@async_test
+async def test_a_canned_query_whose_parameter_compares_free_text_is_refused_for_a_viewer(
+    served, planted
+):
+    """A parameter compared with a column not shown raw is a filter on it (an oracle), be the
+    query Capsem's or another package's; one compared with shown columns is answered."""
+    from datasette_capsem.checks import hookimpl
+    from datasette_capsem.plugins import plugin_manager
+    from datasette_capsem.queries import QuerySpec
+
+    class ByName:
+        @hookimpl
+        def capsem_queries(self):
+            return [
+                QuerySpec(
+                    id="dns_by_name",
+                    name="dns_by_name",
+                    title="DNS by name",
+                    description="A query whose parameter compares a free-text column.",
+                    sql="SELECT id, decision FROM dns_events WHERE (:q = '' OR qname LIKE :q)",
+                    params=("q",),
+                    requires={"dns_events": ("id", "decision", "qname")},
+                ),
+                QuerySpec(
+                    id="dns_by_decision",
+                    name="dns_by_decision",
+                    title="DNS by decision",
+                    description="A query whose parameter compares a shown column.",
+                    sql="SELECT id, qname FROM dns_events WHERE decision = :d",
+                    params=("d",),
+                    requires={"dns_events": ("id", "decision", "qname")},
+                ),
+            ]
+
+    datasette, _routes = served
+    db = "/" + quote(planted.sessions[0]["id"], safe="")
+    plugin = ByName()
+    plugin_manager().register(plugin)
+    try:
+        for actor in ("viewer", "operator"):
+            probe = await datasette.client.get(
+                f"{db}/dns_by_name.json?q=a%25", headers=headers_for(actor)
+            )
+            assert probe.status_code == 403, (actor, probe.text[:300])
+            assert "qname" in probe.text and "capsem-view-secrets" in probe.text
+            empty = await datasette.client.get(
+                f"{db}/dns_by_name.json?q=", headers=headers_for(actor)
+            )
+            assert empty.status_code == 200  # compares nothing
+            shown = await datasette.client.get(
+                f"{db}/dns_by_decision.json?d=allowed", headers=headers_for(actor)
+            )
+            assert shown.status_code == 200, shown.text[:300]
+        auditor = await datasette.client.get(
+            f"{db}/dns_by_name.json?q=a%25", headers=headers_for("auditor")
+        )
+        assert auditor.status_code == 200
+        for query in ("trace_chain", "model_call"):  # Capsem's own, with shown parameters
+            own = await datasette.client.get(
+                f"{db}/{query}.json?trace_id={planted.sessions[0]['trace']}&model_call_id=1",
+                headers=headers_for("viewer"),
+            )
+            assert own.status_code == 200, (query, own.text[:300])
+    finally:
+        plugin_manager().unregister(plugin)

@@ -15,7 +15,7 @@ from datasette.utils import escape_sqlite, tilde_decode
 from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
-from datasette_capsem.core_pages import inline_scripts, secrets_guard
+from datasette_capsem.core_pages import canned_queries, inline_scripts, secrets_guard
 from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.index.database import INDEX_DATABASE
@@ -290,6 +290,22 @@ async def sql_refusal(datasette, path: str, request) -> str | None:
     return None
 
 
+async def canned_refusal(datasette, path: str, request) -> str | None:
+    """Why a canned query's parameters are refused to this reader, or None
+    (`secrets_guard.canned_parameter_refusal`)."""
+    table = table_segment(path)
+    if table is None or not request.args:
+        return None
+    name = database_segment(path)
+    queries = await canned_queries.all_queries_for_database(datasette, name)
+    query = queries.get(table)
+    if query is None:
+        return None
+    return secrets_guard.canned_parameter_refusal(
+        database_kind(datasette, path), query, request.args
+    )
+
+
 PUBLIC_METADATA = (
     "title",
     "description",
@@ -368,6 +384,11 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
     except CapsemError as problem:
         response = await render.failure(datasette, request, problem)
         return await response.asgi_send(guarded_send)
+    if redaction.policy.get() == redaction.HIDE:
+        problem = await canned_refusal(datasette, path, request)
+        if problem:
+            response = await render.error(datasette, request, 403, "Parameter refused", problem)
+            return await response.asgi_send(guarded_send)
     if redaction.policy.get() == redaction.HIDE_SQL:
         problem = await sql_refusal(datasette, path, request)
         if problem:
