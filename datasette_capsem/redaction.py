@@ -1553,6 +1553,12 @@ def value_is_open() -> bool:
     return policy.get() == OPEN
 
 
+def shown_name(name: str) -> str:
+    """A display name as the current request's actor sees it on every page (masked unless
+    the actor may see secrets): what 'did you mean' compares a typed name with."""
+    return name if value_is_open() else mask_free_text(name)
+
+
 def project_row(database: str, table: str, row: dict[str, Any]) -> dict[str, Any]:
     """A row of `table` as the current request's actor sees it, column by column as the
     registry classifies it (ledger/tables.py): shown as it is, a carrier hidden whole, free

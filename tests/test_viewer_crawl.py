@@ -267,6 +267,8 @@ def plant_ledger(path: Path, corpus: Corpus, database: str = "ledger") -> dict:
 
 
 REGISTRY_SECRET = "glpat-Rg7hX2kq9PzW4mT1vB6n"
+NAME_TOKEN = "ghp_Nm4kQ8zR2vX6wT1yB5cH9jL3pD7fG0sA2eU4"
+SECRET_NAME = f"deploy-{NAME_TOKEN}"
 
 
 def plant_registry(home: Path, corpus: Corpus) -> None:
@@ -275,6 +277,8 @@ def plant_registry(home: Path, corpus: Corpus) -> None:
     registry = json.loads(path.read_text())
     for vm in registry["vms"].values():
         vm.setdefault("env", {})["DEPLOY_TOKEN"] = REGISTRY_SECRET
+    vm = registry["vms"].pop("scratch-vm")  # a display name holding a token
+    registry["vms"][SECRET_NAME] = {**vm, "name": SECRET_NAME}
     path.write_text(json.dumps(registry, indent=2))
     corpus.never_shown.add(REGISTRY_SECRET.removeprefix("glpat-"))  # to anyone: no page shows env
 
@@ -726,3 +730,28 @@ async def test_a_canned_query_whose_parameter_compares_free_text_is_refused_for_
             assert own.status_code == 200, (query, own.text[:300])
     finally:
         plugin_manager().unregister(plugin)
+
+
+@async_test
+async def test_did_you_mean_confirms_no_masked_part_of_a_display_name(served):
+    """A display name holding a token is shown masked; 'did you mean' matches what is shown,
+    so a typed prefix of the token is answered the same whether its next character is right
+    or wrong (else the token is read one character at a time)."""
+    datasette, _routes = served
+    known = "deploy-" + NAME_TOKEN[:12]
+    answers = {}
+    for guess in (NAME_TOKEN[12], "0" if NAME_TOKEN[12] != "0" else "1"):
+        for route in ("/-/capsem/sessions/{}.json", "/-/capsem/resolve.json?name={}"):
+            value = known + guess
+            response = await datasette.client.get(
+                route.format(quote(value, safe="")), headers=headers_for("viewer")
+            )
+            assert response.status_code == 404, (route, response.text[:200])
+            answers.setdefault(route, set()).add(response.text.replace(value, "VALUE"))
+            assert NAME_TOKEN[4:] not in response.text
+    assert all(len(found) == 1 for found in answers.values()), answers
+    auditor = await datasette.client.get(
+        f"/-/capsem/resolve.json?name={quote(known + NAME_TOKEN[12])}",
+        headers=headers_for("auditor"),
+    )
+    assert SECRET_NAME in auditor.text  # the auditor is offered it: the test can fail

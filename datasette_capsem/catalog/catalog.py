@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -148,9 +149,13 @@ class _SnapshotQueries:
             reverse=True,
         )
 
-    def near_matches(self, text: str, limit: int = 5) -> list[Session]:
-        """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-        return _near_matches(self.snapshot(), text, limit)
+    def near_matches(
+        self, text: str, limit: int = 5, shown: Callable[[str], str] | None = None
+    ) -> list[Session]:
+        """Sessions whose id or name looks like `text`, for 'did you mean' answers. `shown`:
+        a name as the reader sees it (masked), which is what is matched: matching the name
+        as stored would confirm a masked part of it one character at a time."""
+        return _near_matches(self.snapshot(), text, limit, shown)
 
 
 class Catalog(_SnapshotQueries):
@@ -292,15 +297,17 @@ class Catalog(_SnapshotQueries):
         return merged
 
 
-def _near_matches(snapshot: CatalogSnapshot, text: str, limit: int) -> list[Session]:
-    """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
+def _near_matches(
+    snapshot: CatalogSnapshot, text: str, limit: int, shown: Callable[[str], str] | None = None
+) -> list[Session]:
+    """Sessions whose id or name (as `shown`) looks like `text`, for 'did you mean' answers."""
     keys: dict[str, str] = {}
     for session in snapshot.sessions.values():
         keys[session.id] = session.id
         if session.local_id:
             keys.setdefault(session.local_id, session.id)
         if session.name:
-            keys.setdefault(session.name, session.id)
+            keys.setdefault(shown(session.name) if shown else session.name, session.id)
     lowered = text.lower()
     prefix = [sid for key, sid in keys.items() if lowered and key.lower().startswith(lowered)]
     close = difflib.get_close_matches(text, list(keys), n=limit, cutoff=0.6)
