@@ -755,3 +755,44 @@ async def test_did_you_mean_confirms_no_masked_part_of_a_display_name(served):
         headers=headers_for("auditor"),
     )
     assert SECRET_NAME in auditor.text  # the auditor is offered it: the test can fail
+
+
+def test_the_launchers_400_to_a_malformed_request_carries_the_security_headers():
+    """uvicorn answers a request it cannot parse before any ASGI layer runs; the plugin's
+    launcher (`datasette capsem serve`) gives that answer the headers of every other one.
+    (`datasette serve` cannot: docs/operating.md has the reverse proxy add them.)"""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from datasette_capsem.cli.serve import http_protocol
+    from tests.security_support import free_port
+
+    async def app(scope, receive, send):  # never reached by a malformed request
+        raise AssertionError("the application saw a malformed request")
+
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, http=http_protocol(), log_level="error", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            assert thread.is_alive()
+            time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"GET /\x00bad HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    head = answer.split(b"\r\n\r\n", 1)[0].lower()
+    assert head.startswith(b"http/1.1 400"), answer[:200]
+    for name in (b"x-content-type-options", b"x-frame-options", b"content-security-policy"):
+        assert b"\r\n" + name + b":" in head, (name, head)
