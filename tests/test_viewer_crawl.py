@@ -49,6 +49,8 @@ pytestmark = pytest.mark.heavy  # about a minute of CPU: scheduled first (confte
 MARKERS = ("[redacted:", "[hidden")
 FUTURE = "future_column"  # a column no one classified, added to one table of each ledger
 SAMPLES_PER_CELL = 4
+UNHEX = str.maketrans("0123456789abcdef", "ghjkmnpqrstvwxyz")
+PLACEMENTS = 5  # each kind of tests/corpus/credentials.jsonl is in 5 placements, in order
 WORD_LETTERS = string.ascii_lowercase
 
 
@@ -83,7 +85,10 @@ class Corpus:
         self.where: dict[str, str] = {}  # secret -> where it was planted, for messages
 
     def sample(self) -> dict:
-        sample = CREDENTIALS[self.next % len(CREDENTIALS)]
+        # Every kind first (each in another placement), then again: kind k, placement p.
+        kinds = len(CREDENTIALS) // PLACEMENTS
+        n = self.next
+        sample = CREDENTIALS[(n % kinds) * PLACEMENTS + (n // kinds + n) % PLACEMENTS]
         self.next += 1
         self.kinds.add(sample["kind"])
         self.secrets.update(sample["secrets"])
@@ -114,9 +119,12 @@ class Corpus:
         """One SSE stream per streaming form, each writing a key of its own in deltas."""
         found = []
         for n, make in enumerate(STREAMS.values()):
-            key = "ghp_" + "".join(f"Wy{n}{i}Q" for i in range(10))
-            parts = ["export GITHUB_TOKEN=", *[key[i : i + 5] for i in range(0, len(key), 5)]]
-            self.fragments.update(p for p in parts[1:] if "Wy" in p)
+            # 36 letters no id, hash or timestamp holds (no hex digit), in mixed case
+            tail = blake3(f"stream {n}".encode()).hexdigest()[:36].translate(UNHEX)
+            key = "ghp_" + "".join(c.upper() if i % 3 else c for i, c in enumerate(tail))
+            parts = ["export GITHUB_TOKEN=", *[key[i : i + 6] for i in range(0, len(key), 6)]]
+            # each too short for any rule; the first holds the prefix, the last is short
+            self.fragments.update(part for part in parts[2:] if len(part) == 6)
             events = [f"data: {json.dumps(make(part))}" for part in parts + ["\n"]]
             found.append("\n\n".join(['data: {"type": "message_start"}', *events]) + "\n\n")
         self.encodings.add("sse")
@@ -321,7 +329,10 @@ def planted(capsem_home, manifest, tmp_path_factory) -> Planted:
 
 def test_the_corpus_covers_the_issue(planted):
     corpus = planted.corpus
-    assert len(corpus.kinds) >= 100, len(corpus.kinds)
+    assert len(corpus.kinds) >= 100 and len(corpus.fragments) >= 30, len(corpus.kinds)
+    assert [c["kind"] for c in CREDENTIALS[::PLACEMENTS]] == [
+        c["kind"] for c in CREDENTIALS[PLACEMENTS - 1 :: PLACEMENTS]
+    ]  # the corpus's order, which `Corpus.sample` relies on
     assert {
         "raw",
         "json-escapes",
