@@ -40,6 +40,7 @@ from datasette.cli import cli
 from datasette_capsem.ledger import tables
 from tests.corpus.encodings import BYTE_ENCODINGS, CREDENTIALS, TEXT_ENCODINGS, encode_bytes
 from tests.helpers import session_in
+from tests.otlp_receiver import Receiver
 from tests.security_support import plugin_routes
 from tests.test_mask_streams import STREAMS
 from tests.test_security_hardening import headers_for, team
@@ -609,7 +610,7 @@ async def test_hide_free_text_leaves_a_viewer_no_planted_word(hidden_crawl, plan
     assert not leaks, (len(leaks), dict(list(leaks.items())[:20]))
 
 
-# --- the CLI's masked outputs ---------------------------------------------------------------
+# --- the CLI's masked outputs (tail, check --json, resolve, push-otlp's payload) -------------
 
 
 def test_cli_outputs_for_viewers_carry_no_planted_secret(planted):
@@ -629,6 +630,17 @@ def test_cli_outputs_for_viewers_carry_no_planted_secret(planted):
             outputs[" ".join(argv)] = result.output
     result = CliRunner().invoke(cli, ["capsem", "resolve", "co-work-1", "--json", *common])
     outputs["resolve"] = result.output
+    with Receiver() as receiver:  # push-otlp's payload, masked by default, as a store gets it
+        result = CliRunner().invoke(
+            cli, ["capsem", "push-otlp", "--endpoint", receiver.url, *common]
+        )
+        # 1: the generated home's broken ledgers are unreadable (and said so)
+        assert result.exit_code in (0, 1) and "Traceback" not in result.output
+        spans = [
+            [span.name, span.attributes, span.events, span.resource] for span in receiver.spans
+        ]
+    outputs["push-otlp"] = json.dumps(spans, default=str)
+    assert len(spans) > 100 and any(marker in outputs["push-otlp"] for marker in MARKERS)
     leaks = {argv: sorted(seen_in(out, wanted))[:3] for argv, out in outputs.items()}
     assert not {k: v for k, v in leaks.items() if v}, leaks
     tails = "".join(out for argv, out in outputs.items() if argv.startswith("tail"))
