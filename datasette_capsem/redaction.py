@@ -28,7 +28,13 @@ Where each surface applies it:
   the redacted value, decoded, before any encoding. When the actor writes the SQL (`sql=`,
   `_where=`), the secret-bearing columns also read as NULL through a SQLite authorizer: a
   transformation (substr, hex, replace) could otherwise carry a secret past the masker.
-* Plugin pages: the data of every page goes through `redact_tree` (views/render.py).
+* Plugin pages: the data of every page goes through `redact_tree` (views/render.py). A row a
+  page shows goes through `project_row` first (each column as the registry classifies it,
+  so `hide_free_text` hides a free-text `path` as well as a `command`), and any text a page
+  builds from free text (a label, a title, a preview, a summary) through `viewer_free_text`
+  (masked, or hidden whole under `hide_free_text`). A trace for a reader who may see no free
+  text is built from its rows with every free-text column hidden
+  (graph/trace_rows.without_free_text), so no label derived from one carries it.
 * Every text response of every route: `mask_text` over the whole body, and filesystem paths of
   the Capsem home and the cache are replaced (core_pages/secrets_guard.py), as a last net.
 """
