@@ -831,3 +831,47 @@ def test_the_launchers_400_to_a_malformed_request_carries_the_security_headers()
     assert head.startswith(b"http/1.1 400"), answer[:200]
     for name in (b"x-content-type-options", b"x-frame-options", b"content-security-policy"):
         assert b"\r\n" + name + b":" in head, (name, head)
+
+
+@async_test
+async def test_an_operators_canned_query_comparing_free_text_is_refused_for_a_viewer(planted):
+    """The same for a canned query the operator wrote in metadata.yml (datasette.yaml on
+    1.0): its parameter compared with `qname` would be a filter on it."""
+    from datasette_capsem.permissions import DATASETTE_1
+    from tests.helpers import make_datasette
+    from tests.test_security_hardening import ROOT, team_metadata
+
+    session = planted.sessions[0]["id"]
+    queries = {
+        "by_qname": {"sql": "select id, decision from dns_events where qname like :q"},
+        "by_decision": {"sql": "select id from dns_events where decision = :d"},
+    }
+    metadata = team_metadata(index_refresh_seconds=0)
+    if DATASETTE_1:
+        import yaml
+
+        config = yaml.safe_load((ROOT / "datasette.yaml").read_text())
+        config["allow_sql"] = metadata["allow_sql"]
+        config["databases"] = {session: {"queries": queries}}
+        datasette = await make_datasette(
+            planted.home, planted.root / "cache-own", metadata=metadata, config=config
+        )
+    else:
+        metadata["databases"] = {session: {"queries": queries}}
+        settings = json.loads((ROOT / "settings.json").read_text())
+        datasette = await make_datasette(
+            planted.home, planted.root / "cache-own", metadata=metadata, settings=settings
+        )
+    db = "/" + quote(session, safe="")
+    refused = await datasette.client.get(
+        f"{db}/by_qname.json?q=a%25", headers=headers_for("viewer")
+    )
+    assert refused.status_code == 403 and "qname" in refused.text, refused.text[:300]
+    shown = await datasette.client.get(
+        f"{db}/by_decision.json?d=allowed", headers=headers_for("viewer")
+    )
+    assert shown.status_code == 200, shown.text[:300]
+    auditor = await datasette.client.get(
+        f"{db}/by_qname.json?q=a%25", headers=headers_for("auditor")
+    )
+    assert auditor.status_code == 200, auditor.text[:300]

@@ -19,6 +19,7 @@ from datasette_capsem.core_pages import canned_queries, inline_scripts, secrets_
 from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.index.database import INDEX_DATABASE
+from datasette_capsem.ledger import tables
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
@@ -296,14 +297,27 @@ async def canned_refusal(datasette, path: str, request) -> str | None:
     table = table_segment(path)
     if table is None or not request.args:
         return None
+    kind = database_kind(datasette, path)
+    if table in tables.COLUMNS_OF_DATABASE.get(kind, {}):  # a table page, not a query
+        return None
     name = database_segment(path)
     queries = await canned_queries.all_queries_for_database(datasette, name)
-    query = queries.get(table)
+    query = queries.get(table) or await _instance_query(datasette, name, table, request.actor)
     if query is None:
         return None
-    return secrets_guard.canned_parameter_refusal(
-        database_kind(datasette, path), query, request.args
-    )
+    return secrets_guard.canned_parameter_refusal(kind, query, request.args)
+
+
+async def _instance_query(datasette, database: str, name: str, actor) -> dict | None:
+    """A canned query the operator defined (metadata.yml on 0.65, a stored query on 1.0) for
+    a Capsem database, as {sql, params}; None when there is none."""
+    if canned_queries.database_kind(datasette, database) is None:
+        return None
+    if permissions.DATASETTE_1:
+        stored = await datasette.get_query(database, name)
+        return {"sql": stored.sql, "params": stored.parameters} if stored else None
+    found = (await datasette.get_canned_queries(database, actor) or {}).get(name)
+    return dict(found) if isinstance(found, dict) else None
 
 
 PUBLIC_METADATA = (

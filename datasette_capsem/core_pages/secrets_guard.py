@@ -18,6 +18,7 @@ from datasette.utils.asgi import Request
 from datasette_capsem import permissions, redaction
 from datasette_capsem.config import PLUGIN_NAME
 from datasette_capsem.ledger import tables
+from datasette_capsem.queries.spec import sql_parameters
 from datasette_capsem.state import get_state
 
 TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
@@ -176,7 +177,7 @@ def canned_parameter_refusal(database: str, query: dict, args) -> str | None:
     would (`column_probe`). An empty parameter compares nothing and is let through."""
     sql = query.get("sql") or ""
     kinds = tables.COLUMNS_OF_DATABASE.get(database, {})
-    for parameter in query.get("params") or []:
+    for parameter in sorted(set(query.get("params") or []) | sql_parameters(sql)):
         if not args.get(parameter):
             continue
         for name in sorted(_compared_names(sql, parameter)):
