@@ -81,7 +81,8 @@ hide_free_text: contextvars.ContextVar[bool] = contextvars.ContextVar(
 HIDDEN = "[hidden: may contain credentials]"
 # Bump when what `mask_text` masks changes: text stored masked (the cross-session index) is
 # then rebuilt. 2: issue 25's masker (decoded reading, key names, argv, dotfiles, streams).
-MASKER_VERSION = 2
+# 3: a window of form-encoded text beside a base64 value read both ways (`+` a space, or not).
+MASKER_VERSION = 3
 
 # What a viewer sees of each column is decided once, in the registry of tables
 # (ledger/tables.py: shown, carrier, free text, or unclassified). The row factory sees result
