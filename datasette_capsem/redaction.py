@@ -28,7 +28,13 @@ Where each surface applies it:
   the redacted value, decoded, before any encoding. When the actor writes the SQL (`sql=`,
   `_where=`), the secret-bearing columns also read as NULL through a SQLite authorizer: a
   transformation (substr, hex, replace) could otherwise carry a secret past the masker.
-* Plugin pages: the data of every page goes through `redact_tree` (views/render.py).
+* Plugin pages: the data of every page goes through `redact_tree` (views/render.py). A row a
+  page shows goes through `project_row` first (each column as the registry classifies it,
+  so `hide_free_text` hides a free-text `path` as well as a `command`), and any text a page
+  builds from free text (a label, a title, a preview, a summary) through `viewer_free_text`
+  (masked, or hidden whole under `hide_free_text`). A trace for a reader who may see no free
+  text is built from its rows with every free-text column hidden
+  (graph/trace_rows.without_free_text), so no label derived from one carries it.
 * Every text response of every route: `mask_text` over the whole body, and filesystem paths of
   the Capsem home and the cache are replaced (core_pages/secrets_guard.py), as a last net.
 """
@@ -48,6 +54,7 @@ import sqlite3
 import threading
 import zlib
 from collections import OrderedDict
+from collections.abc import Callable
 from html.entities import html5
 from typing import Any
 
@@ -75,7 +82,8 @@ hide_free_text: contextvars.ContextVar[bool] = contextvars.ContextVar(
 HIDDEN = "[hidden: may contain credentials]"
 # Bump when what `mask_text` masks changes: text stored masked (the cross-session index) is
 # then rebuilt. 2: issue 25's masker (decoded reading, key names, argv, dotfiles, streams).
-MASKER_VERSION = 2
+# 3: a window of form-encoded text beside a base64 value read both ways (`+` a space, or not).
+MASKER_VERSION = 3
 
 # What a viewer sees of each column is decided once, in the registry of tables
 # (ledger/tables.py: shown, carrier, free text, or unclassified). The row factory sees result
@@ -1037,10 +1045,14 @@ _SIMPLE_ESCAPES = {
 DECODE_DEPTH = 3
 
 
-def _decode_once(text: str) -> tuple[str, list[tuple[int, int, int, int]]]:
+def _decode_once(
+    text: str, plus: bool | None = None
+) -> tuple[str, list[tuple[int, int, int, int]]]:
     """`text` with one layer of JSON escapes, URL-encoding and HTML entities undone, and the
-    replaced places: (decoded start, decoded end, original start, original end)."""
-    plus = _PERCENT.search(text) is not None  # form-encoded: `+` is a space
+    replaced places: (decoded start, decoded end, original start, original end). `plus`:
+    whether `+` reads as a space (None: when the text holds a percent-escape, form-encoded)."""
+    if plus is None:
+        plus = _PERCENT.search(text) is not None
     pieces: list[str] = []
     places: list[tuple[int, int, int, int]] = []
     last = decoded = 0
@@ -1096,15 +1108,17 @@ def _back(places: list[tuple[int, int, int, int]], starts: list[int], start: int
     return original(start)[0], original(end - 1)[1]
 
 
-def decoded_reading(text: str) -> tuple[str, list[list[tuple[int, int, int, int]]]] | None:
+def decoded_reading(
+    text: str, plus: bool | None = None
+) -> tuple[str, list[list[tuple[int, int, int, int]]]] | None:
     """The text a reader sees (escapes undone up to `DECODE_DEPTH` deep) and the places of each
-    layer, or None when `text` holds no escape."""
+    layer, or None when `text` holds no escape. `plus`: as for `_decode_once`."""
     if _ESCAPED.search(text) is None:
         return None
     layers = []
     current = text
     for _ in range(DECODE_DEPTH):
-        decoded, places = _decode_once(current)
+        decoded, places = _decode_once(current, plus)
         if not places:
             break
         layers.append(places)
@@ -1164,12 +1178,17 @@ def _decoded_spans(text: str, *, filtered: bool = True) -> list[tuple[int, int, 
         else:
             windows.append([start, end])
     for start, end in windows:
-        reading = decoded_reading(text[start:end])
-        if reading is None:
-            continue
-        decoded, layers = reading
-        found = _spans(decoded, decoded.lower(), filtered=filtered)
-        spans.extend((a + start, b + start, kind) for a, b, kind in _to_original(layers, found))
+        chunk = text[start:end]
+        # A window may hold form-encoded text (`+` a space) beside text where `+` is a token
+        # character (base64 in another line): both readings are looked at.
+        both = "+" in chunk and _PERCENT.search(chunk) is not None
+        for plus in (True, False) if both else (None,):
+            reading = decoded_reading(chunk, plus)
+            if reading is None:
+                continue
+            decoded, layers = reading
+            found = _spans(decoded, decoded.lower(), filtered=filtered)
+            spans.extend((a + start, b + start, kind) for a, b, kind in _to_original(layers, found))
     return spans
 
 
@@ -1519,6 +1538,55 @@ def mask_free_text(text: str) -> str:
     if streams.is_sse("", text):
         return mask_stream(text)
     return mask_cut_text(text) if CUT in text else mask_text(text)
+
+
+def viewer_free_text(text: Any) -> Any:
+    """One free-text value as the current request's actor sees it: as it is for one who may
+    see secrets, hidden whole under `hide_free_text`, else masked (`mask_free_text`; bytes by
+    `mask_bytes`). The one function for text a page builds from free text (a label, a
+    preview, a title, a summary) as well as for the value itself."""
+    if value_is_open() or text is None:
+        return text
+    if hide_free_text.get():
+        return HIDDEN if isinstance(text, (str, bytes, bytearray, memoryview)) else text
+    if isinstance(text, str):
+        return mask_free_text(text)
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        return mask_bytes(bytes(text), force=True)
+    return text
+
+
+def value_is_open() -> bool:
+    """Whether the current request's actor may see secrets (no masking, nothing hidden)."""
+    return policy.get() == OPEN
+
+
+def name_view() -> Callable[[str], str] | None:
+    """How display names are shown to the current request's actor: None (as stored) for an
+    actor who may see secrets, else `mask_free_text`. What 'did you mean' compares a typed name
+    with; a pure function of the name, so lookups made with it are kept per catalog snapshot."""
+    return None if value_is_open() else mask_free_text
+
+
+def project_row(database: str, table: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A row of `table` as the current request's actor sees it, column by column as the
+    registry classifies it (ledger/tables.py): shown as it is, a carrier hidden whole, free
+    text by `viewer_free_text`, an unclassified column hidden. Keys that are not columns of
+    the table (a page's own fields) are left to `redact_tree`."""
+    if value_is_open():
+        return row
+    out = {}
+    for name, value in row.items():
+        kind = tables.column_kind(database, table, name) if isinstance(name, str) else None
+        if value is None or kind in (None, tables.SHOWN):
+            out[name] = value
+        elif kind == tables.CARRIER:
+            out[name] = HIDDEN
+        elif kind == tables.FREE_TEXT:
+            out[name] = viewer_free_text(value)
+        else:
+            out[name] = UNCLASSIFIED_HIDDEN
+    return out
 
 
 def mask_once(masked: dict[str, str], text: str) -> str:

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cached_property
@@ -83,6 +84,26 @@ class HomeState:
         }
 
 
+class MatchKeys:
+    """id, local id and name -> session id: what 'did you mean' compares, with the sorted and
+    bucketed forms its prefix search and near-match comparison read."""
+
+    def __init__(self, keys: dict[str, str]):
+        self.keys = keys
+
+    @cached_property
+    def lowered(self) -> list[tuple[str, str]]:
+        return sorted((key.lower(), key) for key in self.keys)
+
+    @cached_property
+    def by_start(self) -> dict[str, list[str]]:
+        """The keys by their first two characters, lowered (NEAR_MATCH_SCAN)."""
+        found: dict[str, list[str]] = {}
+        for key in self.keys:
+            found.setdefault(key[:2].lower(), []).append(key)
+        return found
+
+
 @dataclass
 class CatalogSnapshot:
     """One consistent view of the home, replaced whole on every rescan."""
@@ -97,6 +118,7 @@ class CatalogSnapshot:
     home_snapshots: dict[str, CatalogSnapshot] = field(default_factory=dict)
     by_local_id: dict[str, list[Session]] = field(default_factory=dict)
     home_problems: list[str] = field(default_factory=list)  # e.g. a homes_dir child left out
+    _match_keys: dict[Any, MatchKeys] = field(default_factory=dict, repr=False, compare=False)
 
     # What lookups by name and prefix read, made once per snapshot (a pass over 100,000
     # sessions per request otherwise): names to sessions, and sorted keys for prefixes.
@@ -124,28 +146,19 @@ class CatalogSnapshot:
             at += 1
         return list(found.values())
 
-    @cached_property
-    def match_keys(self) -> dict[str, str]:
-        """id, local id and name -> session id: what 'did you mean' compares."""
-        keys: dict[str, str] = {}
-        for session in self.sessions.values():
-            keys[session.id] = session.id
-            if session.local_id:
-                keys.setdefault(session.local_id, session.id)
-            if session.name:
-                keys.setdefault(session.name, session.id)
-        return keys
-
-    @cached_property
-    def lowered_keys(self) -> list[tuple[str, str]]:
-        return sorted((key.lower(), key) for key in self.match_keys)
-
-    @cached_property
-    def keys_by_start(self) -> dict[str, list[str]]:
-        """The match keys by their first two characters, lowered (NEAR_MATCH_SCAN)."""
-        found: dict[str, list[str]] = {}
-        for key in self.match_keys:
-            found.setdefault(key[:2].lower(), []).append(key)
+    def match_keys(self, shown: Callable[[str], str] | None = None) -> MatchKeys:
+        """What 'did you mean' compares, names as `shown` makes them (masked for a reader who
+        may not see them), made once per snapshot and way of showing."""
+        found = self._match_keys.get(shown)
+        if found is None:
+            keys: dict[str, str] = {}
+            for session in self.sessions.values():
+                keys[session.id] = session.id
+                if session.local_id:
+                    keys.setdefault(session.local_id, session.id)
+                if session.name:
+                    keys.setdefault(shown(session.name) if shown else session.name, session.id)
+            found = self._match_keys[shown] = MatchKeys(keys)
         return found
 
     @property
@@ -200,9 +213,13 @@ class _SnapshotQueries:
             reverse=True,
         )
 
-    def near_matches(self, text: str, limit: int = 5) -> list[Session]:
-        """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-        return _near_matches(self.snapshot(), text, limit)
+    def near_matches(
+        self, text: str, limit: int = 5, shown: Callable[[str], str] | None = None
+    ) -> list[Session]:
+        """Sessions whose id or name looks like `text`, for 'did you mean' answers. `shown`:
+        a name as the reader sees it (masked), which is what is matched: matching the name
+        as stored would confirm a masked part of it one character at a time."""
+        return _near_matches(self.snapshot(), text, limit, shown)
 
 
 class Catalog(_SnapshotQueries):
@@ -364,20 +381,21 @@ class Catalog(_SnapshotQueries):
 NEAR_MATCH_SCAN = 5000
 
 
-def _near_matches(snapshot: CatalogSnapshot, text: str, limit: int) -> list[Session]:
-    """Sessions whose id or name looks like `text`, for 'did you mean' answers."""
-    keys = snapshot.match_keys
+def _near_matches(
+    snapshot: CatalogSnapshot, text: str, limit: int, shown: Callable[[str], str] | None = None
+) -> list[Session]:
+    """Sessions whose id or name (as `shown`) looks like `text`, for 'did you mean' answers."""
+    match = snapshot.match_keys(shown)
+    keys = match.keys
     lowered = text.lower()
     prefix = []
     if lowered:
-        ordered = snapshot.lowered_keys
+        ordered = match.lowered
         at = bisect.bisect_left(ordered, (lowered, ""))
         while at < len(ordered) and len(prefix) < limit and ordered[at][0].startswith(lowered):
             prefix.append(keys[ordered[at][1]])
             at += 1
-    compared = (
-        list(keys) if len(keys) <= NEAR_MATCH_SCAN else snapshot.keys_by_start.get(lowered[:2], [])
-    )
+    compared = list(keys) if len(keys) <= NEAR_MATCH_SCAN else match.by_start.get(lowered[:2], [])
     close = difflib.get_close_matches(text, compared, n=limit, cutoff=0.6)
     ordered_ids = list(dict.fromkeys(prefix[:limit] + [keys[key] for key in close]))
     return [snapshot.sessions[sid] for sid in ordered_ids[:limit]]

@@ -17,6 +17,7 @@ from datasette_capsem.cli.common import (
     labelled_homes_problem,
 )
 from datasette_capsem.config import PLUGIN_NAME, ConfigError, load_settings
+from datasette_capsem.core_pages.lazy_mount import SECURITY_HEADERS
 from datasette_capsem.generate import GenerateOptions, generate_home
 
 DEMO_SEED = 7
@@ -78,13 +79,48 @@ def _with_homes(metadata: dict, homes: HomeChoice) -> dict:
     return {**metadata, "plugins": plugins}
 
 
+# The headers every answer carries (core_pages/lazy_mount.py), for the one answer no ASGI
+# layer sees: uvicorn's own 400 to a request it cannot parse, sent before the application is
+# called. A text answer with nothing to load: its policy loads nothing.
+EARLY_400_HEADERS = (
+    *SECURITY_HEADERS,
+    (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
+)
+
+
+def http_protocol():
+    """uvicorn's HTTP protocol (httptools when installed, else h11, as uvicorn picks it) whose
+    400 to a malformed request carries the security headers: `datasette capsem serve` runs
+    it. `datasette serve` cannot (docs/operating.md: the reverse proxy adds them)."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Base
+
+    class GuardedProtocol(Base):
+        def send_400_response(self, msg: str) -> None:
+            body = msg.encode("ascii", "replace")
+            head = [b"HTTP/1.1 400 Bad Request\r\n"]
+            for name, value in (
+                *EARLY_400_HEADERS,
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode("ascii")),
+                (b"connection", b"close"),
+            ):
+                head.append(name + b": " + value + b"\r\n")
+            self.transport.write(b"".join(head) + b"\r\n" + body)
+            self.transport.close()
+
+    return GuardedProtocol
+
+
 def _run_labelled(host: str, port: int, metadata: dict, settings: dict) -> None:
     import uvicorn
     from datasette.app import Datasette
 
     datasette = Datasette(metadata=metadata, settings=settings)
     click.echo(f"Serving labelled Capsem homes at http://{host}:{port}/", err=True)
-    uvicorn.run(datasette.app(), host=host, port=port, log_level="warning")
+    uvicorn.run(datasette.app(), host=host, port=port, log_level="warning", http=http_protocol())
 
 
 def _run(home: Path, demo: bool, host: str, port: int, metadata: dict, settings: dict) -> None:
@@ -99,7 +135,7 @@ def _run(home: Path, demo: bool, host: str, port: int, metadata: dict, settings:
     datasette = Datasette(metadata=metadata, settings=settings)
     label = "demo data" if demo else "Capsem home"
     click.echo(f"Serving {label} {home} at http://{host}:{port}/", err=True)
-    uvicorn.run(datasette.app(), host=host, port=port, log_level="warning")
+    uvicorn.run(datasette.app(), host=host, port=port, log_level="warning", http=http_protocol())
 
 
 @click.command(name="demo")

@@ -15,10 +15,11 @@ from datasette.utils import escape_sqlite, tilde_decode
 from datasette.utils.asgi import Request, Response
 
 from datasette_capsem import errors, permissions, redaction
-from datasette_capsem.core_pages import inline_scripts, secrets_guard
+from datasette_capsem.core_pages import canned_queries, inline_scripts, secrets_guard
 from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.index.database import INDEX_DATABASE
+from datasette_capsem.ledger import tables
 from datasette_capsem.mount.ledger_db import inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
@@ -290,6 +291,35 @@ async def sql_refusal(datasette, path: str, request) -> str | None:
     return None
 
 
+async def canned_refusal(datasette, path: str, request) -> str | None:
+    """Why a canned query's parameters are refused to this reader, or None
+    (`secrets_guard.canned_parameter_refusal`)."""
+    table = table_segment(path)
+    if table is None or not request.args:
+        return None
+    kind = database_kind(datasette, path)
+    if table in tables.COLUMNS_OF_DATABASE.get(kind, {}):  # a table page, not a query
+        return None
+    name = database_segment(path)
+    queries = await canned_queries.all_queries_for_database(datasette, name)
+    query = queries.get(table) or await _instance_query(datasette, name, table, request.actor)
+    if query is None:
+        return None
+    return secrets_guard.canned_parameter_refusal(kind, query, request.args)
+
+
+async def _instance_query(datasette, database: str, name: str, actor) -> dict | None:
+    """A canned query the operator defined (metadata.yml on 0.65, a stored query on 1.0) for
+    a Capsem database, as {sql, params}; None when there is none."""
+    if canned_queries.database_kind(datasette, database) is None:
+        return None
+    if permissions.DATASETTE_1:
+        stored = await datasette.get_query(database, name)
+        return {"sql": stored.sql, "params": stored.parameters} if stored else None
+    found = (await datasette.get_canned_queries(database, actor) or {}).get(name)
+    return dict(found) if isinstance(found, dict) else None
+
+
 PUBLIC_METADATA = (
     "title",
     "description",
@@ -368,6 +398,11 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
     except CapsemError as problem:
         response = await render.failure(datasette, request, problem)
         return await response.asgi_send(guarded_send)
+    if redaction.policy.get() == redaction.HIDE:
+        problem = await canned_refusal(datasette, path, request)
+        if problem:
+            response = await render.error(datasette, request, 403, "Parameter refused", problem)
+            return await response.asgi_send(guarded_send)
     if redaction.policy.get() == redaction.HIDE_SQL:
         problem = await sql_refusal(datasette, path, request)
         if problem:

@@ -18,6 +18,7 @@ from datasette.utils.asgi import Request
 from datasette_capsem import permissions, redaction
 from datasette_capsem.config import PLUGIN_NAME
 from datasette_capsem.ledger import tables
+from datasette_capsem.queries.spec import sql_parameters
 from datasette_capsem.state import get_state
 
 TEXT_TYPES = (b"text/", b"application/json", b"application/xml")
@@ -148,6 +149,45 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
             )
             if kind != tables.SHOWN:
                 return probe_refusal(name, kind, table, what)
+    return None
+
+
+# A parameter's comparison in a canned query: the text from the boolean word or bracket
+# before `:name` to the one after it (`i.value = :value`, `(:q = '' OR qname LIKE :q)`).
+_TERM_EDGE = re.compile(r"(?i)\b(?:where|and|or|on|when|then|having|else|end)\b|[(),;]")
+_IDENTIFIER = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _compared_names(sql: str, parameter: str) -> set[str]:
+    """Column names compared with `:parameter` anywhere in `sql` (their term of a condition)."""
+    found: set[str] = set()
+    for match in re.finditer(rf":{re.escape(parameter)}\b", sql):
+        before = [m.end() for m in _TERM_EDGE.finditer(sql, 0, match.start())]
+        after = _TERM_EDGE.search(sql, match.end())
+        term = sql[before[-1] if before else 0 : after.start() if after else len(sql)]
+        term = re.sub(r"'[^']*'|:[A-Za-z_][A-Za-z0-9_]*", " ", term)
+        found |= {m.group(1).lower() for m in _IDENTIFIER.finditer(term)}
+    return found
+
+
+def canned_parameter_refusal(database: str, query: dict, args) -> str | None:
+    """Why a canned query's parameters are refused to a reader who may not see secrets, or
+    None: a parameter compared with a column that is not shown raw in any table of the
+    database (ledger/tables.py) would answer yes/no questions about its values, as a filter
+    would (`column_probe`). An empty parameter compares nothing and is let through."""
+    sql = query.get("sql") or ""
+    kinds = tables.COLUMNS_OF_DATABASE.get(database, {})
+    for parameter in sorted(set(query.get("params") or []) | sql_parameters(sql)):
+        if not args.get(parameter):
+            continue
+        for name in sorted(_compared_names(sql, parameter)):
+            hidden = {kind for table in kinds.values() if (kind := table.get(name))} - {
+                tables.SHOWN
+            }
+            if hidden:
+                return probe_refusal(
+                    name, sorted(hidden)[0], None, f"The parameter {parameter!r} compared"
+                )
     return None
 
 

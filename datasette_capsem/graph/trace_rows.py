@@ -9,12 +9,14 @@ Only short projections are read: previews are cut in SQL and blob bodies are nev
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from datasette_capsem import redaction
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.timeparse import parse_ms
 from datasette_capsem.graph.values import as_float, clip_row, usable_event_id
+from datasette_capsem.ledger import tables as kinds
 from datasette_capsem.ledger.bodies import UNVERIFIABLE, hash_verdict
 from datasette_capsem.ledger.dialect import render_sql
 from datasette_capsem.ledger.schema import LedgerSchema
@@ -90,6 +92,41 @@ class TraceRows:
         counted += len(self.model_items) + len(self.bodies)
         counted += sum(len(rows) for rows in self.other.values())
         return counted + sum(len(rows) for rows in self.security.values())
+
+
+def _without_free_text(table: str, rows: list[dict]) -> list[dict]:
+    hidden = []
+    for row in rows:
+        copy = dict(row)
+        for name, value in row.items():
+            if value is not None and kinds.column_kind("ledger", table, name) in (
+                kinds.FREE_TEXT,
+                kinds.CARRIER,
+            ):
+                copy[name] = redaction.HIDDEN
+        hidden.append(copy)
+    return hidden
+
+
+def without_free_text(rows: TraceRows) -> TraceRows:
+    """`rows` with every free-text and carrier column hidden whole (`hide_free_text`): what
+    the trace's drawing, tree, labels and OTLP spans are built from for a reader who may see
+    no free text, so no label (`dns {qname}`, `{action} {path}`) carries any."""
+    outside = {
+        key: _without_free_text("model_calls", [row])[0] if row is not None else None
+        for key, row in rows.outside_model_calls.items()
+    }
+    return replace(
+        rows,
+        model_calls=_without_free_text("model_calls", rows.model_calls),
+        tool_calls=_without_free_text("tool_calls", rows.tool_calls),
+        tool_responses=_without_free_text("tool_responses", rows.tool_responses),
+        model_items=_without_free_text("model_items", rows.model_items),
+        other={t: _without_free_text(t, found) for t, found in rows.other.items()},
+        security={t: _without_free_text(t, found) for t, found in rows.security.items()},
+        bodies=_without_free_text("event_body_blobs", rows.bodies),
+        outside_model_calls=outside,
+    )
 
 
 def _fetch(conn, name: str, schema: LedgerSchema, table: str, columns, params) -> list[dict]:

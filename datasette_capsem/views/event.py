@@ -190,6 +190,10 @@ async def event_page(datasette, request):
             f"No row of session {opened.session.id} carries the event id {event_id!r}.",
             back,
         )
+    for row in event["rows"] + event["security"]:  # each column as this actor sees it
+        row["cells"] = redaction.project_row("ledger", row["table"], row["cells"])
+        if row.get("json"):
+            row["json"] = redaction.project_row("ledger", row["table"], row["json"])
     for body in event["bodies"]:
         body_links(opened.links, event_id, body)
     context = {
@@ -226,6 +230,8 @@ async def body_page(datasette, request):
     if not raw_blob_id.isdigit() or len(raw_blob_id) > MAX_BLOB_ID_DIGITS:
         raise errors.bad_parameter("Bad body id", "Body ids are integers.")
     blob_id = int(raw_blob_id)
+    if "event_body_blobs" not in opened.schema.tables:  # an era that kept no bodies
+        raise _no_body(event_id, blob_id)
     suffix = request.url_vars.get("suffix") or ""
     if suffix == "/raw":
         return await _raw(datasette, request, opened, event_id, blob_id)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from datasette_capsem import errors
+from datasette_capsem import errors, redaction
 from datasette_capsem.readonly import file_fingerprint
 from datasette_capsem.session import follow
 from datasette_capsem.state import get_state
@@ -89,9 +89,13 @@ def delta_url(session_url: str, kinds: tuple[str, ...] = (), trace_id: str | Non
 def _linked(opened: Opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows as shown: each field through the credential policy first (by its column name),
     then summarised, and linked to its event or row page."""
+    projected = [
+        {**row, "fields": redaction.project_row("ledger", row["kind"], row.get("fields") or {})}
+        for row in rows
+    ]
     return [
         {**follow.with_summary(row), "href": opened.links.ledger_row(row["kind"], row["id"])}
-        for row in render.redacted(rows)
+        for row in render.redacted(projected)
     ]
 
 

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import NotFound
 
-from datasette_capsem import errors, permissions
+from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.catalog import Session
 from datasette_capsem.catalog.resolve import resolve_name
 from datasette_capsem.errors import CapsemError, Redirect
@@ -81,7 +81,9 @@ async def unknown_session(datasette, request, value: str, *, suggest: bool = Tru
     """404 for an id no session has (or one the actor may not view: the same answer)."""
     near = []
     if suggest:  # only sessions the actor may view: a suggestion confirms an id exists
-        for session in get_state(datasette).catalog.near_matches(value):
+        for session in get_state(datasette).catalog.near_matches(
+            value, shown=redaction.name_view()
+        ):
             if await permissions.can_view_database(
                 datasette, request.actor, links_for(datasette, session).database
             ):

@@ -10,7 +10,7 @@ import re
 
 from datasette.utils.asgi import Response
 
-from datasette_capsem import errors, permissions
+from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.catalog.resolve import candidate, resolve_name
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
@@ -37,7 +37,9 @@ async def resolve(datasette, request):
     catalog = get_state(datasette).catalog
     resolution = resolve_name(catalog, name)
     if not resolution.candidates:
-        near = [candidate(s, "near") for s in catalog.near_matches(name)]
+        near = [
+            candidate(s, "near") for s in catalog.near_matches(name, shown=redaction.name_view())
+        ]
         raise errors.not_found("Unknown session", f"No session has the id or name {name!r}.", near)
     if render.wants_json(request):
         return render.json_response(

@@ -109,6 +109,13 @@ def _stats_links(opened: Opened, sections: list[dict]) -> list[dict]:
         for group in section["groups"]:
             for row in group["rows"]:
                 row["href"] = href(row["table"], row["filters"])
+                if viewer and group["column"] in row["filters"]:  # a value, not "(none)"
+                    # the value counted, as this reader sees that column (hidden, masked)
+                    shown = {group["column"]: row["label"]}
+                    row["label"] = redaction.project_row("ledger", row["table"], shown)[
+                        group["column"]
+                    ]
+                    row["filters"] = redaction.project_row("ledger", row["table"], row["filters"])
         for listing in section["lists"]:
             for row in listing["rows"]:
                 row["href"] = links.row(listing["table"], row["id"])

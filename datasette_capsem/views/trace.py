@@ -27,7 +27,12 @@ from datasette_capsem.graph.detail import load_node, parse_node_id
 from datasette_capsem.graph.exchanges import is_ambient, scope_to_exchange
 from datasette_capsem.graph.otlp import export_trace
 from datasette_capsem.graph.picture import picture
-from datasette_capsem.graph.trace_rows import TraceRows, load_trace, row_summary
+from datasette_capsem.graph.trace_rows import (
+    TraceRows,
+    load_trace,
+    row_summary,
+    without_free_text,
+)
 from datasette_capsem.graph.tree import build_tree
 from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
@@ -79,7 +84,7 @@ async def cached_graph(datasette, opened: Opened, rows: TraceRows) -> dict[str, 
     async def compute():
         return build_graph(rows, opened.links, verdicts)
 
-    key = (opened.session.id, rows.trace_id, rows.exchange, "graph")
+    key = (opened.session.id, rows.trace_id, rows.exchange, "graph", hides_free_text())
     entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
     return entry.report
 
@@ -263,7 +268,14 @@ async def load_rows(
             f"No row of session {session.id} carries the trace id {trace_id!r}.",
             [{"id": session.id, "name": session.display_name, "href": opened.links.session()}],
         )
+    if hides_free_text():
+        rows = without_free_text(rows)  # the cached rows stay whole
     return rows
+
+
+def hides_free_text() -> bool:
+    """Whether the current reader sees no free text (`hide_free_text`, no view_secrets)."""
+    return redaction.policy.get() != redaction.OPEN and redaction.hide_free_text.get()
 
 
 async def node_detail(datasette, request):
@@ -279,6 +291,7 @@ async def node_detail(datasette, request):
     detail = await opened.db.execute_fn(lambda conn: load_node(conn, schema, table, row_id))
     if detail is None:
         raise errors.not_found("Unknown row", f"No {table} row {row_id} in this ledger.")
+    detail["cells"] = redaction.project_row("ledger", table, detail["cells"])
     links = opened.links
     detail["row"] = links.row(table, row_id)
     if detail.get("event_id") and table != "event_body_blobs":
@@ -399,6 +412,7 @@ async def conversation(
         steps[0]["messages"], steps[0]["reply"] = steps[0].pop("history"), []
     for step in steps:
         step.pop("history", None)
+        step["path"] = redaction.viewer_free_text(step.get("path"))  # model_calls.path
         step["href"] = links.row("model_calls", step["model_call_id"])
     _link_parts(steps, links, rows)
     return {
