@@ -240,7 +240,10 @@ async def test_long_conversation_folds_by_step(browser, long_turn, tmp_path):
         assert await system.count() == 1
         assert await system.get_attribute("open") is None
         assert "You are a careful coding agent." in await system.locator("summary").inner_text()
-        assert await system.locator("pre").evaluate("e => e.offsetHeight") == 0  # folded
+        # Folded: its text not drawn. (Not offsetHeight: Chromium lays out a closed <details>'
+        # content, hidden by content-visibility, and reports its height.)
+        assert await system.get_attribute("open") is None
+        assert await system.locator("pre").evaluate("e => e.checkVisibility()") is False
         await page.locator(".capsem-conv-expand").click()
         expanded = await page.locator("#capsem-conversation").evaluate("e => e.offsetHeight")
         assert expanded > height * 3
