@@ -15,7 +15,7 @@ from datasette_capsem.graph.exchanges import is_ambient
 from datasette_capsem.ledger import tables
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.session import overview, stats
-from datasette_capsem.views import render
+from datasette_capsem.views import render, trace_cache
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import integrity
 from datasette_capsem.views.opening import Opened, open_session, page_bounds
@@ -131,9 +131,15 @@ def _base_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
     }
 
 
-async def _ledger_context(opened: Opened, offset: int, size: int) -> dict[str, Any]:
-    """What the page shows from the ledger: counts, providers, traces, legacy MCP rows."""
-    data = await opened.db.execute_fn(_overview_data(opened, offset, size))
+async def _ledger_context(datasette, opened: Opened, offset: int, size: int) -> dict[str, Any]:
+    """What the page shows from the ledger: counts, providers, traces, legacy MCP rows. Their
+    aggregates read the whole file, so they are read once per file version and page of turns
+    (views/trace_cache.cached_data), not on every view."""
+
+    async def build() -> dict[str, Any]:
+        return await opened.db.execute_fn(_overview_data(opened, offset, size))
+
+    data = await trace_cache.cached_data(datasette, opened, f"overview|{offset}|{size}", build)
     traces = data.pop("traces")
     _trace_links(opened, data["ambient_traces"])
     _stats_links(opened, data["stats"])
@@ -156,7 +162,7 @@ async def session_page(datasette, request):
     offset, size = page_bounds(request)
     context = _base_context(opened, offset, size)
     if opened.db is not None:
-        context.update(await _ledger_context(opened, offset, size))
+        context.update(await _ledger_context(datasette, opened, offset, size))
     elif not opened.session.has_ledger:
         context["notes"].append(
             "No session.db on disk: Capsem deletes the directory of a stopped ephemeral "

@@ -1,0 +1,79 @@
+"""Issue 29 (one big ledger): the pages whose cost grows with the whole file do that work once
+per file version, not on every view: the overview's aggregates and the check page's report
+are read back from memory or the plugin's store while the ledger is unchanged, and computed
+again once it changes. Counted (reads, runs, loads), never timed."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.state import get_state
+from datasette_capsem.views.trace_cache import trace_store
+from tests.helpers import make_datasette
+from tests.trace_support import clean_current, session_url
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture(scope="module")
+def home(capsem_home, tmp_path_factory) -> Path:
+    """A copy of the generated home this module may write into."""
+    copy = tmp_path_factory.mktemp("big-ledger-pages") / "home"
+    shutil.copytree(capsem_home, copy, symlinks=True)
+    return copy
+
+
+def add_file_event(ledger: Path, path: str) -> None:
+    conn = sqlite3.connect(ledger)
+    try:
+        conn.execute(
+            "INSERT INTO fs_events (timestamp, action, path) VALUES (?, 'created', ?)",
+            ("2026-07-01T00:00:00Z", path),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+async def saved(store, count: int = 1) -> None:
+    for _ in range(500):
+        if store.saved >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"nothing stored in {store.directory}")
+
+
+async def test_overview_reads_its_aggregates_once_per_file_version(home, manifest, tmp_path):
+    session = clean_current(manifest)[0]
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    pages = get_state(datasette).pages
+    first = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+    assert pages.runs == 1
+    again = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+    assert pages.runs == 1 and pages.hits >= 1
+    for part in ("counts", "stats", "traces", "providers", "traces_total"):
+        assert again[part] == first[part]
+    html = await datasette.client.get(session_url(session["id"]))
+    assert html.status_code == 200 and pages.runs == 1
+
+    # A restarted server over the same cache reads the stored answer instead of the ledger
+    # (written off the event loop: wait for it).
+    await saved(trace_store(datasette))
+    restarted = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    store = trace_store(restarted)
+    loaded = store.loaded
+    reread = (await restarted.client.get(session_url(session["id"], ".json"))).json()
+    assert store.loaded == loaded + 1
+    for part in ("counts", "stats", "traces", "providers", "traces_total"):
+        assert reread[part] == first[part]
+
+    # A changed file is read again: the new row is counted.
+    add_file_event(home / session["ledger"], "/work/after.txt")
+    changed = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+    assert pages.runs == 2
+    assert changed["counts"]["fs_events"] == first["counts"]["fs_events"] + 1
