@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from datasette_capsem.state import get_state
+from datasette_capsem.views import checks as checks_view
+from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
 from tests.helpers import make_datasette
 from tests.trace_support import clean_current, session_url
@@ -77,3 +79,60 @@ async def test_overview_reads_its_aggregates_once_per_file_version(home, manifes
     changed = (await datasette.client.get(session_url(session["id"], ".json"))).json()
     assert pages.runs == 2
     assert changed["counts"]["fs_events"] == first["counts"]["fs_events"] + 1
+
+
+async def test_check_page_runs_the_rule_book_once_per_file_version(home, manifest, tmp_path):
+    session = clean_current(manifest)[1]
+    url = session_url(session["id"], "/check")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    reports = report_cache(datasette)
+    first = await datasette.client.get(url + ".json")
+    assert first.status_code == 200 and reports.runs == 1
+    for _ in range(2):
+        again = await datasette.client.get(url + ".json")
+        assert again.json() == first.json()
+    html = await datasette.client.get(url)
+    assert html.status_code == 200 and "Integrity report" in html.text
+    assert reports.runs == 1
+
+    # A restarted server reads the stored report back instead of running the checks.
+    await saved(reports.store)
+    restarted = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    reread = await restarted.client.get(url + ".json")
+    assert reread.json() == first.json()
+    assert report_cache(restarted).runs == 0 and report_cache(restarted).loaded == 1
+
+    # A changed file is checked again.
+    add_file_event(home / session["ledger"], "/work/checked-again.txt")
+    changed = await datasette.client.get(url + ".json")
+    assert reports.runs == 2
+    assert changed.json()["tables"]["fs_events"] == first.json()["tables"]["fs_events"] + 1
+
+
+async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a cold store, a ledger over the size bound is checked in the background: a view
+    that comes before the report gets a 202 saying it is being checked (HTML that reloads
+    itself, JSON that says `checking`), and the report once the run is done."""
+    session = clean_current(manifest)[2]
+    url = session_url(session["id"], "/check")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(checks_view, "BACKGROUND_CHECK_BYTES", 0)
+    monkeypatch.setattr(checks_view, "CHECK_WAIT_SECONDS", 0)
+    pending = await datasette.client.get(url + ".json")
+    assert pending.status_code == 202, pending.text[:300]
+    assert pending.json()["checking"] is True
+    assert pending.json()["session"]["id"] == session["id"]
+    page = await datasette.client.get(url)
+    assert page.status_code == 202
+    assert "Being checked" in page.text and 'http-equiv="refresh"' in page.text
+    for _ in range(1000):  # the run goes on after the views answered, as the page reloads
+        done = await datasette.client.get(url + ".json")
+        if done.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    reports = report_cache(datasette)
+    assert done.status_code == 200, (reports.runs, reports._running, len(reports))
+    assert done.json()["verdict"]
+    assert report_cache(datasette).runs == 1  # one run for every view that asked meanwhile

@@ -42,13 +42,14 @@ def report_cache(datasette) -> ReportCache:
     return get_state(datasette).reports
 
 
-def _ledger(opened: Opened) -> Path | None:
+def ledger_path(opened: Opened) -> Path | None:
+    """The ledger file a session's reports are computed from (its mounted file when mounted)."""
     return opened.db.source_path if opened.db is not None else opened.session.ledger_path
 
 
 def validator(opened: Opened) -> Hashable:
     """What a report depends on besides the clock: the ledger's files and the main.db row."""
-    return report_validator(opened.session, _ledger(opened), opened.links.database)
+    return report_validator(opened.session, ledger_path(opened), opened.links.database)
 
 
 def _freshness(entry: CachedEntry, cached: bool, profile: str) -> dict[str, Any]:
@@ -97,7 +98,7 @@ async def integrity(
         return await asyncio.get_running_loop().run_in_executor(None, run, None)
 
     try:
-        stored = store_key(session, _ledger(opened), profile)
+        stored = store_key(session, ledger_path(opened), profile)
         entry, cached = await report_cache(datasette).get(
             (session.id, profile), validator(opened), compute, stored
         )
@@ -139,7 +140,7 @@ async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
     async def compute() -> RowVerdicts:
         return await opened.db.execute_fn(run)
 
-    stored = store_key(session, _ledger(opened), ROWS, ROW_VERDICTS_JSON)
+    stored = store_key(session, ledger_path(opened), ROWS, ROW_VERDICTS_JSON)
     entry, _ = await report_cache(datasette).get(
         (session.id, ROWS), validator(opened), compute, stored
     )
