@@ -16,7 +16,7 @@ from datasette_capsem.state import get_state
 from datasette_capsem.views import checks as checks_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
-from tests.helpers import make_datasette
+from tests.helpers import actor_cookies, make_datasette
 from tests.trace_support import clean_current, session_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -136,3 +136,57 @@ async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
     assert done.status_code == 200, (reports.runs, reports._running, len(reports))
     assert done.json()["verdict"]
     assert report_cache(datasette).runs == 1  # one run for every view that asked meanwhile
+
+
+FACETS = ("provider", "model", "kind", "tool_name")
+
+
+async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, manifest, tmp_path):
+    """A table page's facet counts of a stopped session are kept per file version and reader
+    policy: a second view runs none (same counts), another policy runs its own, and a
+    changed file is counted again."""
+    session = clean_current(manifest)[3]
+    datasette = await make_datasette(
+        home, tmp_path / "cache", index_refresh_seconds=0, view_secrets={"id": "operator"}
+    )
+    url = f"/{session['id']}/model_items.json?" + "&".join(f"_facet={f}" for f in FACETS)
+    url += "&_extra=facet_results"
+    first = await datasette.client.get(url)
+    assert first.status_code == 200, first.text[:300]
+    database = datasette.get_database(session["id"])
+    runs = database.facet_runs
+    assert runs == len(FACETS)
+    counts = facet_counts(first.json())
+    assert set(counts) == set(FACETS) and all(counts.values())
+    again = await datasette.client.get(url)
+    assert facet_counts(again.json()) == counts
+    assert database.facet_runs == runs
+    html = await datasette.client.get(url.replace(".json", ""))
+    assert html.status_code == 200 and database.facet_runs == runs
+    operator = await datasette.client.get(url, cookies=actor_cookies(datasette, "operator"))
+    assert facet_counts(operator.json()) == counts
+    assert database.facet_runs == 2 * runs  # the operator's policy reads rows its own way
+
+    conn = sqlite3.connect(home / session["ledger"])
+    try:
+        conn.execute(
+            "INSERT INTO model_items (model_call_id, timestamp, provider, model, path, trace_id,"
+            " kind, item_index, call_id, content_hash) SELECT model_call_id, timestamp,"
+            " 'a-new-provider', model, path, trace_id, kind, item_index + 1000, 'new-call',"
+            " content_hash FROM model_items LIMIT 1"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    changed = facet_counts((await datasette.client.get(url)).json())
+    assert database.facet_runs == 3 * runs
+    assert "a-new-provider" in changed["provider"]
+
+
+def facet_counts(data: dict) -> dict[str, dict]:
+    results = data["facet_results"]
+    results = results.get("results", results)  # Datasette 1.0 nests them
+    return {
+        name: {str(v["value"]): v["count"] for v in facet["results"]}
+        for name, facet in results.items()
+    }
