@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem.checks import check_session
+from datasette_capsem.checks.profiles import FULL, ROWS
 from datasette_capsem.state import get_state
-from datasette_capsem.views import checks as checks_view
+from datasette_capsem.views import pending as pending_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
 from tests.helpers import actor_cookies, make_datasette
-from tests.trace_support import clean_current, session_url
+from tests.trace_support import clean_current, ledger, readable, session_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -118,15 +120,19 @@ async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
     session = clean_current(manifest)[2]
     url = session_url(session["id"], "/check")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(checks_view, "BACKGROUND_CHECK_BYTES", 0)
-    monkeypatch.setattr(checks_view, "CHECK_WAIT_SECONDS", 0)
+    monkeypatch.setattr(pending_view, "BACKGROUND_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     pending = await datasette.client.get(url + ".json")
     assert pending.status_code == 202, pending.text[:300]
     assert pending.json()["checking"] is True
     assert pending.json()["session"]["id"] == session["id"]
     page = await datasette.client.get(url)
     assert page.status_code == 202
-    assert "Being checked" in page.text and 'http-equiv="refresh"' in page.text
+    assert (
+        "Being computed" in page.text
+        and "integrity check" in page.text
+        and 'http-equiv="refresh"' in page.text
+    )
     for _ in range(1000):  # the run goes on after the views answered, as the page reloads
         done = await datasette.client.get(url + ".json")
         if done.status_code != 202:
@@ -190,3 +196,24 @@ def facet_counts(data: dict) -> dict[str, dict]:
         name: {str(v["value"]): v["count"] for v in facet["results"]}
         for name, facet in results.items()
     }
+
+
+def test_the_pages_row_verdicts_leave_out_the_whole_file_check_and_no_verdict(
+    capsem_home, manifest, tmp_path
+):
+    """The `rows` profile (what trace, event and OTLP pages draw) does not run
+    schema_not_ready (integrity_check or quick_check read every page of the file and judge no
+    row), and its row verdicts are the full profile's, for every session with a defect."""
+    sessions = {d["session"] for d in manifest["defects"]}
+    compared = 0
+    for session in readable(manifest):
+        if session["id"] not in sessions or not session.get("ledger"):
+            continue
+        with ledger(capsem_home, session, tmp_path) as conn:
+            rows = check_session(conn, profile=ROWS)
+            full = check_session(conn, profile=FULL)
+        skipped = [f for f in rows.findings if f.check == "schema_not_ready"]
+        assert skipped and not any(f.applicable for f in skipped)
+        assert rows.row_verdicts().rows() == full.row_verdicts().rows(), session["id"]
+        compared += bool(full.row_verdicts().rows())
+    assert compared >= 3

@@ -4,18 +4,15 @@ The report (the full profile) runs in a Datasette SQL thread on the session's mo
 read-only ledger, once per file version: it is kept in the report cache and, for a stopped
 session, in the report store of the plugin's cache (checks/cache.py), so a view of an unchanged
 file, a restarted server and a second server over the same cache read it back. A big ledger
-whose report is in neither is checked in the background: the page waits `CHECK_WAIT_SECONDS`
-for it, then answers at once that the session is being checked (HTTP 202, a page that reloads
-itself), and the next view after the run gets the report. A session with no ledger on disk
-still gets the checks about its main.db row; an unreadable ledger gets the same 422 page every
-session page gives.
+whose report is in neither is checked in the background: the page answers at once that the
+session is being checked (HTTP 202, a page that reloads itself; views/pending.py), and the next
+view after the run gets the report. A session with no ledger on disk still gets the checks
+about its main.db row; an unreadable ledger gets the same 422 page every session page gives.
 """
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import logging
 from typing import Any
 
 from datasette_capsem import errors
@@ -23,25 +20,15 @@ from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.findings import Severity
 from datasette_capsem.versioned_store import store_key
-from datasette_capsem.views import render
+from datasette_capsem.views import pending, render
 from datasette_capsem.views.integrity import ledger_path, report_cache, validator
 from datasette_capsem.views.opening import Opened, open_session
 
-log = logging.getLogger(__name__)
 
-# A ledger this big whose full report is neither held nor stored is checked in the
-# background (its integrity_check and body hashes take seconds): the page waits this long for
-# the report, then says the session is being checked.
-BACKGROUND_CHECK_BYTES = 32 * 2**20
-CHECK_WAIT_SECONDS = 0.5
-RELOAD_SECONDS = 2
-
-
-async def _report(datasette, opened: Opened, database: str, wait: float | None) -> Any:
+async def _report(datasette, opened: Opened, database: str) -> Any:
     """The full report of the session (a dict), held or stored while the file is unchanged,
-    else computed once for every view that asks meanwhile. With `wait`, a report not held in
-    memory is waited for that long at most: None when it is not ready by then (its run goes
-    on in the background)."""
+    else computed once for every view that asks meanwhile; for a big ledger whose report is
+    not ready soon, what `pending.pending` recognises (views/pending.py)."""
     session = opened.session
 
     def run(conn):
@@ -58,50 +45,8 @@ async def _report(datasette, opened: Opened, database: str, wait: float | None) 
         cache.hits += 1
         return held.report
     stored = store_key(session, ledger_path(opened), FULL)
-    task = asyncio.ensure_future(cache.get(key, check, compute, stored))
-    task.add_done_callback(_consume)
-    if wait is not None:
-        try:
-            await asyncio.wait_for(asyncio.shield(task), wait)
-        except asyncio.TimeoutError:
-            return None
-    entry, _ = await task
-    return entry.report
-
-
-def _consume(task: asyncio.Future) -> None:
-    """A background check that failed after its page answered: logged, not lost."""
-    if not task.cancelled() and task.exception() is not None:
-        log.warning("the integrity check failed", exc_info=task.exception())
-
-
-def _big(opened: Opened) -> bool:
-    path = ledger_path(opened)
-    try:
-        return path is not None and path.stat().st_size >= BACKGROUND_CHECK_BYTES
-    except OSError:
-        return False
-
-
-async def _checking_page(datasette, request, opened: Opened):
-    """What a view of a big ledger being checked gets: it says so and reloads itself."""
-    session = opened.session
-    data = {
-        "checking": True,
-        "session": session.summary(),
-        "message": f"Session {session.id} is being checked (its ledger is "
-        f"{ledger_path(opened).stat().st_size / 2**20:,.0f} MiB). The report appears here when "
-        "the check is done; it is kept until the file changes.",
-        "reload_seconds": RELOAD_SECONDS,
-    }
-    context = {
-        **data,
-        "session_href": opened.links.session(),
-        "display_name": session.display_name,
-    }
-    return await render.page(
-        datasette, request, "check_pending.html", context, data=data, status=202
-    )
+    found = await pending.within_wait(opened, cache.get(key, check, compute, stored))
+    return found if pending.pending(found) else found[0].report
 
 
 def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
@@ -151,10 +96,10 @@ async def check_page(datasette, request):
     if opened.problem is not None:
         whose = f"The ledger of session {opened.session.id} (so it cannot be checked)"
         raise errors.unreadable(opened.problem, whose)
-    wait = CHECK_WAIT_SECONDS if _big(opened) else None
-    report = await _report(datasette, opened, opened.links.database, wait)
-    if report is None:
-        return await _checking_page(datasette, request, opened)
+    report = await _report(datasette, opened, opened.links.database)
+    if pending.pending(report):
+        what = "The full integrity check of this session is running"
+        return await pending.page(datasette, request, opened, what, "Integrity report")
     data = _with_base(datasette, copy.deepcopy(report))
     context = {
         **data,
