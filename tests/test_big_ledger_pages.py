@@ -6,6 +6,7 @@ again once it changes. Counted (reads, runs, loads), never timed."""
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -15,11 +16,12 @@ import pytest
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL, ROWS
 from datasette_capsem.state import get_state
+from datasette_capsem.views import integrity as integrity_view
 from datasette_capsem.views import pending as pending_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
 from tests.helpers import actor_cookies, make_datasette
-from tests.trace_support import clean_current, ledger, readable, session_url
+from tests.trace_support import clean_current, ledger, readable, session_url, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -120,7 +122,7 @@ async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
     session = clean_current(manifest)[2]
     url = session_url(session["id"], "/check")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(pending_view, "BACKGROUND_BYTES", 0)
+    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     pending = await datasette.client.get(url + ".json")
     assert pending.status_code == 202, pending.text[:300]
@@ -189,6 +191,10 @@ async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, ma
     assert "a-new-provider" in changed["provider"]
 
 
+def without_duration(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "duration_ms"}
+
+
 def facet_counts(data: dict) -> dict[str, dict]:
     results = data["facet_results"]
     results = results.get("results", results)  # Datasette 1.0 nests them
@@ -217,3 +223,38 @@ def test_the_pages_row_verdicts_leave_out_the_whole_file_check_and_no_verdict(
         assert rows.row_verdicts().rows() == full.row_verdicts().rows(), session["id"]
         compared += bool(full.row_verdicts().rows())
     assert compared >= 3
+
+
+async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A trace page whose rule book verdicts are neither held nor stored answers 202 'being
+    computed' at once on a big ledger; the run goes on, and the page is then the page a small
+    ledger gets straight away."""
+    session = clean_current(manifest)[4]
+    with sqlite3.connect(home / session["ledger"]) as conn:
+        trace = conn.execute(
+            "SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()[0]
+    url = trace_url(session["id"], trace)
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(url)
+    assert first.status_code == 202
+    assert "Being computed" in first.text and 'http-equiv="refresh"' in first.text
+    for _ in range(1000):
+        page = await datasette.client.get(url)
+        if page.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert page.status_code == 200
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = await other.client.get(url)
+    assert expected.status_code == 200
+    assert strip_nonces(page.text) == strip_nonces(expected.text)
+
+
+def strip_nonces(html: str) -> str:
+    return re.sub(r'nonce="[^"]*"', "", html)

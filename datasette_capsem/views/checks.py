@@ -21,7 +21,7 @@ from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.findings import Severity
 from datasette_capsem.versioned_store import store_key
 from datasette_capsem.views import pending, render
-from datasette_capsem.views.integrity import ledger_path, report_cache, validator
+from datasette_capsem.views.integrity import ledger_path, on_ledger, report_cache, validator
 from datasette_capsem.views.opening import Opened, open_session
 
 
@@ -35,9 +35,7 @@ async def _report(datasette, opened: Opened, database: str) -> Any:
         return check_session(conn, session=session, live=session.live, database=database).to_dict()
 
     async def compute() -> dict[str, Any]:
-        if opened.db is None:
-            return run(None)
-        return await opened.db.execute_fn(run)
+        return await on_ledger(opened, run)
 
     cache, key, check = report_cache(datasette), (session.id, FULL), validator(opened)
     held = cache.fresh(key, check)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from datasette_capsem import readonly
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.cache import ROW_VERDICTS_JSON, ReportCache, report_validator
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
@@ -40,6 +41,42 @@ PROFILE_NOTES = {
 def report_cache(datasette) -> ReportCache:
     """The report cache of this Datasette instance."""
     return get_state(datasette).reports
+
+
+# A ledger this big runs the rule book on a connection of its own, in a worker thread: a
+# whole-file run takes seconds there, and the mounted file's one connection (views/pages of the
+# same ledger queue for it) stays free meanwhile. Its slow pages also answer at once while the
+# run goes on (views/pending.py).
+BIG_LEDGER_BYTES = 32 * 2**20
+
+
+def big_ledger(opened: Opened) -> bool:
+    """Whether the session's ledger is big enough for its whole-file runs to go apart."""
+    path = ledger_path(opened)
+    try:
+        return path is not None and path.stat().st_size >= BIG_LEDGER_BYTES
+    except OSError:
+        return False
+
+
+def _on_own_connection(path: Path, cache_dir: Path, fn: Callable[[Any], Any]) -> Any:
+    conn = readonly.open_readonly(path, cache_dir)
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+
+
+async def on_ledger(opened: Opened, fn: Callable[[Any], Any]) -> Any:
+    """`fn(conn)` for a rule book run over the session's ledger (`fn(None)` without one): on
+    the mounted file's connection, or for a big ledger on a read-only connection of its own
+    in a worker thread (the request's context, so its policy, goes with it)."""
+    if opened.db is None:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, None)
+    if big_ledger(opened):
+        db = opened.db
+        return await asyncio.to_thread(_on_own_connection, db.source_path, db.cache_dir, fn)
+    return await opened.db.execute_fn(fn)
 
 
 def ledger_path(opened: Opened) -> Path | None:
@@ -93,9 +130,7 @@ async def integrity(
         ).to_dict()
 
     async def compute() -> dict[str, Any]:
-        if opened.db is not None:
-            return await opened.db.execute_fn(run)
-        return await asyncio.get_running_loop().run_in_executor(None, run, None)
+        return await on_ledger(opened, run)
 
     try:
         stored = store_key(session, ledger_path(opened), profile)
@@ -118,6 +153,12 @@ async def integrity(
     }
 
 
+def row_verdicts_held(datasette, opened: Opened) -> bool:
+    """Whether the session's row verdicts are in memory for the file as it is now."""
+    key = (opened.session.id, ROWS)
+    return report_cache(datasette).fresh(key, validator(opened)) is not None
+
+
 async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
     """The rule book's findings per row of this session (the `rows` profile: every row check of
     the full one, the file's integrity_check left to the /check page), cached like the
@@ -138,7 +179,7 @@ async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
         return report.row_verdicts()
 
     async def compute() -> RowVerdicts:
-        return await opened.db.execute_fn(run)
+        return await on_ledger(opened, run)
 
     stored = store_key(session, ledger_path(opened), ROWS, ROW_VERDICTS_JSON)
     entry, _ = await report_cache(datasette).get(

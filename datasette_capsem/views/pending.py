@@ -2,7 +2,7 @@
 
 A page whose answer reads the whole file (the check page's full report, a trace page's rule
 book verdicts on a cold store) is computed once per file version and kept (checks/cache.py,
-views/trace_cache.py). On a ledger of `BACKGROUND_BYTES` or more whose answer is neither held
+views/trace_cache.py). On a big ledger (views/integrity.big_ledger) whose answer is neither held
 nor stored, that run takes seconds: the page waits `WAIT_SECONDS` for it, then answers 202
 with a page that says what is being computed and reloads itself, while the run goes on in the
 background for every view that asks meanwhile. A smaller ledger's page waits for its answer,
@@ -17,24 +17,14 @@ from collections.abc import Awaitable
 from typing import Any
 
 from datasette_capsem.views import render
-from datasette_capsem.views.integrity import ledger_path
+from datasette_capsem.views.integrity import big_ledger, ledger_path
 from datasette_capsem.views.opening import Opened
 
 log = logging.getLogger(__name__)
 
-BACKGROUND_BYTES = 32 * 2**20
 WAIT_SECONDS = 0.5
 RELOAD_SECONDS = 2
 _PENDING = object()
-
-
-def big(opened: Opened) -> bool:
-    """Whether the session's ledger is big enough for its slow answers to go background."""
-    path = ledger_path(opened)
-    try:
-        return path is not None and path.stat().st_size >= BACKGROUND_BYTES
-    except OSError:
-        return False
 
 
 def _consume(task: asyncio.Future) -> None:
@@ -43,12 +33,13 @@ def _consume(task: asyncio.Future) -> None:
         log.warning("a background page answer failed", exc_info=task.exception())
 
 
-async def within_wait(opened: Opened, answer: Awaitable[Any]) -> Any:
-    """`await answer`, or `PENDING` when the ledger is big and the answer is not ready within
-    `WAIT_SECONDS` (it is then finished in the background)."""
+async def within_wait(opened: Opened, answer: Awaitable[Any], held: bool = False) -> Any:
+    """`await answer`, or what `pending` recognises when the ledger is big and the answer is
+    not ready within `WAIT_SECONDS` (it is then finished in the background). `held`: what the
+    answer waits on is in memory already (it is awaited then, however big the ledger)."""
     task = asyncio.ensure_future(answer)
     task.add_done_callback(_consume)
-    if not task.done() and big(opened):
+    if not held and big_ledger(opened):
         try:
             await asyncio.wait_for(asyncio.shield(task), WAIT_SECONDS)
         except asyncio.TimeoutError:
