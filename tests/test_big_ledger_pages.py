@@ -258,3 +258,34 @@ async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says
 
 def strip_nonces(html: str) -> str:
     return re.sub(r'nonce="[^"]*"', "", html)
+
+
+async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a big ledger, the overview's first view per file version answers 202 while its
+    summary is read, and its quick check says it is running until it is done; then the page
+    is the one a small ledger gets straight away."""
+    session = clean_current(manifest)[5]
+    url = session_url(session["id"], ".json")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(url)
+    assert first.status_code == 202 and first.json()["checking"] is True
+    page = await datasette.client.get(url.removesuffix(".json"))
+    assert page.status_code == 202 and "Being computed" in page.text
+    for _ in range(1000):
+        found = await datasette.client.get(url)
+        if found.status_code == 200 and found.json()["integrity"]["available"]:
+            break
+        assert found.status_code == 202 or "being checked" in found.json()["integrity"]["message"]
+        await asyncio.sleep(0.01)
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = (await other.client.get(url)).json()
+    got = found.json()
+    for data in (got, expected):
+        for key in ("computed_at", "age_seconds", "cached", "duration_ms"):
+            data["integrity"].pop(key, None)
+    assert got == expected

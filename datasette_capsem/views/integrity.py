@@ -153,6 +153,12 @@ async def integrity(
     }
 
 
+def report_held(datasette, opened: Opened, profile: str = OVERVIEW_PROFILE) -> bool:
+    """Whether the session's report of `profile` is in memory for the file as it is now."""
+    key = (opened.session.id, profile)
+    return report_cache(datasette).fresh(key, validator(opened)) is not None
+
+
 def row_verdicts_held(datasette, opened: Opened) -> bool:
     """Whether the session's row verdicts are in memory for the file as it is now."""
     key = (opened.session.id, ROWS)

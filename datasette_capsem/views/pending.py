@@ -47,6 +47,11 @@ async def within_wait(opened: Opened, answer: Awaitable[Any], held: bool = False
     return await task
 
 
+def in_background(answer: Awaitable[Any]) -> None:
+    """Start `answer` now for a later view (its result is kept where it keeps it)."""
+    asyncio.ensure_future(answer).add_done_callback(_consume)
+
+
 def pending(value: Any) -> bool:
     return value is _PENDING
 

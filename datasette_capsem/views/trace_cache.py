@@ -153,6 +153,18 @@ def _as_json(data: dict[str, Any]) -> dict[str, Any]:
         return data
 
 
+def _data_key(opened: Opened, answer: str) -> tuple[str, str, tuple]:
+    version = f"{source_digest(DATA_CODE_PARTS, ('.py', '.sql')).hex()}:{rule_book_version()}"
+    profile = f"data|{answer}|{opened.links.session()}"
+    return version, profile, (opened.session.id, profile, version)
+
+
+def data_held(datasette, opened: Opened, answer: str) -> bool:
+    """Whether `cached_data`'s answer is in memory for the file as it is now."""
+    key = _data_key(opened, answer)[2]
+    return get_state(datasette).pages.fresh(key, validator(opened)) is not None
+
+
 async def cached_data(
     datasette, opened: Opened, answer: str, build: Callable[[], Awaitable[dict[str, Any]]]
 ) -> dict[str, Any]:
@@ -160,10 +172,8 @@ async def cached_data(
     renders), built once per ledger version and `answer`, kept in memory
     (`CapsemState.pages`) and, for a stopped session, in the trace store, so a restart reads
     it back. Each call gets its own copy, which the caller may change."""
-    version = f"{source_digest(DATA_CODE_PARTS, ('.py', '.sql')).hex()}:{rule_book_version()}"
-    profile = f"data|{answer}|{opened.links.session()}"
+    version, profile, key = _data_key(opened, answer)
     stored = store_key(opened.session, _ledger_path(opened), profile, JSON_OBJECT)
-    key = (opened.session.id, profile, version)
     check = validator(opened)
     store = trace_store(datasette)
 
