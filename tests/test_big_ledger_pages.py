@@ -124,26 +124,24 @@ async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
     monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
-    pending = await datasette.client.get(url + ".json")
-    assert pending.status_code == 202, pending.text[:300]
-    assert pending.json()["checking"] is True
-    assert pending.json()["session"]["id"] == session["id"]
     page = await datasette.client.get(url)
     assert page.status_code == 202
-    assert (
-        "Being computed" in page.text
-        and "integrity check" in page.text
-        and 'http-equiv="refresh"' in page.text
-    )
+    assert "Being computed" in page.text and "integrity check" in page.text
+    assert 'http-equiv="refresh"' in page.text
     for _ in range(1000):  # the run goes on after the views answered, as the page reloads
         done = await datasette.client.get(url + ".json")
         if done.status_code != 202:
             break
+        assert done.json()["checking"] is True
+        assert done.json()["session"]["id"] == session["id"]
         await asyncio.sleep(0.01)
-    reports = report_cache(datasette)
-    assert done.status_code == 200, (reports.runs, reports._running, len(reports))
-    assert done.json()["verdict"]
+    assert done.status_code == 200 and done.json()["verdict"]
     assert report_cache(datasette).runs == 1  # one run for every view that asked meanwhile
+    # Run on a connection of its own, the report is the one the mounted file's gives.
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = (await other.client.get(url + ".json")).json()
+    assert without_duration(done.json()) == without_duration(expected)
 
 
 FACETS = ("provider", "model", "kind", "tool_name")
@@ -273,7 +271,8 @@ async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(url)
     assert first.status_code == 202 and first.json()["checking"] is True
-    page = await datasette.client.get(url.removesuffix(".json"))
+    # Another page of turns is another answer: not held either, whatever the run above did.
+    page = await datasette.client.get(url.removesuffix(".json") + "?_size=7")
     assert page.status_code == 202 and "Being computed" in page.text
     for _ in range(1000):
         found = await datasette.client.get(url)
