@@ -103,6 +103,7 @@ class CapsemState:
     session_table: SessionTable
     reports: ReportCache
     traces: ReportCache  # rows and graph of the traces viewed last (views/trace.py)
+    pages: ReportCache  # whole-file answers of session pages (views/trace_cache.cached_data)
     follow: FollowCache  # newest rows of live ledgers, one read per file version (views/follow.py)
     trace_store: VersionedStore  # trace answers of stopped sessions on disk (views/trace_cache.py)
 
@@ -122,6 +123,8 @@ def build_state(datasette) -> CapsemState:
         # trace (rows, graph, and tree/graph/conversation answers per reader policy: up to 8),
         # kept while the ledger is unchanged, let each be built once (views/trace_cache.py).
         traces=ReportCache(size=24, max_age=120.0),
+        # The overview's aggregates of the sessions viewed last, per page of turns.
+        pages=ReportCache(size=32, max_age=120.0),
         follow=FollowCache(),
         trace_store=VersionedStore.in_cache(settings.cache_dir, TRACE_STORE_DIRECTORY),
     )

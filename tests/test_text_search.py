@@ -464,3 +464,67 @@ async def test_the_list_box_and_the_search_box_are_told_apart(indexed_datasette)
     assert 'href="/-/capsem/search?q=let"' in empty  # the hint to search the text
     found = (await indexed_datasette.client.get("/-/capsem/search.json?q=let")).json()
     assert found["text"]["total"] > 0
+
+
+SNIPPET_QUERIES = ("a*", "s*", "re*", '"rm -rf"', "GET", "api OR dns", "NEAR(model call)", "exa*")
+
+
+async def test_snippets_cut_from_the_shown_rows_equal_fts5s_over_the_whole_index(indexed_datasette):
+    """Each hit's snippet comes from its own row matched again in a small table; it is the
+    snippet FTS5 gives the same row in the whole index, for words, prefixes, phrases, OR and
+    NEAR."""
+    conn = sqlite3.connect(f"file:{get_state(indexed_datasette).index.path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    compared = 0
+    try:
+        for query in SNIPPET_QUERIES:
+            result = fts.search(conn, query, limit=40)
+            for hit in result.hits:
+                expected = conn.execute(
+                    "SELECT snippet(text_search, 0, ?, ?, '…', ?) FROM text_search "
+                    "WHERE text_search MATCH ? AND rowid = ?",
+                    (MARK_OPEN, MARK_CLOSE, fts.SNIPPET_TOKENS, result.fts_query, hit["doc_id"]),
+                ).fetchone()[0]
+                assert hit["snippet_parts"] == fts.split_snippet(expected), (query, hit)
+                compared += 1
+    finally:
+        conn.close()
+    assert compared > 100
+
+
+async def test_a_prefix_matching_more_than_the_bound_ranks_the_first_matches_and_says_so(
+    indexed_datasette, monkeypatch
+):
+    """A prefix search over more matches than RANK_BOUND ranks the first RANK_BOUND matches
+    only: the JSON says it is partial, the page says so, and it pages through those alone. A
+    word, however many rows hold it, is still ranked over every match."""
+    everything = (await text(indexed_datasette, "s*", _size=200))["text"]
+    assert everything["total"] > 30 and not everything["partial"]
+    monkeypatch.setattr(fts, "RANK_BOUND", 12)
+    bounded = (await text(indexed_datasette, "s*", _size=5))["text"]
+    assert bounded["partial"] is True and bounded["ranked"] == 12
+    assert bounded["total"] == everything["total"]  # the count is still of every match
+    ids = [hit["doc_id"] for hit in bounded["hits"]]
+    first = [
+        hit["doc_id"] for hit in (await text(indexed_datasette, "s*", _size=12))["text"]["hits"]
+    ]
+    assert ids == first[:5] and len(first) == 12
+    pages, url = [], bounded["next"]
+    while url:  # 12 ranked hits: pages of 5, 5 and 2, then no next page
+        page = (await indexed_datasette.client.get(url.replace("/search?", "/search.json?"))).json()
+        pages.append(len(page["text"]["hits"]))
+        url = page["text"]["next"]
+    assert pages == [5, 2]
+    html = await indexed_datasette.client.get("/-/capsem/search?" + urlencode({"q": "s*"}))
+    assert "Showing the best of the first 12 matches only" in html.text
+    words = [
+        w
+        for w in ("GET", "api", "model")
+        if (await text(indexed_datasette, w))["text"]["total"] > 12
+    ]
+    assert words, "no word matches more rows than the bound"
+    for word in words:
+        found = (await text(indexed_datasette, word, _size=5))["text"]
+        assert found["partial"] is False and found["ranked"] is None
+    quiet = await indexed_datasette.client.get("/-/capsem/search?" + urlencode({"q": words[0]}))
+    assert "Showing the best of the first" not in quiet.text

@@ -10,12 +10,22 @@ the page answers as a 400.
 Hits are ranked by bm25 (best first); the snippet marks matched tokens with private-use
 characters that indexed text never contains (text.MARK_OPEN/MARK_CLOSE), so a page splits it
 into parts and escapes every part: a ledger value cannot forge or break the highlight.
+
+What a search costs is bounded by what it shows, not by what it matches. A prefix query that
+matches more than `RANK_BOUND` documents (`a*` matches 100,000 rows of one 300,000-row ledger)
+ranks the first `RANK_BOUND` matches in index order only, and says so (`TextResult.partial`);
+the count stops at `COUNT_CAP`. Snippets are cut from the shown rows alone: their text is
+matched again in a small in-memory FTS5 table with the index's tokenizer, which gives FTS5's
+own snippet of each row (a snippet depends on its row and the query only) without expanding
+the prefix over the whole index's postings.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +36,8 @@ from datasette_capsem.sqlfiles import load_sql
 MAX_QUERY_CHARS = 512
 MAX_LIMIT = 200
 COUNT_CAP = 10_000
+# A prefix query matching more documents than this ranks the first RANK_BOUND matches only.
+RANK_BOUND = 2_000
 SNIPPET_TOKENS = 24
 OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 _PIECE = re.compile(r'"(?:[^"]|"")*"\*?|"|[(),]|[^\s"(),]+')
@@ -52,6 +64,15 @@ class TextResult:
     total: int = 0
     total_capped: bool = False
     fts_query: str = ""
+    # Ranked among the first `ranked` matches in index order only (a prefix query matching
+    # more than RANK_BOUND documents): the hits are the best of those, not of every match.
+    partial: bool = False
+    ranked: int | None = None
+
+
+def has_prefix(expression: str) -> bool:
+    """Whether an FTS5 expression (`to_fts`) holds a prefix term (`word*`, `"a phrase"*`)."""
+    return any(piece.endswith("*") for piece in _PIECE.findall(expression))
 
 
 def to_fts(query: str) -> str:
@@ -126,12 +147,14 @@ def search(
     clauses, params = _where(filters)
     params.update(fts=expression, limit=max(1, min(limit, MAX_LIMIT)), offset=max(0, offset))
     where = "".join(f" AND {c}" for c in clauses)
-    ranked_sql = render_sql(load_sql(__package__, "text_ranked"), fragments={"where": where})
     count_sql = load_sql(__package__, "text_count" if clauses else "text_count_plain")
     count_sql = render_sql(count_sql, fragments={"where": where})
     try:
-        ranked = conn.execute(ranked_sql, params).fetchall()
         total = conn.execute(count_sql, {**params, "cap": COUNT_CAP + 1}).fetchone()[0]
+        bounded = has_prefix(expression) and total > RANK_BOUND
+        name = "text_ranked_bounded" if bounded else "text_ranked"
+        ranked_sql = render_sql(load_sql(__package__, name), fragments={"where": where})
+        ranked = conn.execute(ranked_sql, {**params, "bound": RANK_BOUND}).fetchall()
     except sqlite3.OperationalError as error:
         if "fts5" in str(error) or "syntax" in str(error) or "unterminated" in str(error):
             raise _explain(error) from error
@@ -144,15 +167,50 @@ def search(
             hit["snippet_parts"] = split_snippet(snippets.get(row[0], ""))
             hit["snippet"] = "".join(part["text"] for part in hit["snippet_parts"])
             hits.append(hit)
-    return TextResult(hits, min(total, COUNT_CAP), total > COUNT_CAP, expression)
+    result = TextResult(hits, min(total, COUNT_CAP), total > COUNT_CAP, expression)
+    if bounded:
+        result.partial, result.ranked = True, RANK_BOUND
+    return result
+
+
+@functools.cache
+def _tokenizer() -> str:
+    """The index's FTS5 tokenizer, as its DDL declares it (create.sql)."""
+    found = re.search(r"tokenize\s*=\s*'([^']*)'", load_sql(__package__, "create"))
+    if found is None:
+        raise RuntimeError("create.sql declares no tokenizer for text_search")
+    return found.group(1)
+
+
+_snippet_tables = threading.local()
+
+
+def _snippet_table() -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table (the index's tokenizer) for a page's snippets."""
+    conn = getattr(_snippet_tables, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:")
+        tokenize = _tokenizer().replace("'", "''")
+        conn.execute(f"CREATE VIRTUAL TABLE shown USING fts5(body, tokenize = '{tokenize}')")
+        _snippet_tables.conn = conn
+    return conn
 
 
 def _snippets(conn: sqlite3.Connection, expression: str, rowids: list[int]) -> dict[int, str]:
-    """Snippets of the few rows shown (computed after ranking, not for every match)."""
+    """Snippets of the few rows shown (computed after ranking, not for every match), cut
+    from those rows alone (see the module docstring)."""
     placeholders = ", ".join("?" for _ in rowids)
-    sql = render_sql(load_sql(__package__, "text_snippets"), fragments={"rowids": placeholders})
-    params = [MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, expression, *rowids]
-    return dict(conn.execute(sql, params).fetchall())
+    sql = render_sql(load_sql(__package__, "text_bodies"), fragments={"rowids": placeholders})
+    bodies = conn.execute(sql, rowids).fetchall()
+    shown = _snippet_table()
+    try:
+        shown.executemany("INSERT INTO shown (rowid, body) VALUES (?, ?)", bodies)
+        params = [MARK_OPEN, MARK_CLOSE, SNIPPET_TOKENS, expression]
+        sql = render_sql(load_sql(__package__, "text_snippets"))
+        found = shown.execute(sql, params).fetchall()
+    finally:
+        shown.execute("DELETE FROM shown")
+    return dict(found)
 
 
 def split_snippet(snippet: str) -> list[dict[str, Any]]:

@@ -13,14 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from datasette.database import Database
+from datasette.database import Database, QueryInterrupted
 
 from datasette_capsem import readonly, redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
@@ -46,6 +48,15 @@ inline_queries: contextvars.ContextVar[bool] = contextvars.ContextVar(
 INLINE_MAX_BYTES = 2 << 20
 INLINE_SLOW_SECONDS = 0.05
 INLINE_SLOW_STRIKES = 3
+
+log = logging.getLogger(__name__)
+
+# Facet counts of a file no writer holds, by statement, parameters and reader policy: a table
+# page counts each facet column over the whole (filtered) table on every view (six facets of
+# a 72,000-row table: most of a second), so each count is run once per file version. A count
+# that overran Datasette's facet time limit is run once more in the background, within the
+# instance's SQL time limit, so the next view shows it.
+FACET_RESULTS_KEPT = 256  # per mounted file; each is at most facet_size + 1 rows
 
 # Introspected schemas by the hash of their schema text, shared by every file of that shape.
 MAX_SHAPES = 64
@@ -91,6 +102,9 @@ class LedgerDatabase(Database):
         self._checked_in = request_scope.get()  # the request that last stat'ed the file
         self._inline = self._state.mode != "gz"  # a gz file's size is not what SQLite reads
         self._slow_queries = 0
+        self._facets: OrderedDict[Hashable, Any] = OrderedDict()
+        self._facets_running: dict[Hashable, asyncio.Task] = {}
+        self.facet_runs = 0  # facet counts run on the file (a view answered from memory runs none)
 
     # -- what Datasette asks of every database ------------------------------------------------
 
@@ -245,6 +259,70 @@ class LedgerDatabase(Database):
             return await asyncio.get_event_loop().run_in_executor(
                 self.ds.executor, context.run, self._run, fn
             )
+
+    # -- facet counts, once per file version ---------------------------------------------------
+
+    def _facet_key(self, sql: str, params: Any, custom_time_limit: Any) -> Hashable | None:
+        """The key of a facet count (Datasette's ColumnFacet, ArrayFacet and DateFacet
+        statements, run with the facet time limit) of a file no writer holds, else None."""
+        if custom_time_limit is None or custom_time_limit != self.ds.setting("facet_time_limit_ms"):
+            return None
+        if self._state.mode not in ("immutable", "gz") or "group by" not in sql.lower():
+            return None
+        values = tuple(sorted(params.items())) if isinstance(params, dict) else tuple(params or ())
+        policy = (redaction.policy.get(), redaction.hide_free_text.get())
+        return (file_fingerprint(self.source_path), sql, values, policy)
+
+    async def execute(
+        self,
+        sql,
+        params=None,
+        truncate=False,
+        custom_time_limit=None,
+        page_size=None,
+        log_sql_errors=True,
+    ):
+        key = self._facet_key(sql, params, custom_time_limit) if not truncate else None
+        if key is None:
+            return await super().execute(
+                sql, params, truncate, custom_time_limit, page_size, log_sql_errors
+            )
+        held = self._facets.get(key)
+        if held is not None:
+            self._facets.move_to_end(key)
+            return held
+        try:
+            self.facet_runs += 1
+            results = await super().execute(sql, params, False, custom_time_limit, page_size)
+        except QueryInterrupted:
+            self._count_later(key, sql, params, page_size)
+            raise
+        self._keep(key, results)
+        return results
+
+    def _keep(self, key: Hashable, results: Any) -> None:
+        self._facets[key] = results
+        self._facets.move_to_end(key)
+        while len(self._facets) > FACET_RESULTS_KEPT:
+            self._facets.popitem(last=False)
+
+    def _count_later(self, key: Hashable, sql: str, params: Any, page_size: Any) -> None:
+        """Run a facet count that overran the facet time limit again in the background,
+        within the instance's SQL time limit, for the next view (in the request's context:
+        its reader policy)."""
+        if key in self._facets_running:
+            return
+
+        async def run() -> None:
+            try:
+                self.facet_runs += 1
+                self._keep(key, await super(LedgerDatabase, self).execute(sql, params, False))
+            except Exception:  # overran the SQL time limit too, or the file went: not kept
+                log.info("facet count of %s not kept", self.source_path, exc_info=True)
+            finally:
+                self._facets_running.pop(key, None)
+
+        self._facets_running[key] = asyncio.ensure_future(run())
 
     async def _execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
         """Datasette 1.0's `execute()` reads through `_execute_fn`, not `execute_fn`: both

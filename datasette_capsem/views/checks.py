@@ -1,30 +1,50 @@
 """`/-/capsem/sessions/<id>/check` and `.json`: the integrity report of one session.
 
-The report runs in a Datasette SQL thread on the session's mounted, read-only ledger. A session
-with no ledger on disk still gets the checks about its main.db row; an unreadable ledger gets
-the same 422 page every session page gives.
+The report (the full profile) runs in a Datasette SQL thread on the session's mounted,
+read-only ledger, once per file version: it is kept in the report cache and, for a stopped
+session, in the report store of the plugin's cache (checks/cache.py), so a view of an unchanged
+file, a restarted server and a second server over the same cache read it back. A big ledger
+whose report is in neither is checked in the background: the page answers at once that the
+session is being checked (HTTP 202, a page that reloads itself; views/pending.py), and the next
+view after the run gets the report. A session with no ledger on disk still gets the checks
+about its main.db row; an unreadable ledger gets the same 422 page every session page gives.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from datasette_capsem import errors
-from datasette_capsem.checks import Report, check_session
+from datasette_capsem.checks import check_session
+from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.findings import Severity
-from datasette_capsem.views import render
+from datasette_capsem.versioned_store import store_key
+from datasette_capsem.views import pending, render
+from datasette_capsem.views.integrity import ledger_path, on_ledger, report_cache, validator
 from datasette_capsem.views.opening import Opened, open_session
 
 
-async def _report(opened: Opened, database: str) -> Report:
+async def _report(datasette, opened: Opened, database: str) -> Any:
+    """The full report of the session (a dict), held or stored while the file is unchanged,
+    else computed once for every view that asks meanwhile; for a big ledger whose report is
+    not ready soon, what `pending.pending` recognises (views/pending.py)."""
     session = opened.session
-    if opened.db is None:
-        return check_session(None, session=session, live=session.live, database=database)
 
     def run(conn):
-        return check_session(conn, session=session, live=session.live, database=database)
+        return check_session(conn, session=session, live=session.live, database=database).to_dict()
 
-    return await opened.db.execute_fn(run)
+    async def compute() -> dict[str, Any]:
+        return await on_ledger(opened, run)
+
+    cache, key, check = report_cache(datasette), (session.id, FULL), validator(opened)
+    held = cache.fresh(key, check)
+    if held is not None:
+        cache.hits += 1
+        return held.report
+    stored = store_key(session, ledger_path(opened), FULL)
+    found = await pending.within_wait(opened, cache.get(key, check, compute, stored))
+    return found if pending.pending(found) else found[0].report
 
 
 def _with_base(datasette, data: dict[str, Any]) -> dict[str, Any]:
@@ -74,8 +94,11 @@ async def check_page(datasette, request):
     if opened.problem is not None:
         whose = f"The ledger of session {opened.session.id} (so it cannot be checked)"
         raise errors.unreadable(opened.problem, whose)
-    report = await _report(opened, opened.links.database)
-    data = _with_base(datasette, report.to_dict())
+    report = await _report(datasette, opened, opened.links.database)
+    if pending.pending(report):
+        what = "The full integrity check of this session is running"
+        return await pending.page(datasette, request, opened, what, "Integrity report")
+    data = _with_base(datasette, copy.deepcopy(report))
     context = {
         **data,
         **_grouped(data["findings"]),

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from datasette_capsem import readonly
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.cache import ROW_VERDICTS_JSON, ReportCache, report_validator
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
@@ -42,13 +43,50 @@ def report_cache(datasette) -> ReportCache:
     return get_state(datasette).reports
 
 
-def _ledger(opened: Opened) -> Path | None:
+# A ledger this big runs the rule book on a connection of its own, in a worker thread: a
+# whole-file run takes seconds there, and the mounted file's one connection (views/pages of the
+# same ledger queue for it) stays free meanwhile. Its slow pages also answer at once while the
+# run goes on (views/pending.py).
+BIG_LEDGER_BYTES = 32 * 2**20
+
+
+def big_ledger(opened: Opened) -> bool:
+    """Whether the session's ledger is big enough for its whole-file runs to go apart."""
+    path = ledger_path(opened)
+    try:
+        return path is not None and path.stat().st_size >= BIG_LEDGER_BYTES
+    except OSError:
+        return False
+
+
+def _on_own_connection(path: Path, cache_dir: Path, fn: Callable[[Any], Any]) -> Any:
+    conn = readonly.open_readonly(path, cache_dir)
+    try:
+        return fn(conn)
+    finally:
+        conn.close()
+
+
+async def on_ledger(opened: Opened, fn: Callable[[Any], Any]) -> Any:
+    """`fn(conn)` for a rule book run over the session's ledger (`fn(None)` without one): on
+    the mounted file's connection, or for a big ledger on a read-only connection of its own
+    in a worker thread (the request's context, so its policy, goes with it)."""
+    if opened.db is None:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, None)
+    if big_ledger(opened):
+        db = opened.db
+        return await asyncio.to_thread(_on_own_connection, db.source_path, db.cache_dir, fn)
+    return await opened.db.execute_fn(fn)
+
+
+def ledger_path(opened: Opened) -> Path | None:
+    """The ledger file a session's reports are computed from (its mounted file when mounted)."""
     return opened.db.source_path if opened.db is not None else opened.session.ledger_path
 
 
 def validator(opened: Opened) -> Hashable:
     """What a report depends on besides the clock: the ledger's files and the main.db row."""
-    return report_validator(opened.session, _ledger(opened), opened.links.database)
+    return report_validator(opened.session, ledger_path(opened), opened.links.database)
 
 
 def _freshness(entry: CachedEntry, cached: bool, profile: str) -> dict[str, Any]:
@@ -92,12 +130,10 @@ async def integrity(
         ).to_dict()
 
     async def compute() -> dict[str, Any]:
-        if opened.db is not None:
-            return await opened.db.execute_fn(run)
-        return await asyncio.get_running_loop().run_in_executor(None, run, None)
+        return await on_ledger(opened, run)
 
     try:
-        stored = store_key(session, _ledger(opened), profile)
+        stored = store_key(session, ledger_path(opened), profile)
         entry, cached = await report_cache(datasette).get(
             (session.id, profile), validator(opened), compute, stored
         )
@@ -115,6 +151,18 @@ async def integrity(
         **_freshness(entry, cached, profile),
         "full_check": opened.links.session() + "/check",
     }
+
+
+def report_held(datasette, opened: Opened, profile: str = OVERVIEW_PROFILE) -> bool:
+    """Whether the session's report of `profile` is in memory for the file as it is now."""
+    key = (opened.session.id, profile)
+    return report_cache(datasette).fresh(key, validator(opened)) is not None
+
+
+def row_verdicts_held(datasette, opened: Opened) -> bool:
+    """Whether the session's row verdicts are in memory for the file as it is now."""
+    key = (opened.session.id, ROWS)
+    return report_cache(datasette).fresh(key, validator(opened)) is not None
 
 
 async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
@@ -137,9 +185,9 @@ async def row_verdicts(datasette, opened: Opened) -> RowVerdicts:
         return report.row_verdicts()
 
     async def compute() -> RowVerdicts:
-        return await opened.db.execute_fn(run)
+        return await on_ledger(opened, run)
 
-    stored = store_key(session, _ledger(opened), ROWS, ROW_VERDICTS_JSON)
+    stored = store_key(session, ledger_path(opened), ROWS, ROW_VERDICTS_JSON)
     entry, _ = await report_cache(datasette).get(
         (session.id, ROWS), validator(opened), compute, stored
     )

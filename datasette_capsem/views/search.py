@@ -214,7 +214,9 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
                 "row": links.row(hit.get("table_name") or "", hit.get("row_id")),
             }
         )
-    next_offset = offset + size if offset + size < result.total else None
+    # A bounded prefix search pages through the matches it ranked, not through every match.
+    pageable = min(result.total, result.ranked) if result.partial else result.total
+    next_offset = offset + size if offset + size < pageable else None
     next_url = None
     urls = Urls.of(datasette)
     if next_offset is not None:  # the JSON's next page is JSON, the page's a page
@@ -230,6 +232,8 @@ async def _text_search(datasette, request, value: str) -> dict[str, Any]:
         "hits": hits,
         "total": result.total,
         "total_capped": result.total_capped,
+        "partial": result.partial,  # ranked among the first `ranked` matches only
+        "ranked": result.ranked,
         "offset": offset,
         "size": size,
         "next": next_url,

@@ -17,9 +17,9 @@ from datasette_capsem.ledger import tables
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.session import overview, stats
 from datasette_capsem.urls import Urls
-from datasette_capsem.views import render
+from datasette_capsem.views import pending, render, trace_cache
 from datasette_capsem.views.follow import follow_context
-from datasette_capsem.views.integrity import integrity
+from datasette_capsem.views.integrity import integrity, report_held
 from datasette_capsem.views.opening import Opened, open_session, page_bounds
 
 log = logging.getLogger(__name__)
@@ -152,9 +152,19 @@ def _base_context(datasette, opened: Opened, offset: int, size: int) -> dict[str
     }
 
 
+def _answer(offset: int, size: int) -> str:
+    return f"overview|{offset}|{size}"
+
+
 async def _ledger_context(datasette, opened: Opened, offset: int, size: int) -> dict[str, Any]:
-    """What the page shows from the ledger: counts, providers, traces, legacy MCP rows."""
-    data = await opened.db.execute_fn(_overview_data(opened, offset, size))
+    """What the page shows from the ledger: counts, providers, traces, legacy MCP rows. Their
+    aggregates read the whole file, so they are read once per file version and page of turns
+    (views/trace_cache.cached_data), not on every view."""
+
+    async def build() -> dict[str, Any]:
+        return await opened.db.execute_fn(_overview_data(opened, offset, size))
+
+    data = await trace_cache.cached_data(datasette, opened, _answer(offset, size), build)
     urls = Urls.of(datasette)
     traces = data.pop("traces")
     _trace_links(opened, data["ambient_traces"], urls)
@@ -178,13 +188,29 @@ async def session_page(datasette, request):
     offset, size = page_bounds(request)
     context = _base_context(datasette, opened, offset, size)
     if opened.db is not None:
-        context.update(await _ledger_context(datasette, opened, offset, size))
+        # A big ledger's first view (per file version) answers at once while its summary is
+        # read in the background (views/pending.py); the page reloads itself.
+        held = trace_cache.data_held(datasette, opened, _answer(offset, size))
+        found = await pending.within_wait(
+            opened, _ledger_context(datasette, opened, offset, size), held
+        )
+        if pending.pending(found):
+            pending.in_background(integrity(datasette, opened))
+            what = "This session's summary (row counts, turns, Stats) is being read"
+            return await pending.page(datasette, request, opened, what, "Session overview")
+        context.update(found)
     elif not opened.session.has_ledger:
         context["notes"].append(
             "No session.db on disk: Capsem deletes the directory of a stopped ephemeral "
             "session, so main.db's row is all that remains."
         )
-    context["integrity"] = await integrity(datasette, opened, counts=context["counts"] or None)
+    verdict = integrity(datasette, opened, counts=context["counts"] or None)
+    context["integrity"] = await pending.within_wait(
+        opened, verdict, report_held(datasette, opened)
+    )
+    if pending.pending(context["integrity"]):  # a big ledger's quick check, not stored yet
+        message = "being checked in the background: reload the page for the verdict"
+        context["integrity"] = {"available": False, "verdict": None, "message": message}
     context["follow"] = await follow_context(datasette, opened)
     return await render.page(datasette, request, "session.html", context)
 

@@ -38,10 +38,10 @@ from datasette_capsem.graph.values import as_float, as_int
 from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
-from datasette_capsem.views import render, trace_cache
+from datasette_capsem.views import pending, render, trace_cache
 from datasette_capsem.views.event import body_links
 from datasette_capsem.views.follow import follow_context
-from datasette_capsem.views.integrity import row_verdicts, validator
+from datasette_capsem.views.integrity import row_verdicts, row_verdicts_held, validator
 from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
 
 log = logging.getLogger(__name__)
@@ -447,7 +447,11 @@ async def trace_page(datasette, request):
         return render.json_response(
             {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
         )
-    facts = await page_facts(datasette, opened, rows)
+    held = row_verdicts_held(datasette, opened)
+    facts = await pending.within_wait(opened, page_facts(datasette, opened, rows), held)
+    if pending.pending(facts):  # a big ledger's rule book verdicts, on a cold store
+        what = "The rule book is checking the rows of this session for its trace pages"
+        return await pending.page(datasette, request, opened, what, "Trace", trace_id=rows.trace_id)
     context = {
         "session": session.summary(),
         "display_name": session.display_name,

@@ -17,12 +17,18 @@ back instead of building them again.
 (`redaction.mask_text_memo`). A text is stored with whether the net left it unchanged, and a
 text read back with that mark is remembered again, so the net does not scan it again after a
 restart: the same answer, decided by the same code (the code digest is part of the key).
+
+`cached_data` keeps other whole-file answers the same way: the session overview's aggregates
+(row counts, the Stats summaries, the page of turns), read raw (plugin pages redact what they
+render), so one entry serves every reader; once per ledger version, not once per view.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,7 +38,13 @@ from typing import Any
 from datasette_capsem import redaction
 from datasette_capsem.checks.cache import rule_book_version, source_digest
 from datasette_capsem.state import get_state
-from datasette_capsem.versioned_store import CachedEntry, Codec, VersionedStore, store_key
+from datasette_capsem.versioned_store import (
+    JSON_OBJECT,
+    CachedEntry,
+    Codec,
+    VersionedStore,
+    store_key,
+)
 from datasette_capsem.views import render
 from datasette_capsem.views.integrity import validator
 from datasette_capsem.views.opening import Opened
@@ -125,3 +137,58 @@ async def json_text(
 
 def _ledger_path(opened: Opened) -> Path | None:
     return opened.db.source_path if opened.db is not None else opened.session.ledger_path
+
+
+# What a stored page answer (`cached_data`) is built by: the session pages' reads and the
+# ledger SQL they run.
+DATA_CODE_PARTS = ("session", "graph", "ledger", "views/session.py", "views/trace_cache.py")
+
+
+def _as_json(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` as it reads back from the store (tuples as lists), so a page built from a fresh
+    answer and one built from a stored answer are the same page; unchanged when not JSON."""
+    try:
+        return json.loads(json.dumps(data))
+    except (TypeError, ValueError):
+        return data
+
+
+def _data_key(opened: Opened, answer: str) -> tuple[str, str, tuple]:
+    version = f"{source_digest(DATA_CODE_PARTS, ('.py', '.sql')).hex()}:{rule_book_version()}"
+    profile = f"data|{answer}|{opened.links.session()}"
+    return version, profile, (opened.session.id, profile, version)
+
+
+def data_held(datasette, opened: Opened, answer: str) -> bool:
+    """Whether `cached_data`'s answer is in memory for the file as it is now."""
+    key = _data_key(opened, answer)[2]
+    return get_state(datasette).pages.fresh(key, validator(opened)) is not None
+
+
+async def cached_data(
+    datasette, opened: Opened, answer: str, build: Callable[[], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """`await build()` (a JSON object of raw ledger values: the caller's page redacts what it
+    renders), built once per ledger version and `answer`, kept in memory
+    (`CapsemState.pages`) and, for a stopped session, in the trace store, so a restart reads
+    it back. Each call gets its own copy, which the caller may change."""
+    version, profile, key = _data_key(opened, answer)
+    stored = store_key(opened.session, _ledger_path(opened), profile, JSON_OBJECT)
+    check = validator(opened)
+    store = trace_store(datasette)
+
+    async def compute() -> dict[str, Any]:
+        if stored is not None:
+            found = await asyncio.to_thread(store.load, stored, check, version)
+            if found is not None:
+                return found.report
+        started = time.time()
+        data = _as_json(await build())
+        if stored is not None:
+            saved = CachedEntry(check, started, data, timeless=True)
+            asyncio.get_running_loop().run_in_executor(None, store.save, stored, saved, version)
+            store.prune_now_and_then()
+        return data
+
+    entry, _ = await get_state(datasette).pages.get(key, check, compute)
+    return copy.deepcopy(entry.report)

@@ -1,4 +1,5 @@
--- Highlighted snippets of the hits of one page only. {rowids}: one placeholder per hit.
-SELECT rowid, snippet(text_search, 0, ?, ?, '…', ?)
-FROM text_search
-WHERE text_search MATCH ? AND rowid IN ({rowids})
+-- Highlighted snippets of the hits of one page only, from the in-memory table `shown` that
+-- holds their text (index/fts.py): FTS5's snippet of each row, matched again there.
+SELECT rowid, snippet(shown, 0, ?, ?, '…', ?)
+FROM shown
+WHERE shown MATCH ?

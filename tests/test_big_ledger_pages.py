@@ -1,0 +1,290 @@
+"""Issue 29 (one big ledger): the pages whose cost grows with the whole file do that work once
+per file version, not on every view: the overview's aggregates and the check page's report
+are read back from memory or the plugin's store while the ledger is unchanged, and computed
+again once it changes. Counted (reads, runs, loads), never timed."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.checks import check_session
+from datasette_capsem.checks.profiles import FULL, ROWS
+from datasette_capsem.state import get_state
+from datasette_capsem.views import integrity as integrity_view
+from datasette_capsem.views import pending as pending_view
+from datasette_capsem.views.integrity import report_cache
+from datasette_capsem.views.trace_cache import trace_store
+from tests.helpers import actor_cookies, make_datasette
+from tests.trace_support import clean_current, ledger, readable, session_url, trace_url
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@pytest.fixture(scope="module")
+def home(capsem_home, tmp_path_factory) -> Path:
+    """A copy of the generated home this module may write into."""
+    copy = tmp_path_factory.mktemp("big-ledger-pages") / "home"
+    shutil.copytree(capsem_home, copy, symlinks=True)
+    return copy
+
+
+def add_file_event(ledger: Path, path: str) -> None:
+    conn = sqlite3.connect(ledger)
+    try:
+        conn.execute(
+            "INSERT INTO fs_events (timestamp, action, path) VALUES (?, 'created', ?)",
+            ("2026-07-01T00:00:00Z", path),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+
+
+async def saved(store, count: int = 1) -> None:
+    for _ in range(500):
+        if store.saved >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"nothing stored in {store.directory}")
+
+
+async def test_overview_reads_its_aggregates_once_per_file_version(home, manifest, tmp_path):
+    session = clean_current(manifest)[0]
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    pages = get_state(datasette).pages
+    first = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+    assert pages.runs == 1
+    again = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+    assert pages.runs == 1 and pages.hits >= 1
+    for part in ("counts", "stats", "traces", "providers", "traces_total"):
+        assert again[part] == first[part]
+    html = await datasette.client.get(session_url(session["id"]))
+    assert html.status_code == 200 and pages.runs == 1
+
+    # A restarted server over the same cache reads the stored answer instead of the ledger
+    # (written off the event loop: wait for it).
+    await saved(trace_store(datasette))
+    restarted = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    store = trace_store(restarted)
+    loaded = store.loaded
+    reread = (await restarted.client.get(session_url(session["id"], ".json"))).json()
+    assert store.loaded == loaded + 1
+    for part in ("counts", "stats", "traces", "providers", "traces_total"):
+        assert reread[part] == first[part]
+
+    # A changed file is read again: the new row is counted.
+    add_file_event(home / session["ledger"], "/work/after.txt")
+    changed = (await datasette.client.get(session_url(session["id"], ".json"))).json()
+    assert pages.runs == 2
+    assert changed["counts"]["fs_events"] == first["counts"]["fs_events"] + 1
+
+
+async def test_check_page_runs_the_rule_book_once_per_file_version(home, manifest, tmp_path):
+    session = clean_current(manifest)[1]
+    url = session_url(session["id"], "/check")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    reports = report_cache(datasette)
+    first = await datasette.client.get(url + ".json")
+    assert first.status_code == 200 and reports.runs == 1
+    for _ in range(2):
+        again = await datasette.client.get(url + ".json")
+        assert again.json() == first.json()
+    html = await datasette.client.get(url)
+    assert html.status_code == 200 and "Integrity report" in html.text
+    assert reports.runs == 1
+
+    # A restarted server reads the stored report back instead of running the checks.
+    await saved(reports.store)
+    restarted = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    reread = await restarted.client.get(url + ".json")
+    assert reread.json() == first.json()
+    assert report_cache(restarted).runs == 0 and report_cache(restarted).loaded == 1
+
+    # A changed file is checked again.
+    add_file_event(home / session["ledger"], "/work/checked-again.txt")
+    changed = await datasette.client.get(url + ".json")
+    assert reports.runs == 2
+    assert changed.json()["tables"]["fs_events"] == first.json()["tables"]["fs_events"] + 1
+
+
+async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a cold store, a ledger over the size bound is checked in the background: a view
+    that comes before the report gets a 202 saying it is being checked (HTML that reloads
+    itself, JSON that says `checking`), and the report once the run is done."""
+    session = clean_current(manifest)[2]
+    url = session_url(session["id"], "/check")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    page = await datasette.client.get(url)
+    assert page.status_code == 202
+    assert "Being computed" in page.text and "integrity check" in page.text
+    assert 'http-equiv="refresh"' in page.text
+    for _ in range(1000):  # the run goes on after the views answered, as the page reloads
+        done = await datasette.client.get(url + ".json")
+        if done.status_code != 202:
+            break
+        assert done.json()["checking"] is True
+        assert done.json()["session"]["id"] == session["id"]
+        await asyncio.sleep(0.01)
+    assert done.status_code == 200 and done.json()["verdict"]
+    assert report_cache(datasette).runs == 1  # one run for every view that asked meanwhile
+    # Run on a connection of its own, the report is the one the mounted file's gives.
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = (await other.client.get(url + ".json")).json()
+    assert without_duration(done.json()) == without_duration(expected)
+
+
+FACETS = ("provider", "model", "kind", "tool_name")
+
+
+async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, manifest, tmp_path):
+    """A table page's facet counts of a stopped session are kept per file version and reader
+    policy: a second view runs none (same counts), another policy runs its own, and a
+    changed file is counted again."""
+    session = clean_current(manifest)[3]
+    datasette = await make_datasette(
+        home, tmp_path / "cache", index_refresh_seconds=0, view_secrets={"id": "operator"}
+    )
+    url = f"/{session['id']}/model_items.json?" + "&".join(f"_facet={f}" for f in FACETS)
+    url += "&_extra=facet_results"
+    first = await datasette.client.get(url)
+    assert first.status_code == 200, first.text[:300]
+    database = datasette.get_database(session["id"])
+    runs = database.facet_runs
+    assert runs == len(FACETS)
+    counts = facet_counts(first.json())
+    assert set(counts) == set(FACETS) and all(counts.values())
+    again = await datasette.client.get(url)
+    assert facet_counts(again.json()) == counts
+    assert database.facet_runs == runs
+    html = await datasette.client.get(url.replace(".json", ""))
+    assert html.status_code == 200 and database.facet_runs == runs
+    operator = await datasette.client.get(url, cookies=actor_cookies(datasette, "operator"))
+    assert facet_counts(operator.json()) == counts
+    assert database.facet_runs == 2 * runs  # the operator's policy reads rows its own way
+
+    conn = sqlite3.connect(home / session["ledger"])
+    try:
+        conn.execute(
+            "INSERT INTO model_items (model_call_id, timestamp, provider, model, path, trace_id,"
+            " kind, item_index, call_id, content_hash) SELECT model_call_id, timestamp,"
+            " 'a-new-provider', model, path, trace_id, kind, item_index + 1000, 'new-call',"
+            " content_hash FROM model_items LIMIT 1"
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    changed = facet_counts((await datasette.client.get(url)).json())
+    assert database.facet_runs == 3 * runs
+    assert "a-new-provider" in changed["provider"]
+
+
+def without_duration(report: dict) -> dict:
+    return {k: v for k, v in report.items() if k != "duration_ms"}
+
+
+def facet_counts(data: dict) -> dict[str, dict]:
+    results = data["facet_results"]
+    results = results.get("results", results)  # Datasette 1.0 nests them
+    return {
+        name: {str(v["value"]): v["count"] for v in facet["results"]}
+        for name, facet in results.items()
+    }
+
+
+def test_the_pages_row_verdicts_leave_out_the_whole_file_check_and_no_verdict(
+    capsem_home, manifest, tmp_path
+):
+    """The `rows` profile (what trace, event and OTLP pages draw) does not run
+    schema_not_ready (integrity_check or quick_check read every page of the file and judge no
+    row), and its row verdicts are the full profile's, for every session with a defect."""
+    sessions = {d["session"] for d in manifest["defects"]}
+    compared = 0
+    for session in readable(manifest):
+        if session["id"] not in sessions or not session.get("ledger"):
+            continue
+        with ledger(capsem_home, session, tmp_path) as conn:
+            rows = check_session(conn, profile=ROWS)
+            full = check_session(conn, profile=FULL)
+        skipped = [f for f in rows.findings if f.check == "schema_not_ready"]
+        assert skipped and not any(f.applicable for f in skipped)
+        assert rows.row_verdicts().rows() == full.row_verdicts().rows(), session["id"]
+        compared += bool(full.row_verdicts().rows())
+    assert compared >= 3
+
+
+async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A trace page whose rule book verdicts are neither held nor stored answers 202 'being
+    computed' at once on a big ledger; the run goes on, and the page is then the page a small
+    ledger gets straight away."""
+    session = clean_current(manifest)[4]
+    with sqlite3.connect(home / session["ledger"]) as conn:
+        trace = conn.execute(
+            "SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()[0]
+    url = trace_url(session["id"], trace)
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(url)
+    assert first.status_code == 202
+    assert "Being computed" in first.text and 'http-equiv="refresh"' in first.text
+    for _ in range(1000):
+        page = await datasette.client.get(url)
+        if page.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert page.status_code == 200
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = await other.client.get(url)
+    assert expected.status_code == 200
+    assert strip_nonces(page.text) == strip_nonces(expected.text)
+
+
+def strip_nonces(html: str) -> str:
+    return re.sub(r'nonce="[^"]*"', "", html)
+
+
+async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a big ledger, the overview's first view per file version answers 202 while its
+    summary is read, and its quick check says it is running until it is done; then the page
+    is the one a small ledger gets straight away."""
+    session = clean_current(manifest)[5]
+    url = session_url(session["id"], ".json")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(url)
+    assert first.status_code == 202 and first.json()["checking"] is True
+    # Another page of turns is another answer: not held either, whatever the run above did.
+    page = await datasette.client.get(url.removesuffix(".json") + "?_size=7")
+    assert page.status_code == 202 and "Being computed" in page.text
+    for _ in range(1000):
+        found = await datasette.client.get(url)
+        if found.status_code == 200 and found.json()["integrity"]["available"]:
+            break
+        assert found.status_code == 202 or "being checked" in found.json()["integrity"]["message"]
+        await asyncio.sleep(0.01)
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = (await other.client.get(url)).json()
+    got = found.json()
+    for data in (got, expected):
+        for key in ("computed_at", "age_seconds", "cached", "duration_ms"):
+            data["integrity"].pop(key, None)
+    assert got == expected
