@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import time
+import urllib.request
+
 import pytest
 
 from tests.browser import live_server, open_page, screenshot_dir, settle
@@ -22,6 +27,8 @@ async def test_home_session_and_table_load_without_console_errors(
 ):
     session = a_clean_session(manifest)
     with live_server(capsem_home, tmp_path / "cache") as base:
+        if os.environ.get("CAPSEM_SCREENSHOTS"):
+            _wait_for_the_index(base)  # the README's picture shows the charts and the cost box
         for path, expected in [
             ("/", "Capsem sessions"),
             (f"/{session['id']}", "model_calls"),
@@ -46,9 +53,22 @@ async def test_clicking_a_session_on_the_home_page_opens_it(
 ):
     session = a_clean_session(manifest)
     with live_server(capsem_home, tmp_path / "cache") as base:
+        if os.environ.get("CAPSEM_SCREENSHOTS"):
+            _wait_for_the_index(base)  # the README's picture shows the charts and the cost box
         page, problems = await open_page(browser, base + "/")
         await page.click(f"a[href='/-/capsem/sessions/{session['id']}']")
         await settle(page)
         assert page.url.endswith(f"/-/capsem/sessions/{session['id']}")
         await page.close()
         assert not problems
+
+
+def _wait_for_the_index(base: str) -> None:
+    """Until the cross-session index has been built (bounded: a hang, not a figure)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(base + "/-/capsem/index.json") as answer:
+            state = json.load(answer)
+        if state.get("ready") and not state.get("refreshing") and state.get("last_refresh_at"):
+            return
+        time.sleep(0.5)
