@@ -333,16 +333,26 @@ PUBLIC_METADATA = (
 )
 
 
+# Datasette's pages of the instance's configuration: 0.65's /-/metadata, and 1.0's /-/config
+# (where 1.0 moved the plugins' settings, the trusted header among them).
+CONFIG_PAGES = ("/-/metadata", "/-/metadata.json") + (
+    ("/-/config", "/-/config.json") if permissions.DATASETTE_1 else ()
+)
+
+
 async def _public_metadata(datasette, request) -> Response:
-    """/-/metadata for an actor who is not an operator: what the instance is, not how it is
-    configured (no allow lists, no trusted header, no plugin settings)."""
+    """/-/metadata (or 1.0's /-/config) for an actor who is not an operator: what the instance
+    is, not how it is configured (no allow lists, no trusted header, no plugin settings)."""
     metadata = await permissions.instance_metadata(datasette)
-    public = {key: metadata[key] for key in PUBLIC_METADATA if key in metadata}
+    public: dict = {key: metadata[key] for key in PUBLIC_METADATA if key in metadata}
+    name = "config" if "/-/config" in request.path else "metadata"
+    if name == "config":
+        public = {"hidden": "The instance's configuration is shown to its operators only."}
     if request.path.endswith(".json"):
         return Response.json(public)
     html = await datasette.render_template(
         "show_json.html",
-        {"filename": "metadata.json", "data": public, "data_json": json.dumps(public, indent=4)},
+        {"filename": f"{name}.json", "data": public, "data_json": json.dumps(public, indent=4)},
         request=request,
     )
     return Response.html(html)
@@ -375,11 +385,7 @@ async def _handle(app, datasette, path: str, scope, receive, send, actor) -> Non
         if problem:
             response = await render.error(datasette, request, 400, "Bad parameter", problem)
     operator = redaction.policy.get() == redaction.OPEN
-    if (
-        response is None
-        and not operator
-        and path.rstrip("/") in ("/-/metadata", "/-/metadata.json")
-    ):
+    if response is None and not operator and path.rstrip("/") in CONFIG_PAGES:
         if await permissions.can_view_instance(datasette, actor):
             response = await _public_metadata(datasette, request)
         else:
