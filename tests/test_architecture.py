@@ -148,12 +148,12 @@ def test_one_url_builder_and_one_identifier_quoting():
         assert "def quote_identifier" not in source and "def quote(" not in source, path
 
 
-def test_a_server_imports_no_command_only_module():
-    """Datasette imports the plugin for its hooks; the CLI's sub-commands (the generator, the
-    OTLP encoder with protobuf and OpenTelemetry) load only when a command names them."""
+def _modules_of_a_server(*imports: str) -> set[str]:
+    """The modules a fresh interpreter holds after making a Datasette (and importing `imports`)."""
     probe = (
-        "import sys, datasette.app, datasette_capsem\n"
-        "from datasette.app import Datasette\n"
+        "import sys, datasette.app\n"
+        + "".join(f"import {name}\n" for name in imports)
+        + "from datasette.app import Datasette\n"
         "Datasette(memory=True)\n"
         "print('\\n'.join(sorted(sys.modules)))"
     )
@@ -165,7 +165,16 @@ def test_a_server_imports_no_command_only_module():
         cwd=PACKAGE.parent,
         timeout=120,
     ).stdout.split()
+    return set(found)
+
+
+def test_a_server_imports_no_command_only_module():
+    """Datasette imports the plugin for its hooks; the CLI's sub-commands (the generator, the
+    OTLP encoder with protobuf and OpenTelemetry) load only when a command names them. What
+    Datasette imports itself is not the plugin's doing (1.0 imports opentelemetry's context)."""
+    found = _modules_of_a_server("datasette_capsem")
     assert "datasette_capsem.state" in found  # the plugin itself was imported
+    added = found - _modules_of_a_server()
     command_only = (
         "datasette_capsem.generate",
         "datasette_capsem.push",
@@ -173,7 +182,7 @@ def test_a_server_imports_no_command_only_module():
         "opentelemetry",
         "google.protobuf",
     )
-    assert not [name for name in found if name.startswith(command_only)]
+    assert not [name for name in added if name.startswith(command_only)]
 
 
 def _table_vocabulary() -> tuple[set[str], set[str]]:
