@@ -21,7 +21,10 @@ def live_candidate(manifest: dict) -> dict:
 
 async def model_call_count(datasette, session_id: str) -> int:
     sql = "select count(*) as n from model_calls"
-    response = await datasette.client.get(f"/{session_id}.json", params={"sql": sql})
+    # 1.0 redirects /<db>.json?sql= to /<db>/-/query.json: followed, as a client does
+    response = await datasette.client.get(
+        f"/{session_id}.json", params={"sql": sql, "_shape": "arrays"}, follow_redirects=True
+    )
     assert response.status_code == 200, response.text[:300]
     return response.json()["rows"][0][0]
 

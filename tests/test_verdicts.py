@@ -83,7 +83,8 @@ async def test_every_listed_verdict_is_the_engines_quick_verdict(
 async def test_verdicts_are_queryable_with_sql(capsem_home, cache_dir, quick_reports):
     datasette = await indexed(capsem_home, cache_dir)
     response = await datasette.client.get(
-        "/index.json?sql=select+session_id,+verdict+from+session_checks&_shape=array"
+        "/index.json?sql=select+session_id,+verdict+from+session_checks&_shape=array",
+        follow_redirects=True,  # 1.0 redirects /<db>.json?sql= to /<db>/-/query.json
     )
     assert response.status_code == 200, response.text[:300]
     stored = {row["session_id"]: row["verdict"] for row in response.json()}
