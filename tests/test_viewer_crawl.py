@@ -26,24 +26,34 @@ import html
 import json
 import re
 import shutil
+import socket
 import sqlite3
 import string
+import threading
+import time
 from pathlib import Path
 from urllib.parse import quote, unquote, unquote_plus
 
 import pytest
 import pytest_asyncio
+import uvicorn
 from blake3 import blake3
 from click.testing import CliRunner
 from datasette.cli import cli
 
+from datasette_capsem.checks import hookimpl
+from datasette_capsem.cli.serve import http_protocol
 from datasette_capsem.ledger import tables
+from datasette_capsem.permissions import DATASETTE_1
+from datasette_capsem.plugins import plugin_manager
+from datasette_capsem.queries import QuerySpec
+from datasette_capsem.views.routes import ROUTES
 from tests.corpus.encodings import BYTE_ENCODINGS, CREDENTIALS, TEXT_ENCODINGS, encode_bytes
-from tests.helpers import session_in
+from tests.helpers import make_datasette, session_in
 from tests.otlp_receiver import Receiver
-from tests.security_support import plugin_routes
+from tests.security_support import free_port, plugin_routes
 from tests.test_mask_streams import STREAMS
-from tests.test_security_hardening import headers_for, team
+from tests.test_security_hardening import ROOT, headers_for, team, team_metadata
 
 async_test = pytest.mark.asyncio(loop_scope="session")
 pytestmark = pytest.mark.heavy  # about a minute of CPU: scheduled first (conftest.py)
@@ -557,8 +567,6 @@ async def crawled(served, planted):
 @async_test
 async def test_the_crawl_walks_every_route_of_the_route_table(served):
     _datasette, routes = served
-    from datasette_capsem.views.routes import ROUTES
-
     for pattern, _view in ROUTES:
         matcher = re.compile(pattern)
         assert any(matcher.match(route.split("?")[0]) for route in routes), pattern
@@ -706,9 +714,6 @@ async def test_a_canned_query_whose_parameter_compares_free_text_is_refused_for_
 ):
     """A parameter compared with a column not shown raw is a filter on it (an oracle), be the
     query Capsem's or another package's; one compared with shown columns is answered."""
-    from datasette_capsem.checks import hookimpl
-    from datasette_capsem.plugins import plugin_manager
-    from datasette_capsem.queries import QuerySpec
 
     class ByName:
         @hookimpl
@@ -796,14 +801,6 @@ def test_the_launchers_400_to_a_malformed_request_carries_the_security_headers()
     """uvicorn answers a request it cannot parse before any ASGI layer runs; the plugin's
     launcher (`datasette capsem serve`) gives that answer the headers of every other one.
     (`datasette serve` cannot: docs/operating.md has the reverse proxy add them.)"""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
-    from datasette_capsem.cli.serve import http_protocol
-    from tests.security_support import free_port
 
     async def app(scope, receive, send):  # never reached by a malformed request
         raise AssertionError("the application saw a malformed request")
@@ -837,9 +834,6 @@ def test_the_launchers_400_to_a_malformed_request_carries_the_security_headers()
 async def test_an_operators_canned_query_comparing_free_text_is_refused_for_a_viewer(planted):
     """The same for a canned query the operator wrote in metadata.yml (datasette.yaml on
     1.0): its parameter compared with `qname` would be a filter on it."""
-    from datasette_capsem.permissions import DATASETTE_1
-    from tests.helpers import make_datasette
-    from tests.test_security_hardening import ROOT, team_metadata
 
     session = planted.sessions[0]["id"]
     queries = {
