@@ -118,7 +118,9 @@ class CatalogSnapshot:
     home_snapshots: dict[str, CatalogSnapshot] = field(default_factory=dict)
     by_local_id: dict[str, list[Session]] = field(default_factory=dict)
     home_problems: list[str] = field(default_factory=list)  # e.g. a homes_dir child left out
-    _match_keys: dict[Any, MatchKeys] = field(default_factory=dict, repr=False, compare=False)
+    _match_keys: dict[Any, MatchKeys] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )  # made per snapshot, never carried into a copy
 
     # What lookups by name and prefix read, made once per snapshot (a pass over 100,000
     # sessions per request otherwise): names to sessions, and sorted keys for prefixes.
