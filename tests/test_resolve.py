@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette, session_in, sessions_in
+from tests.helpers import actor_cookies, make_datasette, session_in, sessions_in
 from tests.test_index import direct_sums, same
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -154,3 +154,32 @@ async def test_cli_resolve(capsem_home, manifest, cache_dir):
     as_json = run_cli("code-vm1", "--json", *where)
     assert as_json.exit_code == 0
     assert json.loads(as_json.output)["id"] == "code-vm1"
+
+
+async def test_a_session_the_actor_may_not_view_is_as_if_it_did_not_exist(
+    capsem_home, manifest, cache_dir
+):
+    """Resolve answers a name, an id, an id prefix and a near miss from the sessions this actor
+    may view: a redirect, a candidate or a suggestion would confirm the hidden session."""
+    (private,) = by_name(manifest, "co-work-1")
+    datasette = await make_datasette(
+        capsem_home,
+        cache_dir,
+        metadata={"databases": {private["id"]: {"allow": {"id": "alice"}}}},
+        index_refresh_seconds=0,
+    )
+    alice = actor_cookies(datasette, "alice")
+    for name in ("co-work-1", private["id"], private["id"][:12]):
+        hidden = await datasette.client.get(f"/-/capsem/resolve.json?name={name}")
+        assert hidden.status_code == 404, name
+        assert private["id"] not in str(hidden.json()["suggestions"]), name
+        shown = await datasette.client.get(f"/-/capsem/resolve.json?name={name}", cookies=alice)
+        assert shown.status_code == 200 and shown.json()["id"] == private["id"], name
+        page = await datasette.client.get(f"/-/capsem/sessions/{name}")
+        assert page.status_code == 404 and private["id"] not in page.text.replace(name, ""), name
+    near = await datasette.client.get("/-/capsem/resolve.json?name=co-work-9")
+    assert near.status_code == 404
+    assert private["id"] not in near.text
+    assert near.json()["suggestions"], "the other co-work sessions are still suggested"
+    near_alice = await datasette.client.get("/-/capsem/resolve.json?name=co-work-9", cookies=alice)
+    assert private["id"] in str(near_alice.json()["suggestions"])

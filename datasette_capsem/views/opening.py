@@ -15,7 +15,7 @@ from datasette.utils.asgi import NotFound
 
 from datasette_capsem import errors, permissions, redaction
 from datasette_capsem.catalog import Session
-from datasette_capsem.catalog.resolve import resolve_name
+from datasette_capsem.catalog.resolve import Resolution, resolve_name
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.mount.ledger_db import LedgerDatabase
@@ -77,6 +77,32 @@ def links_for(datasette, session: Session) -> SessionUrls:
     return Urls.of(datasette).for_session(session.id, database)
 
 
+async def may_view(datasette, request, session: Session) -> bool:
+    """Whether the actor may view this session's database (a session they may not view is
+    answered exactly as one that does not exist)."""
+    return await permissions.can_view_database(
+        datasette, request.actor, links_for(datasette, session).database
+    )
+
+
+async def viewable_resolution(datasette, request, resolution: Resolution) -> Resolution:
+    """The rule book's answer as if the sessions this actor may not view did not exist (a
+    candidate, a redirect or a suggestion would confirm their id or name): they leave the
+    candidates, and a name left with one candidate resolves to it."""
+    catalog = get_state(datasette).catalog
+    kept = []
+    for found in resolution.candidates:
+        session = catalog.get(found["id"])
+        if session is not None and await may_view(datasette, request, session):
+            kept.append(found)
+    if len(kept) == len(resolution.candidates):
+        return resolution
+    chosen = resolution.id if any(c["id"] == resolution.id for c in kept) else None
+    if chosen is None and len(kept) == 1:
+        chosen = kept[0]["id"]
+    return Resolution(name=resolution.name, id=chosen, candidates=kept)
+
+
 async def unknown_session(datasette, request, value: str, *, suggest: bool = True) -> CapsemError:
     """404 for an id no session has (or one the actor may not view: the same answer)."""
     near = []
@@ -84,9 +110,7 @@ async def unknown_session(datasette, request, value: str, *, suggest: bool = Tru
         for session in get_state(datasette).catalog.near_matches(
             value, shown=redaction.name_view()
         ):
-            if await permissions.can_view_database(
-                datasette, request.actor, links_for(datasette, session).database
-            ):
+            if await may_view(datasette, request, session):
                 near.append(session)
     near = render.session_links(datasette, near)
     return errors.not_found("Unknown session", f"No session has the id {value!r}.", near)
@@ -141,35 +165,24 @@ async def open_session_id(
 
 async def _by_name(datasette, request, value: str) -> CapsemError | Redirect:
     """A display name in the URL: redirect to the one session it names, else explain."""
-    resolution = resolve_name(get_state(datasette).catalog, value)
+    catalog = get_state(datasette).catalog
+    resolution = await viewable_resolution(datasette, request, resolve_name(catalog, value))
     if resolution.id:
-        session = get_state(datasette).catalog.get(resolution.id)
-        database = links_for(datasette, session).database
-        if not await permissions.can_view_database(datasette, request.actor, database):
-            return await unknown_session(datasette, request, value, suggest=False)
-        return _redirect_to_id(request, datasette, session)
+        return _redirect_to_id(request, datasette, catalog.get(resolution.id))
     if not resolution.ambiguous:
         return await unknown_session(datasette, request, value)
-    # A chooser, never a guess: only the candidates this actor may view are offered.
+    # A chooser, never a guess, of the candidates this actor may view.
     urls, rest = Urls.of(datasette), _rest_of_path(request)
-    offered = []
-    for found in resolution.candidates:
-        session = get_state(datasette).catalog.get(found["id"])
-        if session is None or not await permissions.can_view_database(
-            datasette, request.actor, links_for(datasette, session).database
-        ):
-            continue
-        offered.append(
-            {
-                "id": found["id"],
-                "name": found["name"],
-                "href": urls.session(found["id"]) + rest,
-                **{k: found.get(k) for k in ("kind", "status", "created_at")},
-                **({"home": found["home"]} if found.get("home") else {}),
-            }
-        )
-    if not offered:
-        return await unknown_session(datasette, request, value, suggest=False)
+    offered = [
+        {
+            "id": found["id"],
+            "name": found["name"],
+            "href": urls.session(found["id"]) + rest,
+            **{k: found.get(k) for k in ("kind", "status", "created_at")},
+            **({"home": found["home"]} if found.get("home") else {}),
+        }
+        for found in resolution.candidates
+    ]
     match = resolution.candidates[-1]["match"]
     if match == "id":  # the same id in several labelled homes
         message = f"Several homes have a session {value!r}; pick one by its home."

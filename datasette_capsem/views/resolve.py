@@ -15,6 +15,7 @@ from datasette_capsem.catalog.resolve import candidate, resolve_name
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import render
+from datasette_capsem.views.opening import may_view, viewable_resolution
 
 MAX_NAME_LENGTH = 256
 # `to` is a path under the session's page: plain segments only, no scheme, host or '..'.
@@ -35,10 +36,12 @@ async def resolve(datasette, request):
     if to is not None and (not SAFE_TO.match(to) or ".." in to.split("/")):
         raise errors.bad_parameter("Bad parameter", "to must be a relative path like 'traces/abc'")
     catalog = get_state(datasette).catalog
-    resolution = resolve_name(catalog, name)
+    resolution = await viewable_resolution(datasette, request, resolve_name(catalog, name))
     if not resolution.candidates:
         near = [
-            candidate(s, "near") for s in catalog.near_matches(name, shown=redaction.name_view())
+            candidate(s, "near")
+            for s in catalog.near_matches(name, shown=redaction.name_view())
+            if await may_view(datasette, request, s)
         ]
         raise errors.not_found("Unknown session", f"No session has the id or name {name!r}.", near)
     if render.wants_json(request):
