@@ -84,6 +84,12 @@ class HomeState:
         }
 
 
+def _lower(key: str) -> str:
+    """`key` lowered, the same string when it has no capital (a uuid: no copy of it)."""
+    lowered = key.lower()
+    return key if lowered == key else lowered
+
+
 class MatchKeys:
     """id, local id and name -> session id: what 'did you mean' compares, with the sorted and
     bucketed forms its prefix search and near-match comparison read."""
@@ -93,7 +99,7 @@ class MatchKeys:
 
     @cached_property
     def lowered(self) -> list[tuple[str, str]]:
-        return sorted((key.lower(), key) for key in self.keys)
+        return sorted((_lower(key), key) for key in self.keys)
 
     @cached_property
     def by_start(self) -> dict[str, list[str]]:
@@ -133,18 +139,23 @@ class CatalogSnapshot:
         return found
 
     @cached_property
-    def id_keys(self) -> list[tuple[str, str]]:
-        """(an id or a home's local id, the session's id), sorted: ids by prefix."""
-        keys = {(s.id, s.id) for s in self.sessions.values()}
-        keys |= {(s.short_id, s.id) for s in self.sessions.values() if s.short_id != s.id}
-        return sorted(keys)
+    def id_keys(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The ids, sorted, and (a home's local id, the session's id) sorted: ids by prefix
+        (the ids' own strings: no tuple per session)."""
+        local = {(s.short_id, s.id) for s in self.sessions.values() if s.short_id != s.id}
+        return sorted(self.sessions), sorted(local)
 
     def with_id_prefix(self, prefix: str) -> list[Session]:
         """Sessions whose id (or local id) starts with `prefix`: a binary search."""
-        keys, found = self.id_keys, {}
-        at = bisect.bisect_left(keys, (prefix, ""))
-        while at < len(keys) and keys[at][0].startswith(prefix):
-            found[keys[at][1]] = self.sessions[keys[at][1]]
+        ids, local = self.id_keys
+        found: dict[str, Session] = {}
+        at = bisect.bisect_left(ids, prefix)
+        while at < len(ids) and ids[at].startswith(prefix):
+            found[ids[at]] = self.sessions[ids[at]]
+            at += 1
+        at = bisect.bisect_left(local, (prefix, ""))
+        while at < len(local) and local[at][0].startswith(prefix):
+            found[local[at][1]] = self.sessions[local[at][1]]
             at += 1
         return list(found.values())
 
@@ -621,7 +632,7 @@ class HomeCatalog(_SnapshotQueries):
                     current = sessions[aliases[session_id]]
                     session.same_vm_as = current.id
                     session.kind = "persistent"
-                    session.ledger_path, session.dir_path = current.ledger_path, current.dir_path
+                    session.dir_path, session.ledger_path = current.dir_path, current.ledger_path
                 sessions[session_id] = session
             session.main_row = row
             session.status = row.get("status")
@@ -640,9 +651,9 @@ class HomeCatalog(_SnapshotQueries):
             session.registry_entry = entry.raw
             session.created_at = _epoch_to_iso(entry.raw.get("created_at"))
             if entry.session_dir is None:
-                session.problems.append(
+                session.problems = [
                     "registry entry's session_dir is missing or outside run/persistent"
-                )
+                ]
             sessions[entry.id] = session
 
 
@@ -666,8 +677,15 @@ def _compact_main_rows(columns: dict[str, int], found: list[tuple]) -> list[Main
     cells = [list(column) for column in zip(*found, strict=True)]
     for i in pooled:
         shared: dict = {}
+        # a number too (a VM's RAM, a disk size: one int each, not 100,000), keyed by its
+        # type: 1, 1.0 and True are equal keys and must stay themselves
         cells[i] = [
-            shared.setdefault(value, value) if type(value) is str else value for value in cells[i]
+            shared.setdefault(value, value)
+            if type(value) is str
+            else shared.setdefault((type(value), value), value)
+            if type(value) in (int, float)
+            else value
+            for value in cells[i]
         ]
     return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 

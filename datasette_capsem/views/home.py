@@ -243,6 +243,7 @@ async def home(datasette, request):
         "kinds": filters.KINDS,
         "finding_kinds": sorted(FINDING_KINDS),
         "chart_query": urlencode([(k, v) for k, v in _pairs(request) if k not in PAGING]),
+        "charts_note": charts.partial_note(built.partial),
     }
     page_context = render.redacted(page_context)
     page_context["own_databases"] = [  # a mixed instance: the user's databases, listed too
@@ -261,14 +262,15 @@ async def home(datasette, request):
 async def usage_chart(datasette, request):
     """Tokens and cost per day by provider over the filtered sessions' ledgers."""
     result = await _filtered(datasette, request)
-    _state, _query, rows, index, _built, _catalog = result
-    return render.json_response({"rows": charts.usage_per_day(rows, index)})
+    _state, _query, rows, index, built, _catalog = result
+    return render.json_response(charts.answer(charts.usage_per_day(rows, index), built.partial))
 
 
 async def sessions_chart(datasette, request):
     """Sessions created per day and kind, over the filtered sessions."""
     result = await _filtered(datasette, request)
-    return render.json_response({"rows": charts.sessions_per_day(result[2])})
+    built = result[4]
+    return render.json_response(charts.answer(charts.sessions_per_day(result[2]), built.partial))
 
 
 async def index_freshness(datasette, request):
