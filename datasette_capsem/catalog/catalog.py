@@ -553,9 +553,8 @@ class HomeCatalog(_SnapshotQueries):
             except readonly.LedgerUnavailable as error:
                 return _MainRead(candidate, f"main.db: {error.detail} ({candidate})")
             try:
-                cursor, found = readonly.tolerant(conn, functools.partial(_main_rows, conn))
-                columns = {d[0]: i for i, d in enumerate(cursor.description)}
-                return _MainRead(candidate, None, _compact_main_rows(columns, found))
+                rows = readonly.tolerant(conn, functools.partial(_main_rows, conn))
+                return _MainRead(candidate, None, rows)
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)
@@ -662,29 +661,38 @@ class HomeCatalog(_SnapshotQueries):
 UNIQUE_MAIN_COLUMNS = frozenset({"id", "created_at", "stopped_at", "vacuumed_at", "command"})
 
 
-def _main_rows(conn: sqlite3.Connection) -> tuple[sqlite3.Cursor, list[tuple]]:
+MAIN_ROWS_BATCH = 2000  # main.db rows compacted at a time (what a read holds beside its result)
+
+
+def _main_rows(conn: sqlite3.Connection) -> list[MainRow]:
+    """main.db's sessions rows as compact rows, read and compacted a batch at a time: a
+    whole read's raw rows (100,000 tuples, 30 MB) never sit beside their compact copies, and
+    the memory freed after a read is not the heap's high-water mark for good."""
     cursor = conn.execute(load_sql(__package__, "main_sessions"))
-    return cursor, cursor.fetchall()
-
-
-def _compact_main_rows(columns: dict[str, int], found: list[tuple]) -> list[MainRow]:
-    """main.db rows as compact rows, the repeated strings of a column shared (a status or a
-    version: one string, not 100,000), column by column (one pass per pooled column, not a
-    call per cell: 100,000 rows of 26 columns)."""
-    if not found:
-        return []
+    columns = {d[0]: i for i, d in enumerate(cursor.description)}
     pooled = [i for name, i in columns.items() if name not in UNIQUE_MAIN_COLUMNS]
+    shared: dict[int, dict] = {i: {str: {}, int: {}, float: {}} for i in pooled}
+    rows: list[MainRow] = []
+    while batch := cursor.fetchmany(MAIN_ROWS_BATCH):
+        rows += _compact_main_rows(columns, batch, shared)
+        for i, known in list(shared.items()):  # mostly distinct (tokens, cost): not pooled
+            if sum(map(len, known.values())) > MAIN_ROWS_BATCH // 2:
+                del shared[i]
+    return rows
+
+
+def _compact_main_rows(
+    columns: dict[str, int], found: list[tuple], shared: dict[int, dict]
+) -> list[MainRow]:
+    """main.db rows as compact rows, the repeated values of a column shared (a status or a
+    version: one string, not 100,000; `shared`: a dict per pooled column, kept across
+    batches), column by column (one pass per pooled column, not a call per cell)."""
     cells = [list(column) for column in zip(*found, strict=True)]
-    for i in pooled:
-        shared: dict = {}
-        # a number too (a VM's RAM, a disk size: one int each, not 100,000), keyed by its
-        # type: 1, 1.0 and True are equal keys and must stay themselves
+    for i, known in shared.items():
+        # a number too (a VM's RAM, a disk size: one int each, not 100,000), one dict per
+        # type: 1 and 1.0 are equal keys and must stay themselves
         cells[i] = [
-            shared.setdefault(value, value)
-            if type(value) is str
-            else shared.setdefault((type(value), value), value)
-            if type(value) in (int, float)
-            else value
+            known[type(value)].setdefault(value, value) if type(value) in known else value
             for value in cells[i]
         ]
     return [MainRow(columns, values) for values in zip(*cells, strict=True)]

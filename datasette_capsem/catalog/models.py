@@ -57,7 +57,7 @@ class Session:
     # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
     home: str
     local_id: str | None
-    # index/verdicts.row_signature's last answer, with what it was computed from
+    # index/verdicts.row_signature's last answer, after what it was computed from
     signature: tuple | None = field(default=None, compare=False, repr=False)
 
     def __init__(
