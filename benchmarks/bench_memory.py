@@ -10,8 +10,11 @@ steps, so its run is apart from the RSS run). With --server: a real server
 plain Datasette (`datasette serve` of one ledger, the plugin unregistered) to its first `/`,
 and an interpreter that only imports Datasette, then the plugin: what the plugin adds.
 
+With --rss: a real server over the home and cache (no background refresh), its RSS after the
+first `/`, once the whole list is built, and after --visits session table pages.
+
 Usage: python benchmarks/bench_memory.py [--home DIR] [--cache DIR] [--top 25]
-       [--no-trace] [--server] [--starts 3]
+       [--no-trace] [--server] [--starts 3] [--rss] [--visits 1000]
 """
 
 from __future__ import annotations
@@ -116,6 +119,39 @@ def _first_page(args: list[str], path: str = "/") -> float:
         process.wait(timeout=10)
 
 
+def server_rss(home: Path, cache: Path, visits: int) -> dict[str, float]:
+    """A real server's RSS (MB) after its first `/`, once the whole list is built and after
+    `visits` session table pages; no background index refresh (the index as it is on disk)."""
+    port = free_port()
+    args = ["--home", str(home), "--cache", str(cache), "--index-refresh-seconds", "0"]
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "_server.py"), "--port", str(port), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    found: dict[str, float] = {}
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
+            while True:
+                try:
+                    if client.get("/").status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.05)
+            found["after the first /"] = rss_mb(process.pid)
+            while client.get("/-/capsem/sessions.json?_size=1").json().get("partial"):
+                time.sleep(0.5)
+            found["whole list built"] = rss_mb(process.pid)
+            names = [p.name for p in (home / "run" / "sessions").iterdir()][:visits]
+            for name in names:
+                client.get(f"/{name}/model_calls.json?_size=5")
+            found[f"after {len(names):,} visits"] = rss_mb(process.pid)
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    return found
+
+
 def _import_seconds(statement: str) -> float:
     began = time.perf_counter()
     subprocess.run([sys.executable, "-c", statement], check=True)
@@ -153,6 +189,8 @@ def main() -> None:
     parser.add_argument("--no-trace", action="store_true")
     parser.add_argument("--server", action="store_true")
     parser.add_argument("--starts", type=int, default=3)
+    parser.add_argument("--rss", action="store_true", help="a real server's RSS (needs --cache)")
+    parser.add_argument("--visits", type=int, default=1000)
     parser.add_argument("--trace-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     home = args.home.resolve()
@@ -174,6 +212,10 @@ def main() -> None:
             subprocess.run(command, check=True)
         if args.server:
             server_start(home, cache, args.starts)
+        if args.rss:
+            print("\nserver RSS (MB):")
+            for name, rss in server_rss(home, cache, args.visits).items():
+                print(f"  {rss:7.1f}  {name}")
 
 
 if __name__ == "__main__":

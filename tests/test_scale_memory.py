@@ -1,5 +1,5 @@
-"""Issue 29, memory: what each session of a big home costs, and the charts of a list that is
-not whole yet. Structure, not sizes: a session without a directory holds no path, a ledger's
+"""Issue 29, memory and start: what each session of a big home costs, a first scan of a big
+home that a request does not wait for, and the charts of a list that is not whole yet. Structure, not sizes: a session without a directory holds no path, a ledger's
 path is kept as a shared file name, an entry of the list is one tuple; the charts drawn while
 the list is being prepared say they cover only part of the sessions
 (benchmarks/bench_memory.py has the figures)."""
@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import pickle
+import threading
 import time
 from pathlib import Path
 
@@ -121,3 +122,25 @@ async def test_the_charts_of_a_list_being_prepared_say_they_are_partial(capsem_h
     assert listed["partial"] is None and listed["filtered"] == len(listed["sessions"]) > 3
     assert sum(row["sessions"] for row in found["rows"]) == len(dated)
     assert "capsem-charts-partial" not in (await datasette.client.get("/")).text
+
+
+async def test_a_first_scan_of_a_big_home_is_not_waited_for(capsem_home, cache_dir):
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+    answers = []
+
+    def ask(catalog, wait):
+        thread = threading.Thread(target=lambda: answers.append(catalog.snapshot(wait=wait)))
+        thread.start()
+        thread.join(HANG / 4)  # bounds a hang only: a request that waits the whole wait out
+        return not thread.is_alive()
+
+    small, big = Catalog(settings), Catalog(settings)
+    big._single.first_scan_wait_up_to_bytes = 0  # this main.db counts as big
+    with big._single._lock:  # the first scan, under way in another thread
+        assert ask(big, HANG)  # answered at once: the page says the home is being read
+    assert answers.pop() is None
+    small._single._lock.acquire()  # a small home's first scan is waited for, as before
+    threading.Timer(0.2, small._single._lock.release).start()  # that scan ends
+    assert ask(small, HANG)
+    assert answers.pop() is not None
+    assert len(big.snapshot().sessions) == len(small.snapshot().sessions) > 0

@@ -433,6 +433,9 @@ class HomeCatalog(_SnapshotQueries):
     """Thread-safe, lazily refreshed view of all sessions in one Capsem home."""
 
     min_check_interval = 0.25  # seconds between fingerprint checks (a few stats each)
+    # A first scan of a main.db bigger than this (about 3,000 sessions) is not waited for at
+    # all (`snapshot(wait=...)`): it takes longer than any wait a request would make.
+    first_scan_wait_up_to_bytes = 1 << 20
 
     def __init__(self, home: Home, cache_dir: Path):
         self.home = home
@@ -452,6 +455,8 @@ class HomeCatalog(_SnapshotQueries):
         """The current view, rescanning first if the home changed. `wait`: see
         `Catalog.snapshot`."""
         if wait is not None:
+            if not self.scanned and self._big_main_db():
+                wait = 0  # a server's first scan of a big home: the page says it is reading
             if not self._lock.acquire(timeout=wait):  # another thread is scanning
                 return self._snapshot if self.scanned else None
             self._lock.release()
@@ -487,6 +492,12 @@ class HomeCatalog(_SnapshotQueries):
     @property
     def scanned(self) -> bool:
         return self._fingerprint is not None
+
+    def _big_main_db(self) -> bool:
+        """Whether main.db is too big for a request to wait for its first scan (a stat)."""
+        found = self.main_db_location()
+        key = _stat_key(found) if found is not None else None
+        return key is not None and key[1] > self.first_scan_wait_up_to_bytes
 
     def main_db_location(self) -> Path | None:
         """The main.db a scan would read (the first candidate that exists), without reading it."""
