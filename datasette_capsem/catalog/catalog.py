@@ -18,6 +18,7 @@ import difflib
 import functools
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -699,6 +700,10 @@ def _compact_main_rows(
     version: one string, not 100,000; `shared`: a dict per pooled column, kept across
     batches), column by column (one pass per pooled column, not a call per cell)."""
     cells = [list(column) for column in zip(*found, strict=True)]
+    if "id" in columns:  # interned: the index's rows of a session hold this very string
+        cells[columns["id"]] = [
+            sys.intern(value) if type(value) is str else value for value in cells[columns["id"]]
+        ]
     for i, known in shared.items():
         # a number too (a VM's RAM, a disk size: one int each, not 100,000), one dict per
         # type: 1 and 1.0 are equal keys and must stay themselves
