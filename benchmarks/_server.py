@@ -1,6 +1,6 @@
 """Start one Datasette server for a benchmark: the plugin over a home, or plain Datasette.
 
-python benchmarks/_server.py --home HOME --port P [--cache DIR]
+python benchmarks/_server.py --home HOME --port P [--cache DIR] [--index-refresh-seconds 0]
 python benchmarks/_server.py --plain FILE.db --port P      (plugin unregistered)
 """
 
@@ -24,6 +24,9 @@ def main() -> None:
     parser.add_argument("--max-mounted", type=int, default=32)
     parser.add_argument("--redact", action="store_true", help="mask secrets, as a team instance")
     parser.add_argument("--settings", help="a settings.json, e.g. the repository's team settings")
+    parser.add_argument(
+        "--index-refresh-seconds", type=float, help="0: no background index refresh"
+    )
     args = parser.parse_args()
     if args.plain:
         plugin = pm.get_plugin("capsem")
@@ -40,6 +43,8 @@ def main() -> None:
             del config["view_secrets"]
         if args.cache:
             config["cache_dir"] = args.cache
+        if args.index_refresh_seconds is not None:
+            config["index_refresh_seconds"] = args.index_refresh_seconds
         settings = json.loads(Path(args.settings).read_text()) if args.settings else {}
         datasette = Datasette(metadata={"plugins": {"datasette-capsem": config}}, settings=settings)
     uvicorn.run(datasette.app(), host="127.0.0.1", port=args.port, log_level="warning")

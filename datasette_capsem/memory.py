@@ -12,6 +12,7 @@ import contextlib
 import ctypes
 import gc
 import os
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -157,15 +158,28 @@ class CompactRow(Mapping[str, Any]):
         return f"{type(self).__name__}({dict(self)!r})"
 
 
-def compact_rows(cursor, pool: ValuePool | None = None, extra: tuple[str, ...] = ()):
+def compact_rows(
+    cursor,
+    pool: ValuePool | None = None,
+    extra: tuple[str, ...] = (),
+    interned: tuple[str, ...] = (),
+):
     """A cursor's rows as CompactRows sharing one column index (and, with `pool`, their
-    strings); `extra` names columns appended after the cursor's, for `with_values`."""
+    strings); `extra` names columns appended after the cursor's, for `with_values`.
+    `interned` names columns whose strings are `sys.intern`ed: a session id that the catalog
+    holds too (interned there as well) is one string, not one per structure."""
     names = [d[0] for d in cursor.description] + list(extra)
     columns: dict[str, int] = {}
     for i, name in enumerate(names):
         columns.setdefault(name, i)  # a repeated name (`l.session_id, t.*`) is its first
     padding = (None,) * len(extra)
+    shared = [columns[name] for name in interned if name in columns]
     for row in cursor:
+        if shared:
+            row = list(row)
+            for i in shared:
+                if type(row[i]) is str:
+                    row[i] = sys.intern(row[i])
         values = pool.strings(tuple(row)) if pool is not None else tuple(row)
         yield CompactRow(columns, values + padding)
 

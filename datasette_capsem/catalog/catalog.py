@@ -18,6 +18,7 @@ import difflib
 import functools
 import os
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -84,6 +85,12 @@ class HomeState:
         }
 
 
+def _lower(key: str) -> str:
+    """`key` lowered, the same string when it has no capital (a uuid: no copy of it)."""
+    lowered = key.lower()
+    return key if lowered == key else lowered
+
+
 class MatchKeys:
     """id, local id and name -> session id: what 'did you mean' compares, with the sorted and
     bucketed forms its prefix search and near-match comparison read."""
@@ -93,7 +100,7 @@ class MatchKeys:
 
     @cached_property
     def lowered(self) -> list[tuple[str, str]]:
-        return sorted((key.lower(), key) for key in self.keys)
+        return sorted((_lower(key), key) for key in self.keys)
 
     @cached_property
     def by_start(self) -> dict[str, list[str]]:
@@ -133,18 +140,23 @@ class CatalogSnapshot:
         return found
 
     @cached_property
-    def id_keys(self) -> list[tuple[str, str]]:
-        """(an id or a home's local id, the session's id), sorted: ids by prefix."""
-        keys = {(s.id, s.id) for s in self.sessions.values()}
-        keys |= {(s.short_id, s.id) for s in self.sessions.values() if s.short_id != s.id}
-        return sorted(keys)
+    def id_keys(self) -> tuple[list[str], list[tuple[str, str]]]:
+        """The ids, sorted, and (a home's local id, the session's id) sorted: ids by prefix
+        (the ids' own strings: no tuple per session)."""
+        local = {(s.short_id, s.id) for s in self.sessions.values() if s.short_id != s.id}
+        return sorted(self.sessions), sorted(local)
 
     def with_id_prefix(self, prefix: str) -> list[Session]:
         """Sessions whose id (or local id) starts with `prefix`: a binary search."""
-        keys, found = self.id_keys, {}
-        at = bisect.bisect_left(keys, (prefix, ""))
-        while at < len(keys) and keys[at][0].startswith(prefix):
-            found[keys[at][1]] = self.sessions[keys[at][1]]
+        ids, local = self.id_keys
+        found: dict[str, Session] = {}
+        at = bisect.bisect_left(ids, prefix)
+        while at < len(ids) and ids[at].startswith(prefix):
+            found[ids[at]] = self.sessions[ids[at]]
+            at += 1
+        at = bisect.bisect_left(local, (prefix, ""))
+        while at < len(local) and local[at][0].startswith(prefix):
+            found[local[at][1]] = self.sessions[local[at][1]]
             at += 1
         return list(found.values())
 
@@ -422,6 +434,9 @@ class HomeCatalog(_SnapshotQueries):
     """Thread-safe, lazily refreshed view of all sessions in one Capsem home."""
 
     min_check_interval = 0.25  # seconds between fingerprint checks (a few stats each)
+    # A first scan of a main.db bigger than this (about 3,000 sessions) is not waited for at
+    # all (`snapshot(wait=...)`): it takes longer than any wait a request would make.
+    first_scan_wait_up_to_bytes = 1 << 20
 
     def __init__(self, home: Home, cache_dir: Path):
         self.home = home
@@ -441,6 +456,8 @@ class HomeCatalog(_SnapshotQueries):
         """The current view, rescanning first if the home changed. `wait`: see
         `Catalog.snapshot`."""
         if wait is not None:
+            if not self.scanned and self._big_main_db():
+                wait = 0  # a server's first scan of a big home: the page says it is reading
             if not self._lock.acquire(timeout=wait):  # another thread is scanning
                 return self._snapshot if self.scanned else None
             self._lock.release()
@@ -476,6 +493,12 @@ class HomeCatalog(_SnapshotQueries):
     @property
     def scanned(self) -> bool:
         return self._fingerprint is not None
+
+    def _big_main_db(self) -> bool:
+        """Whether main.db is too big for a request to wait for its first scan (a stat)."""
+        found = self.main_db_location()
+        key = _stat_key(found) if found is not None else None
+        return key is not None and key[1] > self.first_scan_wait_up_to_bytes
 
     def main_db_location(self) -> Path | None:
         """The main.db a scan would read (the first candidate that exists), without reading it."""
@@ -542,9 +565,8 @@ class HomeCatalog(_SnapshotQueries):
             except readonly.LedgerUnavailable as error:
                 return _MainRead(candidate, f"main.db: {error.detail} ({candidate})")
             try:
-                cursor, found = readonly.tolerant(conn, functools.partial(_main_rows, conn))
-                columns = {d[0]: i for i, d in enumerate(cursor.description)}
-                return _MainRead(candidate, None, _compact_main_rows(columns, found))
+                rows = readonly.tolerant(conn, functools.partial(_main_rows, conn))
+                return _MainRead(candidate, None, rows)
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)
@@ -621,7 +643,7 @@ class HomeCatalog(_SnapshotQueries):
                     current = sessions[aliases[session_id]]
                     session.same_vm_as = current.id
                     session.kind = "persistent"
-                    session.ledger_path, session.dir_path = current.ledger_path, current.dir_path
+                    session.dir_path, session.ledger_path = current.dir_path, current.ledger_path
                 sessions[session_id] = session
             session.main_row = row
             session.status = row.get("status")
@@ -640,9 +662,9 @@ class HomeCatalog(_SnapshotQueries):
             session.registry_entry = entry.raw
             session.created_at = _epoch_to_iso(entry.raw.get("created_at"))
             if entry.session_dir is None:
-                session.problems.append(
+                session.problems = [
                     "registry entry's session_dir is missing or outside run/persistent"
-                )
+                ]
             sessions[entry.id] = session
 
 
@@ -651,23 +673,43 @@ class HomeCatalog(_SnapshotQueries):
 UNIQUE_MAIN_COLUMNS = frozenset({"id", "created_at", "stopped_at", "vacuumed_at", "command"})
 
 
-def _main_rows(conn: sqlite3.Connection) -> tuple[sqlite3.Cursor, list[tuple]]:
+MAIN_ROWS_BATCH = 2000  # main.db rows compacted at a time (what a read holds beside its result)
+
+
+def _main_rows(conn: sqlite3.Connection) -> list[MainRow]:
+    """main.db's sessions rows as compact rows, read and compacted a batch at a time: a
+    whole read's raw rows (100,000 tuples, 30 MB) never sit beside their compact copies, and
+    the memory freed after a read is not the heap's high-water mark for good."""
     cursor = conn.execute(load_sql(__package__, "main_sessions"))
-    return cursor, cursor.fetchall()
-
-
-def _compact_main_rows(columns: dict[str, int], found: list[tuple]) -> list[MainRow]:
-    """main.db rows as compact rows, the repeated strings of a column shared (a status or a
-    version: one string, not 100,000), column by column (one pass per pooled column, not a
-    call per cell: 100,000 rows of 26 columns)."""
-    if not found:
-        return []
+    columns = {d[0]: i for i, d in enumerate(cursor.description)}
     pooled = [i for name, i in columns.items() if name not in UNIQUE_MAIN_COLUMNS]
+    shared: dict[int, dict] = {i: {str: {}, int: {}, float: {}} for i in pooled}
+    rows: list[MainRow] = []
+    while batch := cursor.fetchmany(MAIN_ROWS_BATCH):
+        rows += _compact_main_rows(columns, batch, shared)
+        for i, known in list(shared.items()):  # mostly distinct (tokens, cost): not pooled
+            if sum(map(len, known.values())) > MAIN_ROWS_BATCH // 2:
+                del shared[i]
+    return rows
+
+
+def _compact_main_rows(
+    columns: dict[str, int], found: list[tuple], shared: dict[int, dict]
+) -> list[MainRow]:
+    """main.db rows as compact rows, the repeated values of a column shared (a status or a
+    version: one string, not 100,000; `shared`: a dict per pooled column, kept across
+    batches), column by column (one pass per pooled column, not a call per cell)."""
     cells = [list(column) for column in zip(*found, strict=True)]
-    for i in pooled:
-        shared: dict = {}
+    if "id" in columns:  # interned: the index's rows of a session hold this very string
+        cells[columns["id"]] = [
+            sys.intern(value) if type(value) is str else value for value in cells[columns["id"]]
+        ]
+    for i, known in shared.items():
+        # a number too (a VM's RAM, a disk size: one int each, not 100,000), one dict per
+        # type: 1 and 1.0 are equal keys and must stay themselves
         cells[i] = [
-            shared.setdefault(value, value) if type(value) is str else value for value in cells[i]
+            known[type(value)].setdefault(value, value) if type(value) in known else value
+            for value in cells[i]
         ]
     return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 

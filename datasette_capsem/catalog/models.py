@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ ENDED_STATUSES = frozenset({"stopped", "crashed", "vacuumed", "terminated"})
 # A resumed persistent VM keeps its old `stopped` row (resume does not touch main.db, spec §3.4):
 # its new writer shows as a WAL written after the recorded stop, past this much clock slack.
 RESUME_AFTER_STOP_SECONDS = 60.0
+# A ledger's file names in its session dir (discover.ledger_in): one string each, shared.
+LEDGER_NAMES = {name: name for name in ("session.db", "session.db.gz")}
 
 
 class MainRow(CompactRow):
@@ -27,30 +30,100 @@ class MainRow(CompactRow):
     __slots__ = ()
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class Session:
-    """One session: the union of its main.db row, its directory and its registry entry."""
+    """One session: the union of its main.db row, its directory and its registry entry.
+
+    A home of 100,000 sessions keeps one per session, so what each holds is small: its
+    ledger and directory as strings (`ledger_path` and `dir_path` make a Path on access; a
+    ledger in its own directory is its file name, one shared string), no problems list
+    unless it has one. A vacuumed session (a main.db row, no directory) holds no path."""
 
     id: str
     kind: str
-    name: str | None = None
-    status: str | None = None
-    created_at: str | None = None
-    stopped_at: str | None = None
-    ledger_path: Path | None = None  # session.db or session.db.gz
-    dir_path: Path | None = None
-    main_row: MainRow | None = None
-    registry_entry: dict[str, Any] | None = None  # what is read of it (discover.REGISTRY_FIELDS)
+    name: str | None
+    status: str | None
+    created_at: str | None
+    stopped_at: str | None
+    _ledger: str | None  # session.db or session.db.gz: its name in _dir, else a whole path
+    _dir: str | None
+    main_row: MainRow | None
+    registry_entry: dict[str, Any] | None  # what is read of it (discover.REGISTRY_FIELDS)
     # The mtime of a non-empty -wal beside the ledger, 0.0 when there is none (discover.writer_wal)
-    writer_wal: float = 0.0
-    same_vm_as: str | None = None  # the other id of a persistent VM known under two ids
-    problems: list[str] = field(default_factory=list)
+    writer_wal: float
+    same_vm_as: str | None  # the other id of a persistent VM known under two ids
+    problems: list[str] | tuple[()]  # () when none: an empty list per session costs 5 MB
     # In an instance of labelled homes `id` is the address `<label>--<id>` (config.qualify),
     # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
-    home: str = ""
-    local_id: str | None = None
-    # index/verdicts.row_signature's last answer, with what it was computed from
+    home: str
+    local_id: str | None
+    # index/verdicts.row_signature's last answer, after what it was computed from
     signature: tuple | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        id: str,
+        kind: str,
+        name: str | None = None,
+        status: str | None = None,
+        created_at: str | None = None,
+        stopped_at: str | None = None,
+        ledger_path: Path | str | None = None,
+        dir_path: Path | str | None = None,
+        main_row: MainRow | None = None,
+        registry_entry: dict[str, Any] | None = None,
+        writer_wal: float = 0.0,
+        same_vm_as: str | None = None,
+        problems: list[str] | None = None,
+        home: str = "",
+        local_id: str | None = None,
+        *,
+        _ledger: str | None = None,  # as stored, for dataclasses.replace
+        _dir: str | None = None,
+        signature: tuple | None = None,
+    ):
+        self.id, self.kind, self.name, self.status = id, kind, name, status
+        self.created_at, self.stopped_at = created_at, stopped_at
+        self._dir = self._ledger = None
+        self.dir_path = dir_path if _dir is None else _dir
+        self.ledger_path = ledger_path
+        if _ledger is not None:
+            self._ledger = _ledger
+        self.main_row, self.registry_entry = main_row, registry_entry
+        self.writer_wal, self.same_vm_as = writer_wal, same_vm_as
+        self.problems = problems or ()
+        self.home, self.local_id = home, local_id
+        self.signature = signature
+
+    @property
+    def dir_path(self) -> Path | None:
+        return None if self._dir is None else Path(self._dir)
+
+    @dir_path.setter
+    def dir_path(self, value: Path | str | None) -> None:
+        if self._ledger in LEDGER_NAMES and self._dir is not None:  # a name in the old dir
+            self._ledger = os.path.join(self._dir, self._ledger)
+        self._dir = None if value is None else os.fspath(value)
+
+    @property
+    def ledger_path(self) -> Path | None:
+        """session.db or session.db.gz (a Path made on each access)."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        if self._dir is not None and ledger in LEDGER_NAMES:
+            return Path(self._dir, ledger)
+        return Path(ledger)
+
+    @ledger_path.setter
+    def ledger_path(self, value: Path | str | None) -> None:
+        if value is None:
+            self._ledger = None
+            return
+        path = os.fspath(value)
+        folder, name = os.path.split(path)
+        in_dir = self._dir is not None and folder == self._dir and name in LEDGER_NAMES
+        self._ledger = LEDGER_NAMES[name] if in_dir else path
 
     @property
     def short_id(self) -> str:
@@ -59,7 +132,7 @@ class Session:
 
     @property
     def has_ledger(self) -> bool:
-        return self.ledger_path is not None
+        return self._ledger is not None
 
     @property
     def writer_ended(self) -> bool:

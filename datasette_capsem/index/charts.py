@@ -2,6 +2,10 @@
 
 Per-day usage comes from the index's in-memory daily figures (session × day × provider), so a
 chart request sums over the filtered sessions without opening any file.
+
+Right after a big home's start the list is not whole yet (index/listing.py, `partial`): the
+charts are drawn from what the list holds then, the newest sessions only or the list before
+the latest change, and say so (`partial_note`), in their JSON and on the page.
 """
 
 from __future__ import annotations
@@ -46,3 +50,26 @@ def usage_per_day(rows: list[dict[str, Any]], index: IndexSnapshot) -> list[dict
         }
         for (day, provider), (inp, out, cost) in sorted(totals.items())
     ]
+
+
+def partial_note(partial: dict[str, Any] | None) -> str | None:
+    """What the charts leave out while the list is not whole (`_Built.partial`), or None."""
+    if not partial:
+        return None
+    if partial.get("sessions") is None:
+        return "The sessions of this home are still being read: the charts are empty until then."
+    if partial.get("shown"):
+        return (
+            f"Drawn from the newest {partial['shown']:,} of {partial['sessions']:,} sessions "
+            "only, while the whole list is being prepared: reload in a few seconds for all."
+        )
+    return (
+        "Drawn from the list before the latest changes to its "
+        f"{partial['sessions']:,} sessions, while it is brought up to date."
+    )
+
+
+def answer(rows: list[dict[str, Any]], partial: dict[str, Any] | None) -> dict[str, Any]:
+    """A chart's JSON: its rows, and whether they cover only part of the sessions."""
+    note = partial_note(partial)
+    return {"rows": rows, "partial": note is not None, "covers": partial, "note": note}

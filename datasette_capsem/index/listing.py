@@ -110,6 +110,8 @@ def _number(value: Any) -> float | int | None:
 
 
 def _sum(values: list[Any]) -> float | int | None:
+    if len(values) == 1:  # the row's own object, not a copy (0 + x is a new float)
+        return _number(values[0])
     numbers = [_number(v) for v in values]
     if not numbers or any(n is None for n in numbers):
         return None
@@ -249,19 +251,25 @@ ENTRY_FIELDS = (
     "verdict",
 )
 ENTRY_COLUMNS = {name: i for i, name in enumerate(ENTRY_FIELDS)}
+ENTRY_SIZE = len(ENTRY_FIELDS)
 VERDICT_FIELDS = ("state", "errors", "warnings", "kinds")  # of the row's verdict, for filters
 VERDICT_COLUMNS = {name: i for i, name in enumerate(VERDICT_FIELDS)}
 
 
 class ListEntry(CompactRow):
     """One session in the list: the fields of its row that sorting and filtering read, as a
-    read-only mapping, and the inputs its whole row is built from (`SessionTable.full_rows`)."""
+    read-only mapping, and the inputs its whole row is built from (`SessionTable.full_rows`):
+    one tuple holds both (the inputs after the fields), 100,000 of them in a big home."""
 
-    __slots__ = ("inputs",)
+    __slots__ = ()
 
     def __init__(self, values: tuple[Any, ...], inputs: tuple):
-        super().__init__(ENTRY_COLUMNS, values)
-        self.inputs = inputs  # (session, index row, stored check): kept by the catalog and index
+        super().__init__(ENTRY_COLUMNS, values + inputs)
+
+    @property
+    def inputs(self) -> tuple:
+        """(session, index row, stored check): objects the catalog and index keep."""
+        return self._values[ENTRY_SIZE:]
 
 
 def list_entry(row: dict[str, Any], inputs: tuple) -> ListEntry:
@@ -322,6 +330,10 @@ def _same_inputs(known: tuple, inputs: tuple) -> bool:
     if any(a is not b and a != b for a, b in zip(known[1:], inputs[1:], strict=True)):
         return False
     return known[0] is inputs[0] or known[0] == inputs[0]
+
+
+def _same_objects(known: tuple, inputs: tuple) -> bool:
+    return all(a is b for a, b in zip(known, inputs, strict=True))
 
 
 class SessionTable:
@@ -432,7 +444,7 @@ class SessionTable:
     def _full_row(self, entry: ListEntry) -> dict[str, Any]:
         session_id = entry["id"]
         known = self._rows.get(session_id)
-        if known is not None and known[0] is entry.inputs:
+        if known is not None and _same_objects(known[0], entry.inputs):
             self._rows.move_to_end(session_id)
             return known[1]
         row = self._whole_row(entry.inputs)

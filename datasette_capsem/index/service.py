@@ -698,15 +698,17 @@ def _read_rows(
     """The index's per-session figures (with a fork's whole-file totals as `file_totals`)
     and stored verdicts, as compact rows sharing their repeated strings."""
     pool = ValuePool()
+    ids = ("session_id",)  # the catalog's own strings (catalog.py interns them too)
     ledgers = {
         row["session_id"]: row
-        for row in compact_rows(conn.execute(totals, params or {}), pool, ("file_totals",))
+        for row in compact_rows(conn.execute(totals, params or {}), pool, ("file_totals",), ids)
     }
     for row in compact_rows(conn.execute(file_totals, params or {}), pool):
         if row["session_id"] in ledgers:
             ledgers[row["session_id"]] = with_values(ledgers[row["session_id"]], file_totals=row)
     found = {
-        row["session_id"]: row for row in compact_rows(conn.execute(checks, params or {}), pool)
+        row["session_id"]: row
+        for row in compact_rows(conn.execute(checks, params or {}), pool, interned=ids)
     }
     return ledgers, found
 

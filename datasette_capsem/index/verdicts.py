@@ -42,20 +42,20 @@ def row_signature(session: Session) -> str:
     """A digest of what a verdict depends on besides the ledger file: the main.db row, the
     status and whether the session is live. Stable across processes (a CLI refresh writes what
     a server reads)."""
-    row = session.main_row
-    key = (row, session.status, session.live)
-    known = session.signature
-    if known is not None and known[0] == key:  # kept on the session: the list and the
-        return known[1]  # refresh both ask, for every session
+    row, status, live = session.main_row, session.status, session.live
+    known = session.signature  # kept on the session: the list and the refresh both ask, for
+    # every session: (row, status, live, digest), one tuple (100,000 sessions keep one each)
+    if known is not None and known[0] is row and known[1] == status and known[2] == live:
+        return known[3]
     if row is None:
         items = None
     elif isinstance(row, CompactRow) and all(type(c) is str for c in row):
         items = row.items_repr()  # the same list as below, without a dict per row
     else:
         items = sorted((str(k), repr(v)) for k, v in dict(row).items())
-    text = repr((items, session.status, session.live))
+    text = repr((items, status, live))
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    session.signature = (key, digest)
+    session.signature = (row, status, live, digest)
     return digest
 
 

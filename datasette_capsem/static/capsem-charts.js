@@ -75,6 +75,17 @@
     figure.appendChild(note);
   }
 
+  // A line under the chart when its rows cover only part of the sessions (JSON `partial`:
+  // a big home's list still being prepared), in the server's words (text only).
+  function notePartial(element, data) {
+    var figure = element.parentNode;
+    if (!figure || !data.partial || !data.note) return;
+    var note = document.createElement("p");
+    note.className = "capsem-chart-partial capsem-meta";
+    note.textContent = data.note;
+    figure.appendChild(note);
+  }
+
   function say(element, text) {
     var note = document.createElement("p");
     note.className = "capsem-chart-empty";
@@ -100,6 +111,7 @@
         }
         var range = dayRange(data.rows);
         noteRange(element, range);
+        notePartial(element, data);
         return window.vegaEmbed(element, SPECS[kind](data.rows, range), {
           actions: false,
           ast: true,

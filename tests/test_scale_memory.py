@@ -1,0 +1,146 @@
+"""Issue 29, memory and start: what each session of a big home costs, a first scan of a big
+home that a request does not wait for, and the charts of a list that is not whole yet. Structure, not sizes: a session without a directory holds no path, a ledger's
+path is kept as a shared file name, an entry of the list is one tuple; the charts drawn while
+the list is being prepared say they cover only part of the sessions
+(benchmarks/bench_memory.py has the figures)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import pickle
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from datasette_capsem.catalog import Catalog, Session
+from datasette_capsem.catalog.models import LEDGER_NAMES
+from datasette_capsem.config import load_settings
+from datasette_capsem.index import IndexService
+from datasette_capsem.state import get_state
+from tests.helpers import make_datasette
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+HANG = 120  # seconds: only bounds a hang, never a figure
+
+
+@pytest.fixture(scope="module")
+def built_cache(capsem_home, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("memory-cache")
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
+    IndexService(settings, Catalog(settings)).refresh()
+    return cache
+
+
+async def test_a_session_keeps_strings_not_paths(capsem_home, cache_dir):
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+    sessions = list(Catalog(settings).snapshot().sessions.values())
+    without = [s for s in sessions if s.dir_path is None]
+    with_ledger = [s for s in sessions if s.ledger_path is not None]
+    assert without and with_ledger
+    for session in sessions:
+        held = [getattr(session, slot) for slot in Session.__slots__]
+        assert not any(isinstance(value, Path) for value in held), session.id
+        if not session.problems:
+            assert session.problems == ()  # no empty list per session
+    for session in without:  # a main.db row alone (vacuumed): no path at all
+        assert session._dir is None and session._ledger is None and not session.has_ledger
+    for session in with_ledger:
+        ledger = session.ledger_path
+        assert ledger.is_file() and ledger.parent == session.dir_path
+        assert session._ledger is LEDGER_NAMES[ledger.name]  # one shared name, not a path
+        assert session.has_ledger
+
+
+async def test_a_session_made_by_hand_reads_back_what_it_was_given(tmp_path):
+    elsewhere = tmp_path / "elsewhere" / "session.db"
+    session = Session("a", "persistent", ledger_path=elsewhere, dir_path=tmp_path / "a")
+    assert session.ledger_path == elsewhere and session.dir_path == tmp_path / "a"
+    moved = Session("b", "ephemeral", ledger_path=tmp_path / "b" / "session.db.gz")
+    moved.dir_path = tmp_path / "b"
+    moved.dir_path = tmp_path / "c"  # a name in the old dir stays that file
+    assert moved.ledger_path == tmp_path / "b" / "session.db.gz"
+    for copy in (dataclasses.replace(session, name="n"), pickle.loads(pickle.dumps(session))):
+        assert copy.ledger_path == elsewhere and copy.dir_path == tmp_path / "a"
+    assert dataclasses.replace(session, name="n") != session
+    assert pickle.loads(pickle.dumps(session)) == session
+
+
+async def test_a_list_entry_is_one_tuple_holding_its_inputs(capsem_home, built_cache):
+    datasette = await make_datasette(capsem_home, built_cache)
+    state = get_state(datasette)
+    catalog, index = state.catalog.snapshot(), state.index.snapshot()
+    built = state.session_table.rows(catalog, index)
+    assert len(built.rows) == len(catalog.sessions)
+    for entry in built.rows:
+        session = entry.inputs[0]
+        assert session is catalog.sessions[entry["id"]]
+        assert entry.inputs[1] is index.for_session(session.id)
+        assert not hasattr(entry, "__dict__")
+    row = state.session_table.full_rows(built.rows[:1])[0]
+    assert state.session_table.full_rows(built.rows[:1])[0] is row  # kept while inputs are
+
+
+async def until(check, what: str):
+    started = time.monotonic()
+    while not (found := await check()):
+        assert time.monotonic() - started < HANG, f"never: {what}"
+        await asyncio.sleep(0.05)
+    return found
+
+
+async def test_the_charts_of_a_list_being_prepared_say_they_are_partial(capsem_home, built_cache):
+    datasette = await make_datasette(capsem_home, built_cache)
+    state = get_state(datasette)
+    state.session_table.build_in_request_up_to = 0  # every list counts as big here
+    state.session_table.provisional_rows = 3
+    total = len(state.catalog.sessions())
+    charts = ("/-/capsem/charts/sessions.json", "/-/capsem/charts/usage.json")
+
+    with state.session_table._lock:  # the thread building the whole list waits for this
+        answers = [(await datasette.client.get(url)).json() for url in charts]
+        page = (await datasette.client.get("/")).text
+    sessions_chart, usage_chart = answers
+    for answer in answers:
+        assert answer["partial"] is True
+        assert answer["covers"] == {"sessions": total, "shown": 3}
+        assert f"newest 3 of {total:,} sessions" in answer["note"]
+    assert sum(row["sessions"] for row in sessions_chart["rows"]) == 3  # what it covers
+    assert "capsem-charts-partial" in page and f"newest 3 of {total:,} sessions" in page
+
+    async def whole():
+        found = (await datasette.client.get(charts[0])).json()
+        return found if not found["partial"] else None
+
+    found = await until(whole, "the charts of the whole list")
+    assert found["note"] is None and found["covers"] is None
+    listed = (await datasette.client.get("/-/capsem/sessions.json?_size=max")).json()
+    dated = [row for row in listed["sessions"] if row["created_at"]]
+    assert listed["partial"] is None and listed["filtered"] == len(listed["sessions"]) > 3
+    assert sum(row["sessions"] for row in found["rows"]) == len(dated)
+    assert "capsem-charts-partial" not in (await datasette.client.get("/")).text
+
+
+async def test_a_first_scan_of_a_big_home_is_not_waited_for(capsem_home, cache_dir):
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+    answers = []
+
+    def ask(catalog, wait):
+        thread = threading.Thread(target=lambda: answers.append(catalog.snapshot(wait=wait)))
+        thread.start()
+        thread.join(HANG / 4)  # bounds a hang only: a request that waits the whole wait out
+        return not thread.is_alive()
+
+    small, big = Catalog(settings), Catalog(settings)
+    big._single.first_scan_wait_up_to_bytes = 0  # this main.db counts as big
+    with big._single._lock:  # the first scan, under way in another thread
+        assert ask(big, HANG)  # answered at once: the page says the home is being read
+    assert answers.pop() is None
+    small._single._lock.acquire()  # a small home's first scan is waited for, as before
+    threading.Timer(0.2, small._single._lock.release).start()  # that scan ends
+    assert ask(small, HANG)
+    assert answers.pop() is not None
+    assert len(big.snapshot().sessions) == len(small.snapshot().sessions) > 0
