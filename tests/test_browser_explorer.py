@@ -226,6 +226,7 @@ async def test_findings_lead_to_their_rows(browser, base, manifest):
     assert problems == []
 
 
+@pytest.mark.heavy  # tens of seconds: its module is scheduled first (conftest.py)
 async def test_hostile_content_stays_text_in_the_explorer(browser, base, manifest):
     session = hostile_session(manifest)
     for trace in session["traces"]:

@@ -188,6 +188,7 @@ async def assert_no_overlap(page) -> None:
     assert found["problems"] == [], found
 
 
+@pytest.mark.heavy  # tens of seconds: its module is scheduled first (conftest.py)
 async def test_no_label_overlaps_a_node_or_a_label(browser, base, manifest):
     sessions = clean_current(manifest)[:1] + [
         s for s, _ in defect_sessions(manifest, "orphan_tool_response")[:1]

@@ -328,6 +328,7 @@ def test_readme_tail_command_runs_as_written(command, ending, home, session, tmp
     assert ("not live" in err) == (ending == "stops"), err
 
 
+@pytest.mark.heavy  # tens of seconds: its module is scheduled first (conftest.py)
 @async_test
 async def test_browser_sees_new_rows_arrive_without_reload_and_following_stops(
     browser, home, session, tmp_path

@@ -290,6 +290,7 @@ def test_an_endpoint_down_past_the_retries_fails_then_a_rerun_completes(clean_ho
         assert received_rows(receiver) == expected
 
 
+@pytest.mark.heavy  # tens of seconds: its module is scheduled first (conftest.py)
 def test_follow_picks_up_a_new_session_and_new_rows(clean_home, tmp_path):
     source, manifest = clean_home
     home = tmp_path / "home"

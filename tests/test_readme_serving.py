@@ -119,6 +119,7 @@ def is_team(argv: list[str]) -> bool:
     return "." in argv[1:] or "metadata.yml" in argv
 
 
+@pytest.mark.heavy  # tens of seconds: its module is scheduled first (conftest.py)
 @pytest.mark.parametrize("command", COMMANDS, ids=[c["text"] for c in COMMANDS])
 def test_documented_serving_command(command, capsem_home, manifest, tmp_path, served_cache):
     port = free_port()
