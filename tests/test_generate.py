@@ -13,6 +13,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -1000,15 +1001,15 @@ def test_live_writer_appends_while_readable(manifest, private_home) -> None:
     path = home / session["ledger"]
     start = session["counts"]["net_events"]
     with LiveWriter(home, session["id"], rate=400) as writer:
-        seen = []
-        for _ in range(20):
+        # Until the writer's rows show (on a loaded machine its start takes seconds); the
+        # deadline only bounds a writer that never writes.
+        seen, deadline = [], time.monotonic() + 120
+        while time.monotonic() < deadline:
             reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             seen.append(reader.execute("SELECT count(*) FROM net_events").fetchone()[0])
             reader.close()
             if seen[-1] > start + 5:
                 break
-            import time
-
             time.sleep(0.1)
         assert Path(f"{path}-wal").exists()
     assert writer.process is not None and writer.process.returncode == 0
