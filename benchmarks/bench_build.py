@@ -19,7 +19,10 @@ home's path and the plugin's source (so a changed build is captured again, and a
 names the files of another checkout). Wall seconds and CPU seconds (user + system, the
 build's worker processes included) of each run are printed, with the load average.
 
-Usage: python benchmarks/bench_build.py HOME [--repeat 3] [--server]
+With `--before DIR` (a checkout of another commit, e.g. `git archive main | tar -x -C DIR`),
+that checkout's build is timed in the same turns, against the same CLI replay.
+
+Usage: python benchmarks/bench_build.py HOME [--repeat 3] [--server] [--before DIR]
        python benchmarks/bench_build.py 10000            (benchmarks/out/scale-10000)
 """
 
@@ -70,12 +73,17 @@ def captured(home: Path) -> tuple[str, int]:
     return text, int(text.split("\n", 1)[0].split(":")[1])
 
 
-def build_once(home: Path) -> tuple[float, float, str]:
+def build_once(home: Path, source: Path | None = None) -> tuple[float, float, str]:
+    """(wall s, CPU s, what it said) of one `datasette capsem index` into an empty cache;
+    `source`: a checkout of the plugin to run instead of this one (put first on PYTHONPATH)."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="bench-build-") as cache:
         command = [sys.executable, "-m", "datasette", "capsem", "index"]
         command += ["--home", str(home), "--cache-dir", cache]
         before, started = children_cpu(), time.perf_counter()
-        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
         return time.perf_counter() - started, children_cpu() - before, done.stdout.strip()
 
 
@@ -115,6 +123,12 @@ def main() -> None:
     parser.add_argument("home", help="a Capsem home, or a size of scale_home.py's homes")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--server", action="store_true", help="also the build in a server")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a checkout of the plugin (e.g. `git archive` of main) whose build is timed too, "
+        "in turn with this one's, against the same CLI replay (this checkout's statements)",
+    )
     args = parser.parse_args()
     home = Path(args.home) if not args.home.isdigit() else OUT / f"scale-{args.home}"
     if not home.is_dir():
@@ -122,9 +136,14 @@ def main() -> None:
     script, statements = captured(home)
     cli = sqlite3_cli()
     loads, builds, build_cpu, shells, shell_cpu, servers = [], [], [], [], [], []
+    befores, before_cpu = [], []
     said = ""
     for _ in range(args.repeat):
         loads.append(load())
+        if args.before:
+            wall, cpu, _said = build_once(home, args.before.resolve())
+            befores.append(wall)
+            before_cpu.append(cpu)
         wall, cpu, said = build_once(home)
         builds.append(wall)
         build_cpu.append(cpu)
@@ -139,8 +158,18 @@ def main() -> None:
         return ", ".join(f"{v:.1f}" for v in values)
 
     ratio = statistics.median(builds) / statistics.median(shells)
-    rows = [
-        ["sqlite3 CLI, same reads", each(shells), each(shell_cpu), "1.00x", ""],
+    rows = [["sqlite3 CLI, same reads", each(shells), each(shell_cpu), "1.00x", ""]]
+    if befores:
+        rows.append(
+            [
+                f"datasette capsem index of {args.before.name}",
+                each(befores),
+                each(before_cpu),
+                f"{statistics.median(befores) / statistics.median(shells):.2f}x",
+                ", ".join(f"{b / s:.2f}" for b, s in zip(befores, shells, strict=True)),
+            ]
+        )
+    rows += [
         [
             "datasette capsem index",
             each(builds),

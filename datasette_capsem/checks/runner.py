@@ -22,6 +22,7 @@ from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, Report
 from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.checks.workers import ordered_map
 from datasette_capsem.config import Settings
+from datasette_capsem.ledger.schema import LedgerSchema
 
 T = TypeVar("T")
 # Sessions per task of a worker process: results stream back in order and Ctrl-C stops
@@ -32,14 +33,17 @@ _lent = threading.local()  # (path, connection) a caller lends for its checks (`
 
 
 @contextmanager
-def lending(path: Path, conn: sqlite3.Connection) -> Iterator[None]:
+def lending(
+    path: Path, conn: sqlite3.Connection, schema: LedgerSchema | None = None
+) -> Iterator[None]:
     """Within the block, `check_catalog_session` of a session whose ledger is `path` runs on
     `conn` instead of opening the file again: the index build has just opened the ledger
     through `readonly` to read it, and checks it on that connection (one open, one read of
     its schema and pages instead of two). The lender closes it; the check leaves it as it
-    found it (its page cache size restored, one SQL function registered)."""
+    found it (its page cache size restored, one SQL function registered). `schema`: the
+    file's `read_schema`, when the lender has read it."""
     previous = getattr(_lent, "held", None)
-    _lent.held = (path, conn)
+    _lent.held = (path, conn, schema)
     try:
         yield
     finally:
@@ -73,7 +77,7 @@ def check_catalog_session(
     path = session.ledger_path
     held = getattr(_lent, "held", None)
     if held is not None and held[0] == path:
-        return check_session(held[1], **options)
+        return check_session(held[1], schema=held[2], **options)
     conn = readonly.open_readonly(path, settings.cache_dir)
     if alone:
         options["reopen"] = lambda: readonly.open_readonly(path, settings.cache_dir)

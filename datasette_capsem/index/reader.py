@@ -26,7 +26,7 @@ from datasette_capsem.index.extract import (
 from datasette_capsem.index.extract import read_facts as read_figures
 from datasette_capsem.index.plan import Parent
 from datasette_capsem.index.text import read_texts
-from datasette_capsem.ledger.schema import read_schema
+from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 
 
 @dataclass
@@ -102,20 +102,25 @@ def _read_once(
     except readonly.LedgerUnavailable as error:
         return LedgerRead(problem=f"{error.kind}: {error.detail}")
     try:
+        try:
+            schema = read_schema(conn)
+        except sqlite3.Error as error:
+            return LedgerRead(problem=f"unreadable: {error}")
         checked = None
         if check is not None:
-            with lending(session.ledger_path, conn):
+            with lending(session.ledger_path, conn, schema):
                 checked = verdicts.check(session, check)
-        read = _read_facts_of(conn, cache_dir, parent)
+        read = _read_facts_of(conn, schema, cache_dir, parent)
         read.checked = checked
         return read
     finally:
         conn.close()
 
 
-def _read_facts_of(conn: sqlite3.Connection, cache_dir: Path, parent: Parent | None) -> LedgerRead:
+def _read_facts_of(
+    conn: sqlite3.Connection, schema: LedgerSchema, cache_dir: Path, parent: Parent | None
+) -> LedgerRead:
     try:
-        schema = read_schema(conn)
         inherited, inherited_problem = None, None
         if parent is not None:
             inherited, inherited_problem = _attach_parent(conn, parent, cache_dir)
