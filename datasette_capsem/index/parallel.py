@@ -5,7 +5,11 @@ and masking every searchable text are per-ledger work that worker processes shar
 (`checks/workers.py`), while the refresh's one connection writes what they read, in the order
 of the plan, so the index holds the same rows whatever the number of workers. A refresh of a
 few changed ledgers reads them in its own thread: starting processes would cost more.
-`check_sessions` does the same for the quick check of each session (the verdicts).
+
+A ledger whose session's quick check is wanted too is checked by the same task, on the
+connection that reads it (`reader.read_ledger`'s `check`): one open and one schema read per
+ledger, one pool of workers per build. `check_sessions` checks the sessions left (aliases of
+a file, a changed main.db row over an unchanged ledger, sessions without a ledger).
 """
 
 from __future__ import annotations
