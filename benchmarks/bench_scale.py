@@ -32,13 +32,12 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
+from bench_build import captured
 from bench_check import cli_run, load, sqlite3_cli
-from bench_sessions import build_script
 from common import HERE, OUT, free_port, print_table, rss_mb, wait_for_index, wait_until_idle
 from scale_home import probe_event_ids, probe_sessions, scale_home
 
@@ -106,18 +105,11 @@ def side_by_side(ours: httpx.Client, plain: httpx.Client, urls: list[str], plain
 
 
 def cli_script_of(home: Path) -> tuple[str, int]:
-    """The sqlite3 shell script reading what a full build reads, captured once per home."""
-    kept = OUT / f"{home.name}.build.sql"
-    if not kept.exists():
-        capture = Path(tempfile.mkdtemp(prefix="bench-scale-capture-"))
-        try:
-            print(f"capturing the build's statements for {home.name} ...", file=sys.stderr)
-            script, count = build_script(home, capture)
-        finally:
-            shutil.rmtree(capture, ignore_errors=True)
-        kept.write_text(f"-- statements: {count}\n{script}")
-    text = kept.read_text()
-    return text, int(text.split("\n", 1)[0].split(":")[1])
+    """The sqlite3 shell script reading what a full build reads (quick check included),
+    captured once per home path and plugin source (`bench_build.captured`): a script kept
+    under the home's name alone named the ledgers of another checkout, and would replay
+    another build's statements once the build changed."""
+    return captured(home)
 
 
 def one_size(

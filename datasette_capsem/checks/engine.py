@@ -179,6 +179,7 @@ def check_session(
     tables: dict[str, int] | None = None,
     memo: dict[Any, Any] | None = None,
     reopen: Callable[[], sqlite3.Connection] | None = None,
+    schema: LedgerSchema | None = None,
 ) -> Report:
     """Check one session's ledger (`conn`, or None when it has none on disk).
 
@@ -194,11 +195,13 @@ def check_session(
     same (a refresh of the index checks 10,000 sessions one call each). `reopen` opens a
     second connection to the same file for the checks that read all of it (`_run_checks`):
     for one session checked alone; a run over many sessions keeps its cores busy already.
+    `schema`: `read_schema(conn)` when the caller has just read it (the index build).
     """
     started = time.perf_counter()
     if main_row is None and session is not None:
         main_row = getattr(session, "main_row", None)
-    schema = read_schema(conn) if conn is not None else LedgerSchema({})
+    if schema is None:
+        schema = read_schema(conn) if conn is not None else LedgerSchema({})
     if conn is not None:
         prepare_connection(conn)
     every = all_checks() if checks is None else checks

@@ -7,8 +7,12 @@ a ledger SQLite cannot read raises `LedgerUnavailable` for the caller to report.
 from __future__ import annotations
 
 import functools
+import sqlite3
+import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from datasette_capsem import readonly
@@ -18,12 +22,32 @@ from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, Report
 from datasette_capsem.checks.profiles import FULL
 from datasette_capsem.checks.workers import ordered_map
 from datasette_capsem.config import Settings
+from datasette_capsem.ledger.schema import LedgerSchema
 
 T = TypeVar("T")
 # Sessions per task of a worker process: results stream back in order and Ctrl-C stops
 # promptly, and handing out tasks costs next to nothing. A run of fewer than two tasks stays
 # in this process.
 PROCESS_CHUNK = 16
+_lent = threading.local()  # (path, connection) a caller lends for its checks (`lending`)
+
+
+@contextmanager
+def lending(
+    path: Path, conn: sqlite3.Connection, schema: LedgerSchema | None = None
+) -> Iterator[None]:
+    """Within the block, `check_catalog_session` of a session whose ledger is `path` runs on
+    `conn` instead of opening the file again: the index build has just opened the ledger
+    through `readonly` to read it, and checks it on that connection (one open, one read of
+    its schema and pages instead of two). The lender closes it; the check leaves it as it
+    found it (its page cache size restored, one SQL function registered). `schema`: the
+    file's `read_schema`, when the lender has read it."""
+    previous = getattr(_lent, "held", None)
+    _lent.held = (path, conn, schema)
+    try:
+        yield
+    finally:
+        _lent.held = previous
 
 
 def check_catalog_session(
@@ -51,6 +75,9 @@ def check_catalog_session(
     if session.ledger_path is None:
         return check_session(None, **options)
     path = session.ledger_path
+    held = getattr(_lent, "held", None)
+    if held is not None and held[0] == path:
+        return check_session(held[1], schema=held[2], **options)
     conn = readonly.open_readonly(path, settings.cache_dir)
     if alone:
         options["reopen"] = lambda: readonly.open_readonly(path, settings.cache_dir)

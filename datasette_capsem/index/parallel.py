@@ -5,7 +5,11 @@ and masking every searchable text are per-ledger work that worker processes shar
 (`checks/workers.py`), while the refresh's one connection writes what they read, in the order
 of the plan, so the index holds the same rows whatever the number of workers. A refresh of a
 few changed ledgers reads them in its own thread: starting processes would cost more.
-`check_sessions` does the same for the quick check of each session (the verdicts).
+
+A ledger whose session's quick check is wanted too is checked by the same task, on the
+connection that reads it (`reader.read_ledger`'s `check`): one open and one schema read per
+ledger, one pool of workers per build. `check_sessions` checks the sessions left (aliases of
+a file, a changed main.db row over an unchanged ledger, sessions without a ledger).
 """
 
 from __future__ import annotations
@@ -26,19 +30,24 @@ CHUNK = 4  # ledgers per task: a few, as one ledger can be much bigger than the 
 
 
 def timed_read(
-    session: Session, cache_dir: Path, parent: Parent | None
+    session: Session, cache_dir: Path, parent: Parent | None, check: Settings | None = None
 ) -> tuple[LedgerRead, float]:
-    """`read_ledger` and the milliseconds it took (stored as the ledger's `index_ms`)."""
+    """`read_ledger` and the milliseconds its reading took (stored as the ledger's
+    `index_ms`; a quick check run on the way has its own `check_ms`)."""
     began = time.perf_counter()
-    read = read_ledger(session, cache_dir, parent)
-    return read, round((time.perf_counter() - began) * 1000, 3)
+    read = read_ledger(session, cache_dir, parent, check)
+    elapsed = (time.perf_counter() - began) * 1000
+    if read.checked is not None:
+        elapsed = max(0.0, elapsed - read.checked.check_ms)
+    return read, round(elapsed, 3)
 
 
 def read_ledgers(
-    jobs: list[tuple[Session, Parent | None]], cache_dir: Path
+    jobs: list[tuple[Session, Parent | None, Settings | None]], cache_dir: Path
 ) -> Iterator[tuple[LedgerRead, float]]:
-    """`timed_read` of each (session, fork parent), in the order of `jobs`."""
-    items = [(session, cache_dir, parent) for session, parent in jobs]
+    """`timed_read` of each (session, fork parent, settings to quick-check it with or None),
+    in the order of `jobs`."""
+    items = [(session, cache_dir, parent, check) for session, parent, check in jobs]
     workers = default_workers()
     if len(items) < PROCESSES_FROM or workers <= 1:
         return (timed_read(*item) for item in items)

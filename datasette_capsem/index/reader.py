@@ -14,6 +14,9 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Session
+from datasette_capsem.checks.runner import lending
+from datasette_capsem.config import Settings
+from datasette_capsem.index import verdicts
 from datasette_capsem.index.extract import (
     PARENT_SCHEMA,
     Inherited,
@@ -23,7 +26,7 @@ from datasette_capsem.index.extract import (
 from datasette_capsem.index.extract import read_facts as read_figures
 from datasette_capsem.index.plan import Parent
 from datasette_capsem.index.text import read_texts
-from datasette_capsem.ledger.schema import read_schema
+from datasette_capsem.ledger.schema import LedgerSchema, read_schema
 
 
 @dataclass
@@ -32,6 +35,7 @@ class LedgerRead:
     era: str | None = None
     problem: str | None = None
     inherited_problem: str | None = None  # a fork whose parent's rows could not be left out
+    checked: verdicts.Checked | None = None  # the quick check, when asked (`read_ledger`)
 
 
 def _attach_parent(conn: sqlite3.Connection, parent: Parent, cache_dir: Path):
@@ -68,24 +72,57 @@ def _detach(conn: sqlite3.Connection) -> None:
         conn.execute(f"DETACH DATABASE {PARENT_SCHEMA}")
 
 
-def read_ledger(session: Session, cache_dir: Path, parent: Parent | None = None) -> LedgerRead:
+def read_ledger(
+    session: Session,
+    cache_dir: Path,
+    parent: Parent | None = None,
+    check: Settings | None = None,
+) -> LedgerRead:
     """The facts of one ledger, opened only through the read-only opener (as is a fork's
     parent, attached to leave the copied rows out); read again when it could not be read
-    while its writer changed it (`readonly.settled`), so a passing moment is not recorded."""
+    while its writer changed it (`readonly.settled`), so a passing moment is not recorded.
+
+    With `check` (the settings of the refresh), the session's quick check (`verdicts.check`,
+    which stores its report) runs on the same connection first, before a parent is attached:
+    the very report a check opening the file itself gives, without a second open and read
+    of the file. A ledger that cannot be opened is left unchecked here (`checked` None): the
+    caller checks it as any other session, which says why it is unreadable."""
     return readonly.settled(
         session.ledger_path,
-        lambda: _read_once(session, cache_dir, parent),
+        lambda: _read_once(session, cache_dir, parent, check),
         failed=lambda read: read.problem is not None,
     )
 
 
-def _read_once(session: Session, cache_dir: Path, parent: Parent | None) -> LedgerRead:
+def _read_once(
+    session: Session, cache_dir: Path, parent: Parent | None, check: Settings | None
+) -> LedgerRead:
     try:
         conn = readonly.open_once(session.ledger_path, cache_dir)  # read_ledger tries again
     except readonly.LedgerUnavailable as error:
         return LedgerRead(problem=f"{error.kind}: {error.detail}")
     try:
-        schema = read_schema(conn)
+        try:
+            # Table and column names decoded in C (readonly.tolerant): a Python call per name
+            # was a tenth of the CPU of reading a small ledger.
+            schema = readonly.tolerant(conn, lambda: read_schema(conn))
+        except sqlite3.Error as error:
+            return LedgerRead(problem=f"unreadable: {error}")
+        checked = None
+        if check is not None:
+            with lending(session.ledger_path, conn, schema):
+                checked = verdicts.check(session, check)
+        read = _read_facts_of(conn, schema, cache_dir, parent)
+        read.checked = checked
+        return read
+    finally:
+        conn.close()
+
+
+def _read_facts_of(
+    conn: sqlite3.Connection, schema: LedgerSchema, cache_dir: Path, parent: Parent | None
+) -> LedgerRead:
+    try:
         inherited, inherited_problem = None, None
         if parent is not None:
             inherited, inherited_problem = _attach_parent(conn, parent, cache_dir)
@@ -99,5 +136,3 @@ def _read_once(session: Session, cache_dir: Path, parent: Parent | None) -> Ledg
         return LedgerRead(read_facts(conn, schema), schema.era, None, inherited_problem)
     except sqlite3.Error as error:
         return LedgerRead(problem=f"unreadable: {error}")
-    finally:
-        conn.close()

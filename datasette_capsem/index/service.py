@@ -203,7 +203,8 @@ class IndexService:
 
     def _refresh(self, progress: Progress | None, stats: dict[Path, tuple]) -> RefreshReport:
         started = time.perf_counter()
-        plan = plan_files(self.catalog.snapshot().sessions, stats)
+        sessions = self.catalog.snapshot().sessions
+        plan = plan_files(sessions, stats)
         wanted = plan.owners
         report = RefreshReport(total=len(wanted))
         conn = store.connect_writer(self.path)
@@ -213,13 +214,15 @@ class IndexService:
             report.removed = sorted(set(stored) - set(wanted))
             for session_id in report.removed:
                 store.forget(conn, session_id)
-            self._index_all(conn, todo, report, progress)
+            unchecked, removed_checks = self._checks_wanted(conn, sessions, plan)
+            runner.new_run()  # the rule book of this refresh, taken once (index/verdicts.py)
+            self._index_all(conn, todo, report, progress, unchecked)
             aliases_changed = store.replace_aliases(conn, plan.aliases)
             catalog = self.catalog.snapshot()
             if catalog is not self._named:  # names and kinds change only with a rescan
                 store.update_names(conn, {sid: (s.name, s.kind) for sid, s in wanted.items()})
             conn.commit()
-            removed_checks = self._check_all(conn, plan, progress, report)
+            self._check_all(conn, list(unchecked.values()), progress, report)
             self._named = catalog
             report.seconds = time.perf_counter() - started
             store.set_meta(conn, last_refresh_at=time.time(), last_refresh_seconds=report.seconds)
@@ -233,11 +236,10 @@ class IndexService:
             self._snapshot = self._reload(changed)
         return report
 
-    def _check_all(self, conn, plan: FilePlan, progress, report: RefreshReport) -> set[str]:
-        """Run the quick check profile on every session whose ledger file or main.db row
-        changed since its stored verdict (verdicts.py); forget sessions that are gone.
-        Returns the sessions whose stored verdict was removed."""
-        sessions = self.catalog.snapshot().sessions
+    def _checks_wanted(self, conn, sessions: dict, plan: FilePlan) -> tuple[dict, set[str]]:
+        """The sessions whose ledger file or main.db row changed since their stored verdict
+        (verdicts.py), as {id: (session, fingerprint, signature)} in catalog order, and the
+        sessions gone since, whose stored verdicts this forgets."""
         if self._stored_checks is None:
             self._stored_checks = {
                 sid: hash(inputs) for sid, inputs in store.stored_checks(conn).items()
@@ -247,7 +249,7 @@ class IndexService:
         for session_id in gone:
             store.forget_check(conn, session_id)
             del stored[session_id]
-        todo = []
+        todo = {}
         for session_id, session in sessions.items():
             fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
             # kept on the session object while its row is unchanged (row_signature)
@@ -255,33 +257,40 @@ class IndexService:
             known = stored.get(session_id)
             wanted = hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
             if known is None or known != wanted:
-                todo.append((session, fingerprint, signature))
+                todo[session_id] = (session, fingerprint, signature)
+        return todo, gone
+
+    def _write_check(self, conn, job: tuple, checked, report: RefreshReport) -> None:
+        session, fingerprint, signature = job
+        described = {
+            "session_id": session.id,
+            "home": session.home,
+            "session_name": session.name,
+            "kind": session.kind,
+            "created_at": session.created_at,
+        }
+        store.write_check(conn, described, fingerprint, signature, checked)
+        self._stored_checks[session.id] = hash(
+            (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
+        )
+        report.checked.append(session.id)
+
+    def _check_all(self, conn, todo: list, progress, report: RefreshReport) -> None:
+        """Run the quick check profile on the sessions `_checks_wanted` found and the ledger
+        reads did not check on the way (aliases of a file, unchanged ledgers whose main.db row
+        changed, sessions without a ledger, ledgers that could not be opened)."""
+        sessions = self.catalog.snapshot().sessions
         self._progress, self._phase = (0, len(todo)), "sessions checked"
-        runner.new_run()  # the rule book of this refresh, taken once (index/verdicts.py)
         last_commit = time.monotonic()
         # Many (a first build): checked in worker processes, in order (index/parallel.py).
         checks = parallel.check_sessions([session for session, _, _ in todo], self.settings)
-        for done, ((session, fingerprint, signature), checked) in enumerate(
-            zip(todo, checks, strict=True), start=1
-        ):
-            described = {
-                "session_id": session.id,
-                "home": session.home,
-                "session_name": session.name,
-                "kind": session.kind,
-                "created_at": session.created_at,
-            }
-            store.write_check(conn, described, fingerprint, signature, checked)
-            stored[session.id] = hash(
-                (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
-            )
-            report.checked.append(session.id)
+        for done, (job, checked) in enumerate(zip(todo, checks, strict=True), start=1):
+            self._write_check(conn, job, checked, report)
             last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
         if self.catalog.snapshot() is not self._named:
             store.update_check_names(
                 conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
             )
-        return gone
 
     def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
         todo = []
@@ -302,12 +311,19 @@ class IndexService:
                 todo.append((session, fingerprint, parent))
         return todo
 
-    def _index_all(self, conn, todo: list, report: RefreshReport, progress) -> None:
+    def _index_all(
+        self, conn, todo: list, report: RefreshReport, progress, unchecked: dict
+    ) -> None:
+        """Read the changed ledgers and write their facts; a ledger whose owner's verdict is
+        wanted too (`unchecked`) is quick-checked on the same connection as it is read, and
+        leaves `unchecked` once its verdict is written."""
         self._progress, self._phase = (0, len(todo)), "changed ledgers read"
         last_commit = time.monotonic()
+        settings = self.settings
         # Many ledgers are read in worker processes, each written here in plan order.
         reads = parallel.read_ledgers(
-            [(s, parent) for s, _, parent in todo], self.settings.cache_dir
+            [(s, parent, settings if s.id in unchecked else None) for s, _, parent in todo],
+            settings.cache_dir,
         )
         for done, (job, (read, index_ms)) in enumerate(zip(todo, reads, strict=True), start=1):
             session, fingerprint, parent = job
@@ -328,6 +344,8 @@ class IndexService:
                 "parent_key": parent_key,
             }
             store.write_ledger(conn, ledger, read.facts, read.problem)
+            if read.checked is not None:
+                self._write_check(conn, unchecked.pop(session.id), read.checked, report)
             report.indexed.append(session.id)
             if read.problem:
                 report.problems[session.id] = read.problem
