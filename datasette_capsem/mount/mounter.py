@@ -28,6 +28,16 @@ INTERNAL_RECORD_DATABASE = (
     "INSERT OR REPLACE INTO databases (database_name, path, is_memory, schema_version)"
     " VALUES (?, ?, ?, ?)"
 )
+# Datasette 1.0's internal catalog: its tables (catalog_databases last) and what it recorded.
+CATALOG_TABLES = (
+    "catalog_columns",
+    "catalog_foreign_keys",
+    "catalog_indexes",
+    "catalog_views",
+    "catalog_tables",
+    "catalog_databases",
+)
+CATALOG_VERSIONS = "SELECT database_name, schema_version FROM catalog_databases"
 # How often mounting looks for mounted ledgers Capsem deleted: a stat of every mounted file
 # (32 by default) was a fifth of a first visit's own work when done on each mount.
 VANISHED_CHECK_SECONDS = 5.0
@@ -257,3 +267,51 @@ async def refresh_schemas(datasette, mounter: Mounter) -> None:
             )
             await populate_schema_tables(internal, database)
         cache.remember(name, fingerprint)
+
+
+async def refresh_catalog(datasette, mounter: Mounter) -> None:
+    """Datasette 1.0's `_refresh_schemas` (its internal catalog of every attached database's
+    tables and columns, which its permission checks and table lists read), with two changes
+    for Capsem's files only: one that cannot be read now (Capsem deleted it, a sync is still
+    copying it) is skipped and keeps what the catalog last held, where Datasette's own refresh
+    raised and failed every request of the instance until it was unmounted; and one unchanged
+    since its last refresh (two `stat`s) is not asked its schema version again. Every other
+    database is refreshed exactly as Datasette does."""
+    internal = datasette.get_internal_database()
+    if not datasette.internal_db_created:
+        await init_internal_db(internal)
+        await datasette.apply_metadata_json()
+        datasette.internal_db_created = True
+    known = {
+        row["database_name"]: row["schema_version"]
+        for row in await internal.execute(CATALOG_VERSIONS)
+    }
+    listed = set(known)
+    for table in CATALOG_TABLES[:-1]:
+        rows = await internal.execute(f"SELECT DISTINCT database_name FROM {table}")
+        listed.update(row["database_name"] for row in rows if row["database_name"] is not None)
+    stale = listed - set(datasette.databases)
+    if stale:
+
+        def forget_stale(conn) -> None:
+            for name in stale:
+                for table in CATALOG_TABLES:
+                    conn.execute(f"DELETE FROM {table} WHERE database_name = ?", [name])
+
+        await internal.execute_write_fn(forget_stale)
+    cache = mounter.schema_cache
+    for name, database in list(datasette.databases.items()):
+        ours = isinstance(database, LedgerDatabase)
+        fingerprint = cache.fingerprint(database) if ours else None
+        if ours and name in known and cache.unchanged(name, fingerprint):
+            continue
+        try:
+            version = (await database.execute("PRAGMA schema_version")).first()[0]
+            if version != known.get(name):
+                await populate_schema_tables(internal, database, version)
+        except LedgerUnavailable:
+            if not ours:
+                raise
+            continue
+        if ours:
+            cache.remember(name, fingerprint)
