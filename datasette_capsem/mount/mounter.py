@@ -28,16 +28,22 @@ INTERNAL_RECORD_DATABASE = (
     "INSERT OR REPLACE INTO databases (database_name, path, is_memory, schema_version)"
     " VALUES (?, ?, ?, ?)"
 )
-# Datasette 1.0's internal catalog: its tables (catalog_databases last) and what it recorded.
-CATALOG_TABLES = (
-    "catalog_columns",
-    "catalog_foreign_keys",
-    "catalog_indexes",
-    "catalog_views",
-    "catalog_tables",
-    "catalog_databases",
-)
+# Datasette 1.0's internal catalog: what it recorded per attached database, the databases its
+# tables name, and the statements forgetting one (child tables first, as 1.0 deletes them).
 CATALOG_VERSIONS = "SELECT database_name, schema_version FROM catalog_databases"
+CATALOG_NAMED = (
+    "SELECT database_name FROM catalog_columns UNION SELECT database_name FROM"
+    " catalog_foreign_keys UNION SELECT database_name FROM catalog_indexes UNION SELECT"
+    " database_name FROM catalog_views UNION SELECT database_name FROM catalog_tables"
+)
+CATALOG_FORGET = (
+    "DELETE FROM catalog_columns WHERE database_name = ?",
+    "DELETE FROM catalog_foreign_keys WHERE database_name = ?",
+    "DELETE FROM catalog_indexes WHERE database_name = ?",
+    "DELETE FROM catalog_views WHERE database_name = ?",
+    "DELETE FROM catalog_tables WHERE database_name = ?",
+    "DELETE FROM catalog_databases WHERE database_name = ?",
+)
 # How often mounting looks for mounted ledgers Capsem deleted: a stat of every mounted file
 # (32 by default) was a fifth of a first visit's own work when done on each mount.
 VANISHED_CHECK_SECONDS = 5.0
@@ -287,16 +293,15 @@ async def refresh_catalog(datasette, mounter: Mounter) -> None:
         for row in await internal.execute(CATALOG_VERSIONS)
     }
     listed = set(known)
-    for table in CATALOG_TABLES[:-1]:
-        rows = await internal.execute(f"SELECT DISTINCT database_name FROM {table}")
-        listed.update(row["database_name"] for row in rows if row["database_name"] is not None)
+    rows = await internal.execute(CATALOG_NAMED)
+    listed.update(row["database_name"] for row in rows if row["database_name"] is not None)
     stale = listed - set(datasette.databases)
     if stale:
 
         def forget_stale(conn) -> None:
             for name in stale:
-                for table in CATALOG_TABLES:
-                    conn.execute(f"DELETE FROM {table} WHERE database_name = ?", [name])
+                for statement in CATALOG_FORGET:
+                    conn.execute(statement, [name])
 
         await internal.execute_write_fn(forget_stale)
     cache = mounter.schema_cache
