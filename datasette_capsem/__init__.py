@@ -18,7 +18,7 @@ from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.index import INDEX_DATABASE
 from datasette_capsem.index.database import IndexDatabase
 from datasette_capsem.memory import limit_malloc_arenas, settle_heap_now_and_then
-from datasette_capsem.mount.mounter import refresh_schemas
+from datasette_capsem.mount.mounter import refresh_catalog, refresh_schemas
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import CapsemState, get_role, get_state
 from datasette_capsem.views import guest, opening, render
@@ -31,11 +31,12 @@ def startup(datasette):
         return
     limit_malloc_arenas()
     state = get_state(datasette)
-    if not permissions.DATASETTE_1:
-        # Re-check only databases whose files changed, instead of every one on every request.
-        # (1.0 refreshes at most once a second, and its permission checks read the catalog of
-        # every mounted ledger's tables: its own refresh stays.)
-        datasette._refresh_schemas = functools.partial(refresh_schemas, datasette, state.mounter)
+    # Re-check only databases whose files changed, instead of every one on every request, and
+    # never fail a request on a Capsem file that cannot be read now. (1.0 refreshes at most
+    # once a second, and its permission checks read its catalog of every mounted ledger's
+    # tables: its refresh keeps them; 0.65's skips session ledgers.)
+    refresh = refresh_catalog if permissions.DATASETTE_1 else refresh_schemas
+    datasette._refresh_schemas = functools.partial(refresh, datasette, state.mounter)
     state.mounter.ensure_mains()
     state.catalog.scan_soon()  # a big home's first scan takes seconds: not in the start
     start_index(datasette, state)

@@ -17,7 +17,13 @@ async def probe(home: Path, cache: Path, session_ids: list[str]) -> dict[str, ob
     answers: dict[str, object] = {}
     for session_id in session_ids:
         sql = "select count(*) from model_calls"
-        response = await datasette.client.get(f"/{session_id}.json", params={"sql": sql})
+        # 1.0 redirects /<db>.json?sql= to /<db>/-/query.json (followed, as a client does)
+        # and gives rows as objects unless asked for arrays
+        response = await datasette.client.get(
+            f"/{session_id}.json",
+            params={"sql": sql, "_shape": "arrays"},
+            follow_redirects=True,
+        )
         body = response.json()
         answers[session_id] = body["rows"][0][0] if response.status_code == 200 else body
     answers["/"] = (await datasette.client.get("/")).status_code

@@ -45,6 +45,8 @@ async def test_a_concurrent_crawl_never_fails_and_sees_new_rows(manifest, tmp_pa
         f"/-/capsem/sessions/{sid}/check.json",
         "/",
     ]
+    ledger = home / session["ledger"]
+    beside = sorted(p.name for p in ledger.parent.iterdir())  # said if the writer fails
     initial = await model_call_count(datasette, sid)
     statuses: list[tuple[str, int]] = []
     writer = LiveWriter(home, sid, rate=400, seed=3).start()
@@ -61,7 +63,7 @@ async def test_a_concurrent_crawl_never_fails_and_sees_new_rows(manifest, tmp_pa
             await asyncio.sleep(0.01)
     finally:
         exit_code = writer.stop()
-    assert exit_code == 0, "the writer never failed on a lock"
+    assert exit_code == 0, f"the writer failed ({beside}): {writer.errors[-2000:]}"
     failures = [(page, status) for page, status in statuses if status != 200]
     assert not failures, failures
     assert seen_growth, "the crawl saw the writer's new rows"
@@ -69,7 +71,6 @@ async def test_a_concurrent_crawl_never_fails_and_sees_new_rows(manifest, tmp_pa
     assert final > initial
     # The writer's clean stop checkpointed and removed -wal and -shm: no idle reader of ours
     # held them open. Reads go on without them.
-    ledger = home / session["ledger"]
     assert not ledger.with_name("session.db-wal").exists()
     assert not ledger.with_name("session.db-shm").exists()
     assert (await datasette.client.get(f"/{sid}/model_calls.json")).status_code == 200

@@ -94,7 +94,8 @@ async def store_queries(datasette, name: str) -> None:
     # A database removed and mounted again (eviction) is a new object: its queries again.
     queries = tuple(sorted((query_name, query["sql"]) for query_name, query in found.items()))
     key = (id(datasette.databases.get(name)), queries)
-    if stored.get(name) == key:
+    previous = stored.get(name)
+    if previous == key:
         return
     # A database just mounted: 1.0 lists tables and queries through its internal catalog,
     # which it refreshes at most once a second; bring it up to date now.
@@ -113,6 +114,12 @@ async def store_queries(datasette, name: str) -> None:
             is_trusted=True,
             source=PLUGIN_NAME,
         )
+    # A query no longer offered (its plugin unregistered, or the file replaced by one of an
+    # era that cannot answer it) is no longer stored: 0.65's hook would not offer it either.
+    offered = {query_name for query_name, _sql in queries}
+    for query_name, _sql in previous[1] if previous else ():
+        if query_name not in offered:
+            await datasette.remove_query(name, query_name, source=PLUGIN_NAME)
     stored[name] = key
 
 

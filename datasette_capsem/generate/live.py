@@ -145,8 +145,13 @@ def _sleep_until(
     """Sleep in short steps so a stop request or the end of ``duration`` is honoured quickly."""
     if duration is not None:
         deadline = min(deadline, began + duration)
-    while not stop["now"] and time.monotonic() < deadline:
-        time.sleep(min(0.05, deadline - time.monotonic()))
+    while not stop["now"]:
+        # Read the clock once: a deadline checked, then subtracted from a later reading, can
+        # pass in between on a busy machine, and a negative sleep raises ValueError.
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(0.05, left))
 
 
 class LiveWriter:

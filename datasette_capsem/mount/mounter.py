@@ -28,6 +28,22 @@ INTERNAL_RECORD_DATABASE = (
     "INSERT OR REPLACE INTO databases (database_name, path, is_memory, schema_version)"
     " VALUES (?, ?, ?, ?)"
 )
+# Datasette 1.0's internal catalog: what it recorded per attached database, the databases its
+# tables name, and the statements forgetting one (child tables first, as 1.0 deletes them).
+CATALOG_VERSIONS = "SELECT database_name, schema_version FROM catalog_databases"
+CATALOG_NAMED = (
+    "SELECT database_name FROM catalog_columns UNION SELECT database_name FROM"
+    " catalog_foreign_keys UNION SELECT database_name FROM catalog_indexes UNION SELECT"
+    " database_name FROM catalog_views UNION SELECT database_name FROM catalog_tables"
+)
+CATALOG_FORGET = (
+    "DELETE FROM catalog_columns WHERE database_name = ?",
+    "DELETE FROM catalog_foreign_keys WHERE database_name = ?",
+    "DELETE FROM catalog_indexes WHERE database_name = ?",
+    "DELETE FROM catalog_views WHERE database_name = ?",
+    "DELETE FROM catalog_tables WHERE database_name = ?",
+    "DELETE FROM catalog_databases WHERE database_name = ?",
+)
 # How often mounting looks for mounted ledgers Capsem deleted: a stat of every mounted file
 # (32 by default) was a fifth of a first visit's own work when done on each mount.
 VANISHED_CHECK_SECONDS = 5.0
@@ -257,3 +273,50 @@ async def refresh_schemas(datasette, mounter: Mounter) -> None:
             )
             await populate_schema_tables(internal, database)
         cache.remember(name, fingerprint)
+
+
+async def refresh_catalog(datasette, mounter: Mounter) -> None:
+    """Datasette 1.0's `_refresh_schemas` (its internal catalog of every attached database's
+    tables and columns, which its permission checks and table lists read), with two changes
+    for Capsem's files only: one that cannot be read now (Capsem deleted it, a sync is still
+    copying it) is skipped and keeps what the catalog last held, where Datasette's own refresh
+    raised and failed every request of the instance until it was unmounted; and one unchanged
+    since its last refresh (two `stat`s) is not asked its schema version again. Every other
+    database is refreshed exactly as Datasette does."""
+    internal = datasette.get_internal_database()
+    if not datasette.internal_db_created:
+        await init_internal_db(internal)
+        await datasette.apply_metadata_json()
+        datasette.internal_db_created = True
+    known = {
+        row["database_name"]: row["schema_version"]
+        for row in await internal.execute(CATALOG_VERSIONS)
+    }
+    listed = set(known)
+    rows = await internal.execute(CATALOG_NAMED)
+    listed.update(row["database_name"] for row in rows if row["database_name"] is not None)
+    stale = listed - set(datasette.databases)
+    if stale:
+
+        def forget_stale(conn) -> None:
+            for name in stale:
+                for statement in CATALOG_FORGET:
+                    conn.execute(statement, [name])
+
+        await internal.execute_write_fn(forget_stale)
+    cache = mounter.schema_cache
+    for name, database in list(datasette.databases.items()):
+        ours = isinstance(database, LedgerDatabase)
+        fingerprint = cache.fingerprint(database) if ours else None
+        if ours and name in known and cache.unchanged(name, fingerprint):
+            continue
+        try:
+            version = (await database.execute("PRAGMA schema_version")).first()[0]
+            if version != known.get(name):
+                await populate_schema_tables(internal, database, version)
+        except LedgerUnavailable:
+            if not ours:
+                raise
+            continue
+        if ours:
+            cache.remember(name, fingerprint)
