@@ -414,11 +414,6 @@ async def test_a_cooled_ledger_frees_its_page_cache_and_answers_the_same(
     assert (await datasette.client.get(url)).json() == before
 
 
-@pytest.mark.skipif(
-    DATASETTE_1,
-    reason="Datasette 1.0 refreshes its catalog of every mounted ledger itself (its permission "
-    "checks read it), which reconnects idle ones: the bound holds on 0.65 only",
-)
 async def test_only_the_ledgers_used_last_keep_a_connection(
     capsem_home, manifest, cache_dir, monkeypatch
 ):
