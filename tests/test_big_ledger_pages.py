@@ -15,8 +15,8 @@ import pytest
 
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL, ROWS
+from datasette_capsem.mount import ledger_db
 from datasette_capsem.state import get_state
-from datasette_capsem.views import integrity as integrity_view
 from datasette_capsem.views import pending as pending_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
@@ -122,7 +122,7 @@ async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
     session = clean_current(manifest)[2]
     url = session_url(session["id"], "/check")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     page = await datasette.client.get(url)
     assert page.status_code == 202
@@ -236,7 +236,7 @@ async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says
         ).fetchone()[0]
     url = trace_url(session["id"], trace)
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(url)
     assert first.status_code == 202
@@ -267,7 +267,7 @@ async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
     session = clean_current(manifest)[5]
     url = session_url(session["id"], ".json")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(url)
     assert first.status_code == 202 and first.json()["checking"] is True
@@ -288,3 +288,80 @@ async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
         for key in ("computed_at", "age_seconds", "cached", "duration_ms"):
             data["integrity"].pop(key, None)
     assert got == expected
+
+
+async def test_a_big_ledgers_unknown_trace_is_decided_after_the_202(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a big ledger whose row verdicts and trace rows are not held, the trace page answers
+    before it reads the trace's rows (a read that costs seconds on a file the OS no longer
+    caches): so even a trace no row carries gets the 202 first, and its 404 on the reload.
+    Once the verdicts are held, a trace not read yet still answers at once, saying its rows
+    are being read."""
+    session = clean_current(manifest)[6]
+    with sqlite3.connect(home / session["ledger"]) as conn:
+        traces = [
+            row[0]
+            for row in conn.execute(
+                "SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL"
+                " GROUP BY trace_id ORDER BY min(id) LIMIT 2"
+            )
+        ]
+    assert len(traces) == 2
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    unknown = trace_url(session["id"], "no-such-trace")
+    first = await datasette.client.get(unknown)
+    assert first.status_code == 202 and "Being computed" in first.text
+    for _ in range(1000):
+        again = await datasette.client.get(unknown)
+        if again.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert again.status_code == 404 and "no-such-trace" in again.text
+
+    url = trace_url(session["id"], traces[0])
+    for _ in range(1000):
+        page = await datasette.client.get(url)
+        if page.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert page.status_code == 200
+    later = await datasette.client.get(trace_url(session["id"], traces[1]))
+    assert later.status_code == 202 and "rows are being read" in later.text
+
+
+async def test_a_big_ledgers_facets_are_counted_in_the_background_and_the_page_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A table page of a big ledger whose facet counts are not known for this file version
+    answers without counting them: the page lists them as being counted (not silently
+    missing) while they are counted apart, and a later view shows the counts a small
+    ledger's page shows at once. The rest of Datasette's page is there meanwhile."""
+    session = clean_current(manifest)[8]
+    assert not (home / (session["ledger"] + "-wal")).exists()  # kept per version: no writer
+    path = f"/{session['id']}/model_items"
+    query = "?" + "&".join(f"_facet={f}" for f in FACETS)
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    first = await datasette.client.get(path + query)
+    assert first.status_code == 200, first.text[:300]
+    assert "being counted in the background" in first.text
+    assert "These facets timed out" not in first.text
+    assert all(name in first.text.split("being counted")[1].split("</p>")[0] for name in FACETS)
+    assert "<table" in first.text and 'class="facet-results"' not in first.text
+    json_url = path + ".json" + query + "&_extra=facet_results"
+    for _ in range(1000):
+        counted = await datasette.client.get(json_url)
+        if len(facet_counts(counted.json())) == len(FACETS):
+            break
+        await asyncio.sleep(0.01)
+    database = datasette.get_database(session["id"])
+    assert database.facet_runs == len(FACETS)  # once each, in the background
+    html = await datasette.client.get(path + query)
+    assert "being counted" not in html.text and "facet-results" in html.text
+    monkeypatch.undo()
+    small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
+    expected = await small.client.get(json_url)
+    assert facet_counts(counted.json()) == facet_counts(expected.json())

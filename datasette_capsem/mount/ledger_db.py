@@ -22,7 +22,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from datasette.database import Database, QueryInterrupted
+from datasette.database import Database, QueryInterrupted, Results
+from datasette.utils import sqlite_timelimit
 
 from datasette_capsem import readonly, redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
@@ -57,6 +58,17 @@ log = logging.getLogger(__name__)
 # that overran Datasette's facet time limit is run once more in the background, within the
 # instance's SQL time limit, so the next view shows it.
 FACET_RESULTS_KEPT = 256  # per mounted file; each is at most facet_size + 1 rows
+# A file this big (about 30,000 rows of a generated session) has its whole-file answers computed
+# apart and its slow pages answer at once while they are (views/integrity.py, views/pending.py);
+# a facet count of it not known yet for this file version is not run in the request at all: the
+# page lists it as timed out (and says it is being counted, `facets_counting`) at once, and it
+# is counted in the background for the next view.
+BIG_LEDGER_BYTES = 32 * 2**20
+# The keys of the facet counts a request left to the background (a list per request, set by the
+# ASGI layer; None outside requests): what its page says is being counted.
+facets_counting: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "capsem_facets_counting", default=None
+)
 
 # Introspected schemas by the hash of their schema text, shared by every file of that shape.
 MAX_SHAPES = 64
@@ -104,6 +116,7 @@ class LedgerDatabase(Database):
         self._slow_queries = 0
         self._facets: OrderedDict[Hashable, Any] = OrderedDict()
         self._facets_running: dict[Hashable, asyncio.Task] = {}
+        self._counting: asyncio.Lock | None = None  # background facet counts, one at a time
         self.facet_runs = 0  # facet counts run on the file (a view answered from memory runs none)
 
     # -- what Datasette asks of every database ------------------------------------------------
@@ -291,6 +304,12 @@ class LedgerDatabase(Database):
         if held is not None:
             self._facets.move_to_end(key)
             return held
+        if self._state.size >= BIG_LEDGER_BYTES:  # not in the request: in the background
+            self._count_later(key, sql, params, page_size)
+            counting = facets_counting.get()
+            if counting is not None:
+                counting.append(key)
+            raise QueryInterrupted(sqlite3.OperationalError("being counted"), sql, params)
         try:
             self.facet_runs += 1
             results = await super().execute(sql, params, False, custom_time_limit, page_size)
@@ -315,14 +334,30 @@ class LedgerDatabase(Database):
 
         async def run() -> None:
             try:
-                self.facet_runs += 1
-                self._keep(key, await super(LedgerDatabase, self).execute(sql, params, False))
+                async with self._counting:  # one count at a time per file
+                    self.facet_runs += 1
+                    self._keep(key, await asyncio.to_thread(self._count_apart, sql, params))
             except Exception:  # overran the SQL time limit too, or the file went: not kept
                 log.info("facet count of %s not kept", self.source_path, exc_info=True)
             finally:
                 self._facets_running.pop(key, None)
 
+        if self._counting is None:
+            self._counting = asyncio.Lock()
         self._facets_running[key] = asyncio.ensure_future(run())
+
+    def _count_apart(self, sql: str, params: Any) -> Results:
+        """A background facet count on a connection of its own (the file's one connection
+        stays free for the pages meanwhile), under the reader policy of the request that
+        asked (the context goes with the thread) and the instance's SQL time limit."""
+        conn = self.connect()
+        try:
+            redaction.apply_policy(conn, None, self.kind)
+            with sqlite_timelimit(conn, self.ds.setting("sql_time_limit_ms")):
+                cursor = conn.execute(sql, params or {})
+                return Results(cursor.fetchall(), False, cursor.description)
+        finally:
+            conn.close()
 
     async def _execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
         """Datasette 1.0's `execute()` reads through `_execute_fn`, not `execute_fn`: both
