@@ -169,6 +169,12 @@ async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, ma
     assert database.facet_runs == runs
     html = await datasette.client.get(url.replace(".json", ""))
     assert html.status_code == 200 and database.facet_runs == runs
+    # Its facet suggestions (a statement per column) too: run by the first HTML view only.
+    suggestions = database.suggestion_runs
+    assert suggestions > 0 and "suggested-facets" in html.text
+    html_again = await datasette.client.get(url.replace(".json", ""))
+    assert database.suggestion_runs == suggestions
+    assert suggested(html_again.text) == suggested(html.text)
     operator = await datasette.client.get(url, cookies=actor_cookies(datasette, "operator"))
     assert facet_counts(operator.json()) == counts
     assert database.facet_runs == 2 * runs  # the operator's policy reads rows its own way
@@ -187,6 +193,12 @@ async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, ma
     changed = facet_counts((await datasette.client.get(url)).json())
     assert database.facet_runs == 3 * runs
     assert "a-new-provider" in changed["provider"]
+
+
+def suggested(html: str) -> list[str]:
+    """The facet suggestions a table page offers (their links)."""
+    block = html.split('class="suggested-facets"', 1)[-1].split("</p>", 1)[0]
+    return re.findall(r'href="([^"]*)"', block)
 
 
 def without_duration(report: dict) -> dict:
@@ -350,7 +362,7 @@ async def test_a_big_ledgers_facets_are_counted_in_the_background_and_the_page_s
     assert "being counted in the background" in first.text
     assert "These facets timed out" not in first.text
     assert all(name in first.text.split("being counted")[1].split("</p>")[0] for name in FACETS)
-    assert "<table" in first.text and 'class="facet-results"' not in first.text
+    assert 'class="rows-and-columns"' in first.text and 'class="facet-info ' not in first.text
     json_url = path + ".json" + query + "&_extra=facet_results"
     for _ in range(1000):
         counted = await datasette.client.get(json_url)
@@ -360,7 +372,8 @@ async def test_a_big_ledgers_facets_are_counted_in_the_background_and_the_page_s
     database = datasette.get_database(session["id"])
     assert database.facet_runs == len(FACETS)  # once each, in the background
     html = await datasette.client.get(path + query)
-    assert "being counted" not in html.text and "facet-results" in html.text
+    assert "being counted" not in html.text
+    assert all(f'id="facet-{name}"' in html.text for name in FACETS)
     monkeypatch.undo()
     small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
     expected = await small.client.get(json_url)
