@@ -177,11 +177,14 @@ class Bench:
     def side_by_side(self, name: str, urls: dict[str, list[str]], plain_urls: list[str]):
         """Alternate each role's request with one plain request; a row per role."""
         timings = {role: [] for role in (*ROLES, "plain")}
+        pending = dict.fromkeys(ROLES, 0)  # answers 202: "being computed", at once
         cpu_before = {role: cpu_seconds(pid) for role, pid in self.pids.items()}
         count = len(plain_urls)
         for index in range(count):
             for role in ROLES:
-                timings[role].append(timed(self.clients[role], urls[role][index]))
+                took, status = timed_status(self.clients[role], urls[role][index], (200, 202))
+                timings[role].append(took)
+                pending[role] += status == 202
                 timings["plain"].append(timed(self.clients["plain"], plain_urls[index]))
         cpu = {
             role: (cpu_seconds(pid) - cpu_before[role]) * 1000 / count
@@ -197,7 +200,8 @@ class Bench:
                     f"{plain:.0f} / {p90(timings['plain']):.0f}",
                     f"{statistics.median(ours) / plain:.2f}x",
                     f"{max(ours):.0f}",
-                    f"{cpu[role]:.0f} / {cpu['plain'] / len(ROLES):.0f}",
+                    f"{cpu[role]:.0f} / {cpu['plain'] / len(ROLES):.0f}"
+                    + (f"; {pending[role]} of {count} answered 202" if pending[role] else ""),
                 ]
             )
 
