@@ -378,3 +378,29 @@ async def test_a_big_ledgers_facets_are_counted_in_the_background_and_the_page_s
     small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
     expected = await small.client.get(json_url)
     assert facet_counts(counted.json()) == facet_counts(expected.json())
+
+
+async def test_a_big_ledgers_timeline_answers_at_once_then_is_kept(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A big ledger's timeline page (its count and order read every row) answers 202 while a
+    page not held is read, then the page a small ledger gets straight away, from memory."""
+    session = clean_current(manifest)[10]
+    url = session_url(session["id"], "/timeline.json?_size=20")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(url)
+    assert first.status_code == 202 and first.json()["checking"] is True
+    html = await datasette.client.get(url.replace(".json", ""))
+    assert html.status_code == 202 and "timeline is being read" in html.text
+    for _ in range(1000):
+        found = await datasette.client.get(url)
+        if found.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert found.status_code == 200
+    monkeypatch.undo()
+    small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
+    expected = await small.client.get(url)
+    assert found.json() == expected.json() and expected.json()["rows"]
