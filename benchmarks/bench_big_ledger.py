@@ -18,7 +18,8 @@ Rows, each as the operator and as the viewer:
 - a table page with many facets (`event_body_blobs`, its largest table, faceted by six
   columns), beside plain Datasette's answer to the same URL;
 - the trace page on a cold cache: the first trace page of a run (the rule book's row verdicts
-  of the whole file are computed then), and then a trace not viewed before on each request.
+  of the whole file are computed then), and then a trace not viewed before on each request;
+- the session's timeline (every row in time order, a page of 200): the first view, then again.
 
 Each run starts fresh servers with empty report and trace stores, but for the quick reports
 the index build stores (the cross-session index is kept in benchmarks/out/ between runs, as a
@@ -32,7 +33,7 @@ view of a big session on a busy server does. The fraction of the file still cach
 beside each (from `fincore`, when installed).
 
 Usage: python benchmarks/bench_big_ledger.py [--rows 300000] [--runs 2] [--requests 15]
-       [--pages search,check,overview,facets,trace] [--cold]
+       [--pages search,check,overview,facets,trace,timeline] [--cold]
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from common import (
     wait_until_idle,
 )
 
-PAGES = ("search", "check", "overview", "facets", "trace")
+PAGES = ("search", "check", "overview", "facets", "trace", "timeline")
 FACET_TABLE = "event_body_blobs"
 FACETS = ("event_type", "source_table", "direction", "content_type", "truncated", "trace_id")
 PLAIN_TABLE = "/session/net_events"
@@ -281,6 +282,10 @@ def one_run(
                 same,
                 [plain_facets] * n,
             )
+        if "timeline" in wanted:
+            bench.first("timeline, first view", f"{session}/timeline")
+            same = {role: [f"{session}/timeline"] * n for role in ROLES}
+            bench.side_by_side("timeline, again", same, plain_urls)
         if "search" in wanted:
             for suffix in ("", ".json"):
                 same = {role: [f"/-/capsem/search{suffix}?q=a*"] * n for role in ROLES}
