@@ -18,23 +18,34 @@ Rows, each as the operator and as the viewer:
 - a table page with many facets (`event_body_blobs`, its largest table, faceted by six
   columns), beside plain Datasette's answer to the same URL;
 - the trace page on a cold cache: the first trace page of a run (the rule book's row verdicts
-  of the whole file are computed then), and then a trace not viewed before on each request.
+  of the whole file are computed then), and then a trace not viewed before on each request;
+- the session's timeline (every row in time order, a page of 200): the first view, then again.
 
 Each run starts fresh servers with empty report and trace stores, but for the quick reports
 the index build stores (the cross-session index is kept in benchmarks/out/ between runs, as a
 server keeps it between restarts).
 
+With `--cold`, the run serves a fresh copy of the home in a temporary directory under
+benchmarks/out/ (deleted at the end) and, right before each "first" row, drops the big
+ledger's pages of that copy from the OS's cache (`posix_fadvise(DONTNEED)`, which needs no
+root and changes no byte): those rows then read a file the OS no longer caches, as the first
+view of a big session on a busy server does. The fraction of the file still cached is printed
+beside each (from `fincore`, when installed).
+
 Usage: python benchmarks/bench_big_ledger.py [--rows 300000] [--runs 2] [--requests 15]
-       [--pages search,check,overview,facets,trace]
+       [--pages search,check,overview,facets,trace,timeline] [--cold]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sqlite3
 import statistics
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,7 +61,7 @@ from common import (
     wait_until_idle,
 )
 
-PAGES = ("search", "check", "overview", "facets", "trace")
+PAGES = ("search", "check", "overview", "facets", "trace", "timeline")
 FACET_TABLE = "event_body_blobs"
 FACETS = ("event_type", "source_table", "direction", "content_type", "truncated", "trace_id")
 PLAIN_TABLE = "/session/net_events"
@@ -103,6 +114,40 @@ def ready_after(client: httpx.Client, url: str, seconds: float = 300) -> float:
     return time.perf_counter() - started
 
 
+def drop_cached(path: Path) -> str:
+    """Drop `path`'s pages from the OS's cache (no root needed, no byte changed); returns the
+    part still cached after, as `fincore` reports it ("" without fincore)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    if shutil.which("fincore") is None:
+        return ""
+    found = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    resident = int(found.stdout.strip() or 0)
+    return f"{resident / max(path.stat().st_size, 1):.1%} of the file cached"
+
+
+def fresh_copy(home: Path, into: Path) -> Path:
+    """A copy of `home` under `into`, written to disk (so its pages can be dropped)."""
+    copy = into / home.name
+    shutil.copytree(home, copy, symlinks=True)
+    for path in copy.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    return copy
+
+
 def p90(values: list[float]) -> float:
     return statistics.quantiles(values, n=10)[-1] if len(values) > 1 else values[0]
 
@@ -123,18 +168,24 @@ def cold_stores(cache: Path) -> None:
 class Bench:
     """The three servers of one run and the rows measured on them."""
 
-    def __init__(self, clients: dict[str, httpx.Client], pids: dict[str, int]):
+    def __init__(
+        self, clients: dict[str, httpx.Client], pids: dict[str, int], cold: Path | None = None
+    ):
         self.clients, self.pids = clients, pids
+        self.cold = cold  # the ledger whose pages each "first" row drops from the OS's cache
         self.rows: list[list[str]] = []
 
     def side_by_side(self, name: str, urls: dict[str, list[str]], plain_urls: list[str]):
         """Alternate each role's request with one plain request; a row per role."""
         timings = {role: [] for role in (*ROLES, "plain")}
+        pending = dict.fromkeys(ROLES, 0)  # answers 202: "being computed", at once
         cpu_before = {role: cpu_seconds(pid) for role, pid in self.pids.items()}
         count = len(plain_urls)
         for index in range(count):
             for role in ROLES:
-                timings[role].append(timed(self.clients[role], urls[role][index]))
+                took, status = timed_status(self.clients[role], urls[role][index], (200, 202))
+                timings[role].append(took)
+                pending[role] += status == 202
                 timings["plain"].append(timed(self.clients["plain"], plain_urls[index]))
         cpu = {
             role: (cpu_seconds(pid) - cpu_before[role]) * 1000 / count
@@ -150,7 +201,8 @@ class Bench:
                     f"{plain:.0f} / {p90(timings['plain']):.0f}",
                     f"{statistics.median(ours) / plain:.2f}x",
                     f"{max(ours):.0f}",
-                    f"{cpu[role]:.0f} / {cpu['plain'] / len(ROLES):.0f}",
+                    f"{cpu[role]:.0f} / {cpu['plain'] / len(ROLES):.0f}"
+                    + (f"; {pending[role]} of {count} answered 202" if pending[role] else ""),
                 ]
             )
 
@@ -159,18 +211,21 @@ class Bench:
         202 (the answer being computed in the background) is followed until the page is
         ready, and that time reported too."""
         for role in ROLES:
+            cached = drop_cached(self.cold) if self.cold is not None else ""
             ours, status = timed_status(self.clients[role], url, (200, 202))
             plain = timed(self.clients["plain"], plain_url)
-            note = ""
+            note = f"cold: {cached}; " if self.cold is not None else ""
             if status == 202:
-                note = f"202 at once; ready after {ready_after(self.clients[role], url):.1f} s"
+                note += f"202 at once; ready after {ready_after(self.clients[role], url):.1f} s"
             self.rows.append(
                 [f"{name}, {role} (one request)", f"{ours:.0f}", f"{plain:.0f}", "", "", note]
             )
 
 
-def one_run(home: Path, session_id: str, ledger: Path, args, run: int) -> list[list[str]]:
-    caches = {role: OUT / f"cache-big-ledger-{args.rows}-{role}" for role in ROLES}
+def one_run(
+    home: Path, session_id: str, ledger: Path, args, run: int, caches_in: Path = OUT
+) -> list[list[str]]:
+    caches = {role: caches_in / f"cache-big-ledger-{args.rows}-{role}" for role in ROLES}
     for cache in caches.values():
         cold_stores(cache)
     wanted = set(args.pages.split(","))
@@ -196,7 +251,7 @@ def one_run(home: Path, session_id: str, ledger: Path, args, run: int) -> list[l
             wait_until_idle(pids[role], seconds=600)
             clients[role].get(f"/{session_id}/net_events?_size=1")  # mounted, as after a visit
         plain.get(PLAIN_TABLE)
-        bench = Bench(clients, pids)
+        bench = Bench(clients, pids, ledger if args.cold else None)
         session = f"/-/capsem/sessions/{session_id}"
         plain_urls = [PLAIN_TABLE] * n
         if "trace" in wanted:
@@ -227,6 +282,10 @@ def one_run(home: Path, session_id: str, ledger: Path, args, run: int) -> list[l
                 same,
                 [plain_facets] * n,
             )
+        if "timeline" in wanted:
+            bench.first("timeline, first view", f"{session}/timeline")
+            same = {role: [f"{session}/timeline"] * n for role in ROLES}
+            bench.side_by_side("timeline, again", same, plain_urls)
         if "search" in wanted:
             for suffix in ("", ".json"):
                 same = {role: [f"/-/capsem/search{suffix}?q=a*"] * n for role in ROLES}
@@ -240,18 +299,32 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2)
     parser.add_argument("--requests", type=int, default=15)
     parser.add_argument("--pages", default=",".join(PAGES))
+    parser.add_argument(
+        "--cold", action="store_true", help="first views read a file the OS does not cache"
+    )
     args = parser.parse_args()
     if unknown := set(args.pages.split(",")) - set(PAGES):
         parser.error(f"unknown pages: {', '.join(sorted(unknown))}")
     home = generated_home(0, seed=29, big_session_rows=args.rows)
-    session_id, ledger = big_session(home)
+    temporary = Path(tempfile.mkdtemp(prefix="cold-", dir=OUT)) if args.cold else None
+    try:
+        if temporary is not None:
+            home = fresh_copy(home, temporary)
+        session_id, ledger = big_session(home)
+        runs(home, session_id, ledger, args, temporary or OUT)
+    finally:
+        if temporary is not None:
+            shutil.rmtree(temporary)
+
+
+def runs(home: Path, session_id: str, ledger: Path, args, caches_in: Path) -> None:
     size = ledger.stat().st_size / 2**20
     for run in range(1, args.runs + 1):
-        rows = one_run(home, session_id, ledger, args, run)
+        rows = one_run(home, session_id, ledger, args, run, caches_in)
         print_table(
             f"Run {run}: one ledger of {args.rows:,} rows ({size:,.0f} MiB), operator and viewer "
             f"vs plain datasette serve of the same file, {args.requests} requests each, "
-            "interleaved",
+            f"interleaved{', first views cold' if args.cold else ''}",
             [
                 "page",
                 "capsem median / p90 ms",

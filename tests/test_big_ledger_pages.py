@@ -15,8 +15,8 @@ import pytest
 
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL, ROWS
+from datasette_capsem.mount import ledger_db
 from datasette_capsem.state import get_state
-from datasette_capsem.views import integrity as integrity_view
 from datasette_capsem.views import pending as pending_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
@@ -122,7 +122,7 @@ async def test_a_big_ledger_being_checked_answers_at_once_and_says_so(
     session = clean_current(manifest)[2]
     url = session_url(session["id"], "/check")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     page = await datasette.client.get(url)
     assert page.status_code == 202
@@ -169,6 +169,12 @@ async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, ma
     assert database.facet_runs == runs
     html = await datasette.client.get(url.replace(".json", ""))
     assert html.status_code == 200 and database.facet_runs == runs
+    # Its facet suggestions (a statement per column) too: run by the first HTML view only.
+    suggestions = database.suggestion_runs
+    assert suggestions > 0 and "suggested-facets" in html.text
+    html_again = await datasette.client.get(url.replace(".json", ""))
+    assert database.suggestion_runs == suggestions
+    assert suggested(html_again.text) == suggested(html.text)
     operator = await datasette.client.get(url, cookies=actor_cookies(datasette, "operator"))
     assert facet_counts(operator.json()) == counts
     assert database.facet_runs == 2 * runs  # the operator's policy reads rows its own way
@@ -187,6 +193,12 @@ async def test_facet_counts_run_once_per_file_version_and_reader_policy(home, ma
     changed = facet_counts((await datasette.client.get(url)).json())
     assert database.facet_runs == 3 * runs
     assert "a-new-provider" in changed["provider"]
+
+
+def suggested(html: str) -> list[str]:
+    """The facet suggestions a table page offers (their links)."""
+    block = html.split('class="suggested-facets"', 1)[-1].split("</p>", 1)[0]
+    return re.findall(r'href="([^"]*)"', block)
 
 
 def without_duration(report: dict) -> dict:
@@ -236,7 +248,7 @@ async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says
         ).fetchone()[0]
     url = trace_url(session["id"], trace)
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(url)
     assert first.status_code == 202
@@ -267,7 +279,7 @@ async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
     session = clean_current(manifest)[5]
     url = session_url(session["id"], ".json")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    monkeypatch.setattr(integrity_view, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(url)
     assert first.status_code == 202 and first.json()["checking"] is True
@@ -288,3 +300,108 @@ async def test_a_big_ledgers_first_overview_answers_at_once_and_says_so(
         for key in ("computed_at", "age_seconds", "cached", "duration_ms"):
             data["integrity"].pop(key, None)
     assert got == expected
+
+
+async def test_a_big_ledgers_unknown_trace_is_decided_after_the_202(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a big ledger whose row verdicts and trace rows are not held, the trace page answers
+    before it reads the trace's rows (a read that costs seconds on a file the OS no longer
+    caches): so even a trace no row carries gets the 202 first, and its 404 on the reload.
+    Once the verdicts are held, a trace not read yet still answers at once, saying its rows
+    are being read."""
+    session = clean_current(manifest)[6]
+    with sqlite3.connect(home / session["ledger"]) as conn:
+        traces = [
+            row[0]
+            for row in conn.execute(
+                "SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL"
+                " GROUP BY trace_id ORDER BY min(id) LIMIT 2"
+            )
+        ]
+    assert len(traces) == 2
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    unknown = trace_url(session["id"], "no-such-trace")
+    first = await datasette.client.get(unknown)
+    assert first.status_code == 202 and "Being computed" in first.text
+    for _ in range(1000):
+        again = await datasette.client.get(unknown)
+        if again.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert again.status_code == 404 and "no-such-trace" in again.text
+
+    url = trace_url(session["id"], traces[0])
+    for _ in range(1000):
+        page = await datasette.client.get(url)
+        if page.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert page.status_code == 200
+    later = await datasette.client.get(trace_url(session["id"], traces[1]))
+    assert later.status_code == 202 and "rows are being read" in later.text
+
+
+async def test_a_big_ledgers_facets_are_counted_in_the_background_and_the_page_says_so(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A table page of a big ledger whose facet counts are not known for this file version
+    answers without counting them: the page lists them as being counted (not silently
+    missing) while they are counted apart, and a later view shows the counts a small
+    ledger's page shows at once. The rest of Datasette's page is there meanwhile."""
+    session = clean_current(manifest)[8]
+    assert not (home / (session["ledger"] + "-wal")).exists()  # kept per version: no writer
+    path = f"/{session['id']}/model_items"
+    query = "?" + "&".join(f"_facet={f}" for f in FACETS)
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    first = await datasette.client.get(path + query)
+    assert first.status_code == 200, first.text[:300]
+    assert "being counted in the background" in first.text
+    assert "These facets timed out" not in first.text
+    assert all(name in first.text.split("being counted")[1].split("</p>")[0] for name in FACETS)
+    assert 'class="rows-and-columns"' in first.text and 'class="facet-info ' not in first.text
+    json_url = path + ".json" + query + "&_extra=facet_results"
+    for _ in range(1000):
+        counted = await datasette.client.get(json_url)
+        if len(facet_counts(counted.json())) == len(FACETS):
+            break
+        await asyncio.sleep(0.01)
+    database = datasette.get_database(session["id"])
+    assert database.facet_runs == len(FACETS)  # once each, in the background
+    html = await datasette.client.get(path + query)
+    assert "being counted" not in html.text
+    assert all(f'id="facet-{name}"' in html.text for name in FACETS)
+    monkeypatch.undo()
+    small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
+    expected = await small.client.get(json_url)
+    assert facet_counts(counted.json()) == facet_counts(expected.json())
+
+
+async def test_a_big_ledgers_timeline_answers_at_once_then_is_kept(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A big ledger's timeline page (its count and order read every row) answers 202 while a
+    page not held is read, then the page a small ledger gets straight away, from memory."""
+    session = clean_current(manifest)[10]
+    url = session_url(session["id"], "/timeline.json?_size=20")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(url)
+    assert first.status_code == 202 and first.json()["checking"] is True
+    # Another page is another answer (the first may be done by now: not this one).
+    html = await datasette.client.get(url.replace(".json?_size=20", "?_size=21"))
+    assert html.status_code == 202 and "timeline is being read" in html.text
+    for _ in range(1000):
+        found = await datasette.client.get(url)
+        if found.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    assert found.status_code == 200
+    monkeypatch.undo()
+    small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
+    expected = await small.client.get(url)
+    assert found.json() == expected.json() and expected.json()["rows"]

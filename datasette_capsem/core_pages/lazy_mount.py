@@ -20,7 +20,7 @@ from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.index.database import INDEX_DATABASE
 from datasette_capsem.ledger import tables
-from datasette_capsem.mount.ledger_db import inline_queries, request_scope
+from datasette_capsem.mount.ledger_db import facets_counting, inline_queries, request_scope
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.views import render
@@ -149,6 +149,16 @@ SECURITY_HEADERS = (
 _REPLACED_HEADERS = tuple(name for name, _value in SECURITY_HEADERS)
 
 
+# Datasette's note on a table page whose facet counts overran its facet time limit, and what it
+# says instead when those counts are being made in the background for the file's version (a
+# big ledger's facets are not counted in the request: mount/ledger_db.py, `facets_counting`).
+FACETS_TIMED_OUT = "These facets timed out: "
+FACETS_BEING_COUNTED = (
+    "This ledger is big: these facets are being counted in the background for this version of "
+    "the file, and appear when you reload the page in a moment: "
+)
+
+
 def _with_security_headers(send, path: str):
     """Every response of every route: no sniffing, no framing, no referrer to other sites;
     every response (Datasette's own pages and error pages too): the CSP. An HTML page is held
@@ -185,7 +195,14 @@ def _with_security_headers(send, path: str):
                 return
             body = b"".join(held["body"])
             html = body.decode("utf-8", "replace")
-            await send(start(held.pop("start"), inline_scripts.response_hashes(html)))
+            begun = held.pop("start")
+            if facets_counting.get() and FACETS_TIMED_OUT in html:
+                html = html.replace(FACETS_TIMED_OUT, FACETS_BEING_COUNTED, 1)
+                body = html.encode("utf-8")
+                headers = [(k, v) for k, v in begun["headers"] if k.lower() != b"content-length"]
+                headers.append((b"content-length", str(len(body)).encode()))
+                begun = {**begun, "headers": headers}
+            await send(start(begun, inline_scripts.response_hashes(html)))
             message = {"type": "http.response.body", "body": body}
         await send(message)
 
@@ -478,6 +495,7 @@ def wrap(app, datasette):
         )
         token = redaction.policy.set(policy)  # read by the database layer's worker threads
         request_token = request_scope.set(object())  # each file is stat'ed once per request
+        counting_token = facets_counting.set([])  # facet counts left to the background
         inline_token = inline_queries.set(not brings_sql(scope))
         hide = redaction.hide_free_text.set(
             policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
@@ -493,6 +511,7 @@ def wrap(app, datasette):
                 mounter.unpin(pinned)
             inline_queries.reset(inline_token)
             request_scope.reset(request_token)
+            facets_counting.reset(counting_token)
             redaction.hide_free_text.reset(hide)
             redaction.policy.reset(token)
 

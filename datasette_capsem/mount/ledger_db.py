@@ -22,7 +22,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any
 
-from datasette.database import Database, QueryInterrupted
+from datasette.database import Database, QueryInterrupted, Results
+from datasette.utils import sqlite_timelimit
 
 from datasette_capsem import readonly, redaction
 from datasette_capsem.ledger.schema import LedgerSchema, read_schema
@@ -56,7 +57,22 @@ log = logging.getLogger(__name__)
 # a 72,000-row table: most of a second), so each count is run once per file version. A count
 # that overran Datasette's facet time limit is run once more in the background, within the
 # instance's SQL time limit, so the next view shows it.
-FACET_RESULTS_KEPT = 256  # per mounted file; each is at most facet_size + 1 rows
+# Facet suggestions (a statement per column and kind, each under Datasette's suggestion time
+# limit: 50 ms each, most of a big table page's time) are kept the same way, and one that
+# overran its limit or failed (json_type of a column that is not JSON) is kept as its error:
+# not suggested, as Datasette decides.
+FACET_RESULTS_KEPT = 256  # per mounted file; each at most 100 rows (a date suggestion)
+# A file this big (about 30,000 rows of a generated session) has its whole-file answers computed
+# apart and its slow pages answer at once while they are (views/integrity.py, views/pending.py);
+# a facet count of it not known yet for this file version is not run in the request at all: the
+# page lists it as timed out (and says it is being counted, `facets_counting`) at once, and it
+# is counted in the background for the next view.
+BIG_LEDGER_BYTES = 32 * 2**20
+# The keys of the facet counts a request left to the background (a list per request, set by the
+# ASGI layer; None outside requests): what its page says is being counted.
+facets_counting: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "capsem_facets_counting", default=None
+)
 
 # Introspected schemas by the hash of their schema text, shared by every file of that shape.
 MAX_SHAPES = 64
@@ -104,7 +120,9 @@ class LedgerDatabase(Database):
         self._slow_queries = 0
         self._facets: OrderedDict[Hashable, Any] = OrderedDict()
         self._facets_running: dict[Hashable, asyncio.Task] = {}
+        self._counting: asyncio.Lock | None = None  # background facet counts, one at a time
         self.facet_runs = 0  # facet counts run on the file (a view answered from memory runs none)
+        self.suggestion_runs = 0  # facet suggestions run on the file, the same way
 
     # -- what Datasette asks of every database ------------------------------------------------
 
@@ -264,14 +282,22 @@ class LedgerDatabase(Database):
 
     def _facet_key(self, sql: str, params: Any, custom_time_limit: Any) -> Hashable | None:
         """The key of a facet count (Datasette's ColumnFacet, ArrayFacet and DateFacet
-        statements, run with the facet time limit) of a file no writer holds, else None."""
-        if custom_time_limit is None or custom_time_limit != self.ds.setting("facet_time_limit_ms"):
+        statements, run with the facet time limit) or of a facet suggestion (run with the
+        suggestion time limit) of a file no writer holds, else None. A key's first part says
+        which: "count" or "suggest"."""
+        if custom_time_limit is None or self._state.mode not in ("immutable", "gz"):
             return None
-        if self._state.mode not in ("immutable", "gz") or "group by" not in sql.lower():
+        if custom_time_limit == self.ds.setting("facet_time_limit_ms"):
+            if "group by" not in sql.lower():
+                return None
+            kind = "count"
+        elif custom_time_limit == self.ds.setting("facet_suggest_time_limit_ms"):
+            kind = "suggest"
+        else:
             return None
         values = tuple(sorted(params.items())) if isinstance(params, dict) else tuple(params or ())
         policy = (redaction.policy.get(), redaction.hide_free_text.get())
-        return (file_fingerprint(self.source_path), sql, values, policy)
+        return (kind, file_fingerprint(self.source_path), sql, values, policy)
 
     async def execute(
         self,
@@ -290,15 +316,32 @@ class LedgerDatabase(Database):
         held = self._facets.get(key)
         if held is not None:
             self._facets.move_to_end(key)
+            if isinstance(held, Exception):  # a suggestion that failed: not suggested, as before
+                raise type(held)(*held.args)
             return held
+        if self._state.size >= BIG_LEDGER_BYTES:  # not in the request: in the background
+            self._count_later(key, sql, params, custom_time_limit)
+            counting = facets_counting.get()
+            if counting is not None and key[0] == "count":
+                counting.append(key)
+            raise QueryInterrupted(sqlite3.OperationalError("being counted"), sql, params)
         try:
-            self.facet_runs += 1
+            self._ran(key)
             results = await super().execute(sql, params, False, custom_time_limit, page_size)
-        except QueryInterrupted:
-            self._count_later(key, sql, params, page_size)
+        except (QueryInterrupted, sqlite3.OperationalError) as error:
+            if key[0] == "suggest":
+                self._keep(key, error)
+            elif isinstance(error, QueryInterrupted):
+                self._count_later(key, sql, params, custom_time_limit)
             raise
         self._keep(key, results)
         return results
+
+    def _ran(self, key: Hashable) -> None:
+        if key[0] == "count":
+            self.facet_runs += 1
+        else:
+            self.suggestion_runs += 1
 
     def _keep(self, key: Hashable, results: Any) -> None:
         self._facets[key] = results
@@ -306,23 +349,50 @@ class LedgerDatabase(Database):
         while len(self._facets) > FACET_RESULTS_KEPT:
             self._facets.popitem(last=False)
 
-    def _count_later(self, key: Hashable, sql: str, params: Any, page_size: Any) -> None:
-        """Run a facet count that overran the facet time limit again in the background,
-        within the instance's SQL time limit, for the next view (in the request's context:
-        its reader policy)."""
+    def _count_later(self, key: Hashable, sql: str, params: Any, time_limit: int) -> None:
+        """Run a facet count or suggestion in the background for the next view (in the
+        request's context: its reader policy): a count left to the background or that overran
+        the facet time limit, within the instance's SQL time limit; a suggestion within its
+        own time limit (one that overruns it is kept as such: not suggested, as Datasette
+        does)."""
         if key in self._facets_running:
             return
+        suggestion = key[0] == "suggest"
+        limit = time_limit if suggestion else self.ds.setting("sql_time_limit_ms")
 
         async def run() -> None:
             try:
-                self.facet_runs += 1
-                self._keep(key, await super(LedgerDatabase, self).execute(sql, params, False))
-            except Exception:  # overran the SQL time limit too, or the file went: not kept
+                async with self._counting:  # one count at a time per file
+                    self._ran(key)
+                    found = await asyncio.to_thread(self._count_apart, sql, params, limit)
+                self._keep(key, found)
+            except sqlite3.OperationalError as error:
+                if suggestion:  # what Datasette's own run would have met
+                    interrupted = "interrupted" in str(error)
+                    self._keep(key, QueryInterrupted(error, sql, params) if interrupted else error)
+                else:  # a count over the SQL time limit too, or the file went: not kept
+                    log.info("facet count of %s not kept", self.source_path, exc_info=True)
+            except Exception:
                 log.info("facet count of %s not kept", self.source_path, exc_info=True)
             finally:
                 self._facets_running.pop(key, None)
 
+        if self._counting is None:
+            self._counting = asyncio.Lock()
         self._facets_running[key] = asyncio.ensure_future(run())
+
+    def _count_apart(self, sql: str, params: Any, limit_ms: int) -> Results:
+        """A background facet count on a connection of its own (the file's one connection
+        stays free for the pages meanwhile), under the reader policy of the request that
+        asked (the context goes with the thread) and `limit_ms`."""
+        conn = self.connect()
+        try:
+            redaction.apply_policy(conn, None, self.kind)
+            with sqlite_timelimit(conn, limit_ms):
+                cursor = conn.execute(sql, params or {})
+                return Results(cursor.fetchall(), False, cursor.description)
+        finally:
+            conn.close()
 
     async def _execute_fn(self, fn: Callable[[sqlite3.Connection], Any]):
         """Datasette 1.0's `execute()` reads through `_execute_fn`, not `execute_fn`: both

@@ -22,6 +22,7 @@ from datasette_capsem.checks import check_session
 from datasette_capsem.checks.cache import ROW_VERDICTS_JSON, ReportCache, report_validator
 from datasette_capsem.checks.model import NO_VERDICTS, RowVerdicts
 from datasette_capsem.checks.profiles import ROWS
+from datasette_capsem.mount import ledger_db
 from datasette_capsem.state import get_state
 from datasette_capsem.versioned_store import CachedEntry, store_key
 from datasette_capsem.views.opening import Opened
@@ -43,18 +44,15 @@ def report_cache(datasette) -> ReportCache:
     return get_state(datasette).reports
 
 
-# A ledger this big runs the rule book on a connection of its own, in a worker thread: a
-# whole-file run takes seconds there, and the mounted file's one connection (views/pages of the
-# same ledger queue for it) stays free meanwhile. Its slow pages also answer at once while the
-# run goes on (views/pending.py).
-BIG_LEDGER_BYTES = 32 * 2**20
-
-
 def big_ledger(opened: Opened) -> bool:
-    """Whether the session's ledger is big enough for its whole-file runs to go apart."""
+    """Whether the session's ledger is big enough for its whole-file runs to go apart
+    (`ledger_db.BIG_LEDGER_BYTES`): such a ledger runs the rule book on a connection of its
+    own, in a worker thread (a whole-file run takes seconds there, and the mounted file's one
+    connection, which the pages of the same ledger queue for, stays free meanwhile), and its
+    slow pages answer at once while the run goes on (views/pending.py)."""
     path = ledger_path(opened)
     try:
-        return path is not None and path.stat().st_size >= BIG_LEDGER_BYTES
+        return path is not None and path.stat().st_size >= ledger_db.BIG_LEDGER_BYTES
     except OSError:
         return False
 

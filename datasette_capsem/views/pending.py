@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Any
 
+from datasette_capsem import errors
 from datasette_capsem.views import render
 from datasette_capsem.views.integrity import big_ledger, ledger_path
 from datasette_capsem.views.opening import Opened
@@ -28,8 +29,11 @@ _PENDING = object()
 
 
 def _consume(task: asyncio.Future) -> None:
-    """A background run that failed after its page answered: logged, not lost."""
-    if not task.cancelled() and task.exception() is not None:
+    """A background run that failed after its page answered: logged, not lost (but for what a
+    page says itself on its next view: an unknown trace, a bad parameter)."""
+    if task.cancelled() or task.exception() is None:
+        return
+    if not isinstance(task.exception(), errors.CapsemError):
         log.warning("a background page answer failed", exc_info=task.exception())
 
 

@@ -13,8 +13,9 @@ from urllib.parse import urlencode
 from datasette_capsem import errors
 from datasette_capsem.graph.values import usable_event_id
 from datasette_capsem.session.timeline import LAYERS, MAX_PAGE, TimelineQuery, timeline
-from datasette_capsem.views import render
-from datasette_capsem.views.opening import bad_value, open_session
+from datasette_capsem.views import pending, render, trace_cache
+from datasette_capsem.views.integrity import big_ledger
+from datasette_capsem.views.opening import Opened, bad_value, open_session
 
 DEFAULT_PAGE = 200
 _WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?Z?)?")
@@ -54,11 +55,32 @@ def _query(request) -> TimelineQuery:
     )
 
 
+async def _timeline_data(datasette, opened: Opened, query: TimelineQuery) -> Any:
+    """One page of the timeline. Its count and order read every row of the layers (`O(R log
+    R)`: seconds on a big ledger), so a big ledger's page is kept per file version and query
+    (views/trace_cache.cached_data) and, when not held, answers at once (pending) while it is
+    read; a smaller ledger's is read on each view, as before."""
+    schema = opened.schema
+
+    async def build() -> dict[str, Any]:
+        return await opened.db.execute_fn(lambda conn: timeline(conn, schema, query))
+
+    if not big_ledger(opened):
+        return await build()
+    answer = f"timeline|{query!r}"
+    held = trace_cache.data_held(datasette, opened, answer)
+    return await pending.within_wait(
+        opened, trace_cache.cached_data(datasette, opened, answer, build), held
+    )
+
+
 async def timeline_page(datasette, request):
     opened = await open_session(datasette, request, need_ledger=True)
     query = _query(request)
-    schema = opened.schema
-    data = await opened.db.execute_fn(lambda conn: timeline(conn, schema, query))
+    data = await _timeline_data(datasette, opened, query)
+    if pending.pending(data):
+        what = "This page of the session's timeline is being read"
+        return await pending.page(datasette, request, opened, what, "Timeline")
     links = opened.links
     for row in data["rows"]:
         row["href"] = (

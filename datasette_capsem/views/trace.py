@@ -231,13 +231,21 @@ def _trace_id(request) -> str:
     return trace_id
 
 
-async def _load(datasette, request) -> tuple[Opened, TraceRows]:
-    opened = await open_session(datasette, request, need_ledger=True)
-    trace_id = _trace_id(request)
+def _exchange(request) -> str | None:
     exchange = request.args.get("exchange")
     if exchange is not None and not exchange.isdigit():
         raise errors.bad_parameter("Bad exchange", "exchange must be a model call id (digits).")
+    return exchange
+
+
+async def _load(datasette, request) -> tuple[Opened, TraceRows]:
+    opened = await open_session(datasette, request, need_ledger=True)
+    trace_id, exchange = _trace_id(request), _exchange(request)
     return opened, await load_rows(datasette, opened, trace_id, exchange)
+
+
+def _rows_key(opened: Opened, trace_id: str) -> tuple:
+    return (opened.session.id, trace_id, None, "rows")
 
 
 async def load_rows(
@@ -250,8 +258,9 @@ async def load_rows(
     async def compute() -> TraceRows:
         return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
 
-    key = (opened.session.id, trace_id, None, "rows")
-    entry, _ = await get_state(datasette).traces.get(key, validator(opened), compute)
+    entry, _ = await get_state(datasette).traces.get(
+        _rows_key(opened, trace_id), validator(opened), compute
+    )
     rows = entry.report
     if exchange is not None and not rows.empty:
         if int(exchange) not in {row["id"] for row in rows.model_calls}:
@@ -429,6 +438,8 @@ async def trace_page(datasette, request):
     suffix = request.url_vars.get("suffix") or ""
     if suffix == "/node.json":  # one row, without loading the whole trace
         return await node_detail(datasette, request)
+    if suffix == "":
+        return await html_page(datasette, request)
     opened, rows = await _load(datasette, request)
     links, session = opened.links, opened.session
     if suffix == ".otlp.json":
@@ -440,18 +451,46 @@ async def trace_page(datasette, request):
         await after_earlier_fetches(opened, rows, suffix)
         text = await answer(datasette, opened, rows, suffix, history)
         return render.json_text_response(text)
-    if suffix == ".json":
-        graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
-        waterfall = waterfall_rows(rows, links)
-        summary = trace_summary(rows, waterfall)
-        return render.json_response(
-            {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
+    # ".json", the route's last suffix
+    graph = {**await cached_graph(datasette, opened, rows), "session_id": session.id}
+    waterfall = waterfall_rows(rows, links)
+    summary = trace_summary(rows, waterfall)
+    return render.json_response(
+        {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
+    )
+
+
+def rows_held(datasette, opened: Opened, trace_id: str) -> TraceRows | None:
+    """The trace's rows if they are in memory for the file as it is now."""
+    entry = get_state(datasette).traces.fresh(_rows_key(opened, trace_id), validator(opened))
+    return entry.report if entry is not None else None
+
+
+async def html_page(datasette, request):
+    """The trace page's HTML. On a big ledger, what it waits for (the trace's rows, read
+    through the trace-id indexes: seconds on a file the OS no longer caches; the rule book's
+    row verdicts of the whole file, on a cold store) is decided before any of it is read: held,
+    or answered within `pending.WAIT_SECONDS`, or a 202 "being computed" page at once while the
+    rows and verdicts are read in the background (an unknown trace is then a 404 on reload)."""
+    opened = await open_session(datasette, request, need_ledger=True)
+    trace_id, exchange = _trace_id(request), _exchange(request)
+
+    async def rows_and_facts() -> tuple[TraceRows, dict[str, Any]]:
+        rows = await load_rows(datasette, opened, trace_id, exchange)
+        return rows, await page_facts(datasette, opened, rows)
+
+    rows = rows_held(datasette, opened, trace_id)  # none at all: a 404 at once
+    held = rows is not None and (rows.empty or row_verdicts_held(datasette, opened))
+    found = await pending.within_wait(opened, rows_and_facts(), held)
+    if pending.pending(found):  # a big ledger's trace rows or rule book verdicts, not held
+        what = (
+            "The trace's rows are being read"
+            if row_verdicts_held(datasette, opened)
+            else "The rule book is checking the rows of this session for its trace pages"
         )
-    held = row_verdicts_held(datasette, opened)
-    facts = await pending.within_wait(opened, page_facts(datasette, opened, rows), held)
-    if pending.pending(facts):  # a big ledger's rule book verdicts, on a cold store
-        what = "The rule book is checking the rows of this session for its trace pages"
-        return await pending.page(datasette, request, opened, what, "Trace", trace_id=rows.trace_id)
+        return await pending.page(datasette, request, opened, what, "Trace", trace_id=trace_id)
+    rows, facts = found
+    links, session = opened.links, opened.session
     context = {
         "session": session.summary(),
         "display_name": session.display_name,
