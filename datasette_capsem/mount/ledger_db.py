@@ -97,6 +97,14 @@ class ReadOnlyDatabaseError(sqlite3.OperationalError):
     pass
 
 
+def _bare(error: BaseException) -> BaseException:
+    """`error` again without its traceback (nor those of the errors it carries): a kept error
+    must not keep the frames it was raised through, and with them a connection's file, alive
+    after its database is unmounted."""
+    args = tuple(_bare(a) if isinstance(a, BaseException) else a for a in error.args)
+    return type(error)(*args)
+
+
 class LedgerDatabase(Database):
     """One mounted Capsem SQLite file (a session ledger or main.db)."""
 
@@ -330,7 +338,7 @@ class LedgerDatabase(Database):
             results = await super().execute(sql, params, False, custom_time_limit, page_size)
         except (QueryInterrupted, sqlite3.OperationalError) as error:
             if key[0] == "suggest":
-                self._keep(key, error)
+                self._keep(key, _bare(error))
             elif isinstance(error, QueryInterrupted):
                 self._count_later(key, sql, params, custom_time_limit)
             raise
@@ -369,7 +377,8 @@ class LedgerDatabase(Database):
             except sqlite3.OperationalError as error:
                 if suggestion:  # what Datasette's own run would have met
                     interrupted = "interrupted" in str(error)
-                    self._keep(key, QueryInterrupted(error, sql, params) if interrupted else error)
+                    kept = QueryInterrupted(error, sql, params) if interrupted else error
+                    self._keep(key, _bare(kept))
                 else:  # a count over the SQL time limit too, or the file went: not kept
                     log.info("facet count of %s not kept", self.source_path, exc_info=True)
             except Exception:
