@@ -123,6 +123,23 @@ def test_memo_remembers_only_unchanged_text():
     assert "hunter22" not in once and redaction.mask_text_memo(dirty) == once
 
 
+def test_short_texts_are_remembered_with_their_answer_within_a_budget():
+    """A cell masked again on every view answers from the memo, the same answer as the masker
+    gives, and the memo never holds more characters than its budget."""
+    dirty = "header " + json.dumps({"password": "hunter22", "note": "x" * 40})
+    first = redaction.mask_text(dirty)
+    assert "hunter22" not in first and redaction._short.get(dirty) == first
+    assert redaction.mask_text(dirty) == first == redaction._mask(dirty)
+    for i in range(2 * redaction.MEMO_SHORT_BUDGET // 4000):
+        redaction.mask_text(f"{i:08d} " + "clean text " * 360)
+    assert 0 < redaction._short_chars[0] <= redaction.MEMO_SHORT_BUDGET
+    assert dirty not in redaction._short  # the oldest went first
+    assert (
+        sum(len(k) + (0 if v is k else len(v)) for k, v in redaction._short.items())
+        == (redaction._short_chars[0])
+    )
+
+
 def test_a_credential_cut_by_a_label_is_masked():
     """Labels and long cells are cut with "…"; a token's head left by the cut is masked as
     the whole token would be, and text that is not a token keeps its end."""
