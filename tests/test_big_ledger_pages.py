@@ -6,6 +6,7 @@ again once it changes. Counted (reads, runs, loads), never timed."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import shutil
 import sqlite3
@@ -405,3 +406,47 @@ async def test_a_big_ledgers_timeline_answers_at_once_then_is_kept(
     small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
     expected = await small.client.get(url)
     assert found.json() == expected.json() and expected.json()["rows"]
+
+
+def stored_profiles(datasette) -> list[str]:
+    """The profiles of the answers in the instance's trace store (each file's header line)."""
+    directory = Path(trace_store(datasette).directory)
+    found = []
+    for path in directory.glob("*") if directory.exists() else ():
+        with path.open("rb") as stream:
+            found.append(json.loads(stream.readline())["profile"])
+    return found
+
+
+async def test_a_big_ledgers_timeline_stores_only_the_whole_timelines_pages(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A time range, a trace id, a layer set, a page size or an offset of the reader's choosing
+    is kept in memory only: a stored file each would let requests fill the disk until the
+    ledger changes. The whole timeline's pages are stored, so a restart reads them back."""
+    session = clean_current(manifest)[10]
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+
+    async def answered(query: str):
+        url = session_url(session["id"], f"/timeline.json?{query}")
+        for _ in range(1000):
+            response = await datasette.client.get(url)
+            if response.status_code != 202:
+                return response
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{url} still being read")
+
+    chosen = ("since=2020-01-01", "until=2999-01-01", "_size=21", "_next=7", "layer=net")
+    for query in chosen:
+        assert (await answered(query)).status_code == 200, query
+    assert (await answered("_next=0")).status_code == 200
+    for _ in range(1000):  # the store writes in the background
+        timelines = [p for p in stored_profiles(datasette) if p.startswith("data|timeline|")]
+        if timelines:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # any other answer's write has had its turn too
+    timelines = [p for p in stored_profiles(datasette) if p.startswith("data|timeline|")]
+    assert len(timelines) == 1 and "offset=0" in timelines[0], timelines

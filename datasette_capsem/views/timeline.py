@@ -7,6 +7,7 @@ total. Each row links to its event page (a row with an event id), else its row p
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -69,9 +70,14 @@ async def _timeline_data(datasette, opened: Opened, query: TimelineQuery) -> Any
         return await build()
     answer = f"timeline|{query!r}"
     held = trace_cache.data_held(datasette, opened, answer)
-    return await pending.within_wait(
-        opened, trace_cache.cached_data(datasette, opened, answer, build), held
+    # The whole timeline's pages (every layer, the default page size) are at most rows / size
+    # and are stored; any other query (a time range, a trace id, a layer set, a size or an
+    # offset the reader chooses) is kept in memory only, so requests cannot fill the disk.
+    persist = query == replace(TimelineQuery(), offset=query.offset, size=DEFAULT_PAGE) and (
+        query.offset % query.size == 0
     )
+    computing = trace_cache.cached_data(datasette, opened, answer, build, persist=persist)
+    return await pending.within_wait(opened, computing, held)
 
 
 async def timeline_page(datasette, request):

@@ -166,14 +166,23 @@ def data_held(datasette, opened: Opened, answer: str) -> bool:
 
 
 async def cached_data(
-    datasette, opened: Opened, answer: str, build: Callable[[], Awaitable[dict[str, Any]]]
+    datasette,
+    opened: Opened,
+    answer: str,
+    build: Callable[[], Awaitable[dict[str, Any]]],
+    *,
+    persist: bool = True,
 ) -> dict[str, Any]:
     """`await build()` (a JSON object of raw ledger values: the caller's page redacts what it
     renders), built once per ledger version and `answer`, kept in memory
     (`CapsemState.pages`) and, for a stopped session, in the trace store, so a restart reads
-    it back. Each call gets its own copy, which the caller may change."""
+    it back. An answer of a reader's free choosing (`persist=False`: any time range, any id)
+    is kept in memory only: a file each would let requests fill the disk until the ledger
+    changes. Each call gets its own copy, which the caller may change."""
     version, profile, key = _data_key(opened, answer)
-    stored = store_key(opened.session, _ledger_path(opened), profile, JSON_OBJECT)
+    stored = (
+        store_key(opened.session, _ledger_path(opened), profile, JSON_OBJECT) if persist else None
+    )
     check = validator(opened)
     store = trace_store(datasette)
 
