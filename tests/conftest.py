@@ -10,7 +10,10 @@ import pytest
 import pytest_asyncio
 from xdist.scheduler import LoadFileScheduling
 
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
+from datasette_capsem.index import IndexService
 from datasette_capsem.state import get_state
 from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
 from tests.helpers import make_datasette
@@ -103,6 +106,16 @@ async def operator_datasette(capsem_home: Path, operator_cache_dir: Path):
     """One started Datasette over ``capsem_home`` for an operator: credentials shown and raw
     bodies downloadable (`view_secrets`). Read only, like ``datasette``."""
     return await make_datasette(capsem_home, operator_cache_dir, view_secrets=True)
+
+
+@pytest.fixture(scope="module")
+def built_cache(capsem_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A plugin cache whose index another service built (as `datasette capsem index` leaves
+    it), once per module: a module's instances read it as a restarted server would."""
+    cache = tmp_path_factory.mktemp("built-cache")
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
+    IndexService(settings, Catalog(settings)).refresh()
+    return cache
 
 
 @pytest.fixture(scope="session")

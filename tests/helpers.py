@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -137,3 +139,15 @@ async def make_labelled_datasette(cache_dir: Path, **plugin_config) -> Datasette
     datasette = Datasette(metadata={"plugins": {PLUGIN: config}}, settings={})
     await datasette.invoke_startup()
     return datasette
+
+
+HANG = 120  # seconds: only bounds a hang, never a figure
+
+
+async def until(check: Callable[[], Any], what: str) -> Any:
+    """`await check()` again every 50 ms until it is truthy (a hang fails after HANG seconds)."""
+    started = time.monotonic()
+    while not (found := await check()):
+        assert time.monotonic() - started < HANG, f"never: {what}"
+        await asyncio.sleep(0.05)
+    return found

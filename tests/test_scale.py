@@ -6,38 +6,17 @@ process (benchmarks/bench_scale.py has the figures; no test asserts a time)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections import Counter
 
 import pytest
 
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.config import load_settings
-from datasette_capsem.index import IndexService, parallel, verdicts
+from datasette_capsem.index import parallel, verdicts
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import make_datasette, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-HANG = 120  # seconds: only bounds a hang, never a figure
-
-
-@pytest.fixture(scope="module")
-def built_cache(capsem_home, tmp_path_factory):
-    """An index built by another process's service (as `datasette capsem index` leaves it)."""
-    cache = tmp_path_factory.mktemp("scale-cache")
-    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
-    IndexService(settings, Catalog(settings)).refresh()
-    return cache
-
-
-async def until(check, what: str):
-    started = time.monotonic()
-    while not (found := await check()):
-        assert time.monotonic() - started < HANG, f"never: {what}"
-        await asyncio.sleep(0.05)
-    return found
 
 
 async def test_a_big_list_is_answered_at_once_and_completed_by_a_thread(capsem_home, built_cache):

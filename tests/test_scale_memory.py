@@ -6,11 +6,9 @@ the list is being prepared say they cover only part of the sessions
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import pickle
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,21 +16,10 @@ import pytest
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.catalog.models import LEDGER_NAMES
 from datasette_capsem.config import load_settings
-from datasette_capsem.index import IndexService
 from datasette_capsem.state import get_state
-from tests.helpers import make_datasette
+from tests.helpers import HANG, make_datasette, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-HANG = 120  # seconds: only bounds a hang, never a figure
-
-
-@pytest.fixture(scope="module")
-def built_cache(capsem_home, tmp_path_factory):
-    cache = tmp_path_factory.mktemp("memory-cache")
-    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
-    IndexService(settings, Catalog(settings)).refresh()
-    return cache
 
 
 async def test_a_session_keeps_strings_not_paths(capsem_home, cache_dir):
@@ -82,14 +69,6 @@ async def test_a_list_entry_is_one_tuple_holding_its_inputs(capsem_home, built_c
         assert not hasattr(entry, "__dict__")
     row = state.session_table.full_rows(built.rows[:1])[0]
     assert state.session_table.full_rows(built.rows[:1])[0] is row  # kept while inputs are
-
-
-async def until(check, what: str):
-    started = time.monotonic()
-    while not (found := await check()):
-        assert time.monotonic() - started < HANG, f"never: {what}"
-        await asyncio.sleep(0.05)
-    return found
 
 
 async def test_the_charts_of_a_list_being_prepared_say_they_are_partial(capsem_home, built_cache):
