@@ -55,6 +55,17 @@ async def saved(store, count: int = 1) -> None:
     raise AssertionError(f"nothing stored in {store.directory}")
 
 
+async def past_202(datasette, url: str):
+    """The answer to `url` once it is no longer a 202 "being computed" page (asked again every
+    10 ms, at most 1,000 times: the last answer if it never is)."""
+    for _ in range(1000):
+        response = await datasette.client.get(url)
+        if response.status_code != 202:
+            break
+        await asyncio.sleep(0.01)
+    return response
+
+
 async def test_overview_reads_its_aggregates_once_per_file_version(home, manifest, tmp_path):
     session = clean_current(manifest)[0]
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
@@ -254,11 +265,7 @@ async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says
     first = await datasette.client.get(url)
     assert first.status_code == 202
     assert "Being computed" in first.text and 'http-equiv="refresh"' in first.text
-    for _ in range(1000):
-        page = await datasette.client.get(url)
-        if page.status_code != 202:
-            break
-        await asyncio.sleep(0.01)
+    page = await past_202(datasette, url)
     assert page.status_code == 200
     monkeypatch.undo()
     other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
@@ -327,19 +334,11 @@ async def test_a_big_ledgers_unknown_trace_is_decided_after_the_202(
     unknown = trace_url(session["id"], "no-such-trace")
     first = await datasette.client.get(unknown)
     assert first.status_code == 202 and "Being computed" in first.text
-    for _ in range(1000):
-        again = await datasette.client.get(unknown)
-        if again.status_code != 202:
-            break
-        await asyncio.sleep(0.01)
+    again = await past_202(datasette, unknown)
     assert again.status_code == 404 and "no-such-trace" in again.text
 
     url = trace_url(session["id"], traces[0])
-    for _ in range(1000):
-        page = await datasette.client.get(url)
-        if page.status_code != 202:
-            break
-        await asyncio.sleep(0.01)
+    page = await past_202(datasette, url)
     assert page.status_code == 200
     later = await datasette.client.get(trace_url(session["id"], traces[1]))
     assert later.status_code == 202 and "rows are being read" in later.text
@@ -396,11 +395,7 @@ async def test_a_big_ledgers_timeline_answers_at_once_then_is_kept(
     # Another page is another answer (the first may be done by now: not this one).
     html = await datasette.client.get(url.replace(".json?_size=20", "?_size=21"))
     assert html.status_code == 202 and "timeline is being read" in html.text
-    for _ in range(1000):
-        found = await datasette.client.get(url)
-        if found.status_code != 202:
-            break
-        await asyncio.sleep(0.01)
+    found = await past_202(datasette, url)
     assert found.status_code == 200
     monkeypatch.undo()
     small = await make_datasette(home, tmp_path / "small-cache", index_refresh_seconds=0)
@@ -430,13 +425,7 @@ async def test_a_big_ledgers_timeline_stores_only_the_whole_timelines_pages(
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
 
     async def answered(query: str):
-        url = session_url(session["id"], f"/timeline.json?{query}")
-        for _ in range(1000):
-            response = await datasette.client.get(url)
-            if response.status_code != 202:
-                return response
-            await asyncio.sleep(0.01)
-        raise AssertionError(f"{url} still being read")
+        return await past_202(datasette, session_url(session["id"], f"/timeline.json?{query}"))
 
     chosen = ("since=2020-01-01", "until=2999-01-01", "_size=21", "_next=7", "layer=net")
     for query in chosen:
