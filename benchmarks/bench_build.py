@@ -42,7 +42,7 @@ from pathlib import Path
 import httpx
 from bench_check import children_cpu, cli_run, load, sqlite3_cli
 from bench_sessions import build_script
-from common import HERE, OUT, free_port, print_table
+from common import HERE, OUT, free_port, print_table, wait_for_index
 
 import datasette_capsem
 
@@ -99,20 +99,16 @@ def server_build(home: Path) -> float:
         )
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
-                while True:
+                while True:  # until it listens
                     try:
-                        state = client.get("/-/capsem/index.json").json()
+                        client.get("/-/versions.json")
+                        break
                     except httpx.HTTPError:
-                        state = {}
-                    if (
-                        state.get("ready")
-                        and not state.get("refreshing")
-                        and state.get("ledgers_indexed")
-                    ):
-                        return time.perf_counter() - began
-                    if process.poll() is not None:
-                        raise RuntimeError("the server ended")
-                    time.sleep(0.25)
+                        if process.poll() is not None:
+                            raise RuntimeError("the server ended") from None
+                        time.sleep(0.05)
+                wait_for_index(client, seconds=7200)
+                return time.perf_counter() - began
         finally:
             process.terminate()
             process.wait(timeout=30)
