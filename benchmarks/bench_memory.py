@@ -41,6 +41,7 @@ def _rss() -> float:
 
 def steps(home: Path, cache: Path) -> tuple[list[tuple[str, float, float]], list]:
     """(step, RSS after it, seconds it took) for the in-process steps, and what they made."""
+    # Imported here, not at the top: what the imports cost is the first step measured.
     from datasette_capsem.catalog import Catalog
     from datasette_capsem.config import load_settings
     from datasette_capsem.index.listing import SessionTable
