@@ -1123,6 +1123,10 @@ def decoded_reading(
             break
         layers.append(places)
         current = decoded
+        # `+` for a space is form-encoding's, undone with its own %-escapes: a `+` that layer
+        # made (`%2B`) is a plus, so a deeper layer (JSON escapes beside it) keeps it, unless
+        # %-escapes remain (encoded twice).
+        plus = None if _PERCENT.search(current) else False
         if _ESCAPED.search(current) is None and "\\\\" not in current:
             break
     return (current, layers) if layers else None
@@ -1607,6 +1611,8 @@ def project_row(database: str, table: str, row: dict[str, Any]) -> dict[str, Any
         kind = tables.column_kind(database, table, name) if isinstance(name, str) else None
         if value is None or kind in (None, tables.SHOWN):
             out[name] = value
+        elif kind == tables.NAMED:
+            out[name] = mask_free_text(value) if isinstance(value, str) else value
         elif kind == tables.CARRIER:
             out[name] = HIDDEN
         elif kind == tables.FREE_TEXT:
@@ -1765,7 +1771,9 @@ def _authorizer(database: str, hidden: frozenset[str], marks: dict[str, bool] | 
     return authorize
 
 
-NOT_SHOWN = frozenset({tables.CARRIER, tables.FREE_TEXT, tables.UNCLASSIFIED})
+# What the actor's own SQL may not read: a name an agent chose (NAMED) reads masked on a page,
+# but SQL over it (`hex(domain)`, `domain > 'sk-a'`) would read around the masker.
+NOT_SHOWN = frozenset({tables.NAMED, tables.CARRIER, tables.FREE_TEXT, tables.UNCLASSIFIED})
 
 
 def hidden_kinds(wanted: str, hide: bool) -> frozenset[str]:

@@ -22,6 +22,7 @@ from tests.test_security_hardening import headers_for, team
 async_test = pytest.mark.asyncio(loop_scope="session")
 DDL = Path(__file__).parent / "capsem_ddl"
 UNKNOWN = "zzunknownvalue7"
+NAMED_KEY = "ghp_" + "Q7x" * 12  # a GitHub token's shape: the masker masks it
 WORDS = {  # plain words (no credential shape: the masker leaves them) in free-text columns
     ("dns_events", "qname"): "marmalade.example.com",
     ("exec_events", "command"): "echo periwinkle",
@@ -81,6 +82,12 @@ def allow_home(capsem_home, manifest, tmp_path_factory):
     conn.execute("INSERT INTO legacy_things (note) VALUES (?)", (UNKNOWN + "x",))
     for (table, column), word in WORDS.items():
         conn.execute(f"UPDATE {table} SET {column} = ?", (word,))
+    # names an agent chose, carrying a credential (DNS exfiltration, a renamed process)
+    first = conn.execute("SELECT min(id) FROM net_events").fetchone()[0]
+    conn.execute(
+        "UPDATE net_events SET domain = ?, process_name = ? WHERE id = ?",
+        (f"{NAMED_KEY}.evil.example", NAMED_KEY, first),
+    )
     conn.commit()
     conn.close()
     return home, root, session
@@ -158,12 +165,73 @@ async def test_probes_of_columns_not_shown_are_refused_for_a_viewer_answered_for
         "dns_events.json?decision__exact=allowed",
         "dns_events.json?_sort=timestamp",
         "dns_events.json?_facet=decision",
-        "net_events.json?domain__contains=a",
+        "net_events.json?_facet=domain",
         ".json?sql=" + quote("select id, decision, count(*) from dns_events group by decision"),
     ):
         url = f"{db}/{probe}" if not probe.startswith(".") else f"{db}{probe}"
         response = await _get(datasette, url, "operator")
         assert response.status_code == 200, (probe, response.text[:300])
+
+
+@async_test
+async def test_a_name_an_agent_chose_is_masked_faceted_and_filtered_whole_never_probed(
+    allow_instance, allow_home
+):
+    """A NAMED column (ledger/tables.py: a domain, a process name) may carry a credential
+    that reads masked: a viewer facets it and filters it by a whole value, but no sort,
+    comparison, pattern or SQL of theirs reads around the masker (`hex(domain)`)."""
+    datasette, session = allow_instance
+    home, _root, _ = allow_home
+    conn = sqlite3.connect(f"file:{home / session['ledger']}?mode=ro", uri=True)
+    plain = conn.execute(
+        "SELECT domain FROM net_events WHERE domain NOT LIKE '%evil%' LIMIT 1"
+    ).fetchone()[0]
+    conn.close()
+    db = f"/{session['id']}"
+    for url in (f"{db}/net_events.json?_shape=array&_size=max", f"{db}/net_events.csv"):
+        viewer = await _get(datasette, url, "viewer")
+        assert viewer.status_code == 200 and NAMED_KEY not in viewer.text, url
+        assert "[redacted:" in viewer.text, url  # masked, visibly
+        assert NAMED_KEY in (await _get(datasette, url, "auditor")).text, url
+    evil = quote(f"{NAMED_KEY}.evil.example")
+    refused = [
+        "net_events.json?domain__startswith=ghp_",
+        "net_events.json?domain__contains=Q7x",
+        "net_events.json?domain__endswith=evil.example",
+        "net_events.json?domain__gt=g",
+        "net_events.json?domain__like=g%25",
+        "net_events.json?domain__glob=g*",
+        "net_events.json?process_name__notcontains=Q",
+        "net_events.json?_sort=domain",
+        "net_events.json?_sort_desc=process_name",
+        f"net_events.json?domain={evil}",  # "is this key here?"
+        f"net_events.json?domain__in={evil}",
+        "net_events.json?_where=" + quote("domain > 'g'"),
+        ".json?sql=" + quote("select hex(domain) from net_events"),
+        ".json?sql=" + quote("select count(*) from net_events where process_name > 'g'"),
+    ]
+    for probe in refused:
+        url = f"{db}/{probe}" if not probe.startswith(".") else f"{db}{probe}"
+        viewer = await _get(datasette, url, "operator")  # may run SQL, may not see secrets
+        assert viewer.status_code == 403, (probe, viewer.status_code, viewer.text[:200])
+        assert "capsem-view-secrets" in viewer.text, probe
+        auditor = await _get(datasette, url, "auditor")
+        assert auditor.status_code == 200, (probe, auditor.text[:200])
+    answered = [
+        "net_events.json?_facet=domain&_facet=process_name",
+        f"net_events.json?domain={quote(plain)}",
+        f"net_events.json?domain__exact={quote(plain)}",
+        f"net_events.json?domain__not={quote(plain)}",
+        f"net_events.json?domain__in={quote(plain)}",
+        "net_events.json?process_name__isnull=1",
+        "net_events.json?domain__notblank=1",
+    ]
+    for probe in answered:
+        response = await _get(datasette, f"{db}/{probe}", "operator")
+        assert response.status_code == 200, (probe, response.text[:300])
+        assert NAMED_KEY not in response.text, probe
+    whole = (await _get(datasette, f"{db}/net_events.json?domain={quote(plain)}", "viewer")).json()
+    assert whole["rows"] and all(plain in str(row) for row in whole["rows"])
 
 
 @async_test

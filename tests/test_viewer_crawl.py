@@ -2,7 +2,8 @@
 
 A copy of the generated home is planted, with sqlite3 and the way Capsem's writer stores them,
 with the credential corpus (tests/corpus: 184 kinds x 5 placements, each in one of the text
-encodings) in every column that is not shown raw (carriers, free text, an unclassified column)
+encodings) in every column that is not shown raw (names an agent chose, carriers, free text, an
+unclassified column)
 of every table of a current-era ledger, an old-era ledger (1.1), a 0.x ledger and main.db;
 bodies in every byte encoding (gzip, deflate, brotli, zstd, base64, UTF-16/32); streamed
 secrets split over SSE deltas (Anthropic text/thinking/input_json, OpenAI function.arguments,
@@ -354,7 +355,7 @@ def test_the_corpus_covers_the_issue(planted):
         "sse",
     } <= corpus.encodings
     kinds = {tables.column_kind(*cell) for cell in corpus.cells}
-    assert kinds == {tables.CARRIER, tables.FREE_TEXT, tables.UNCLASSIFIED}
+    assert kinds == {tables.NAMED, tables.CARRIER, tables.FREE_TEXT, tables.UNCLASSIFIED}
     databases = {cell[0] for cell in corpus.cells}
     assert databases == {"ledger", "main"}
     eras = {session["era"] for session in planted.sessions}
@@ -679,11 +680,13 @@ def probes(planted: Planted) -> list[str]:
             session = next(s for s in planted.sessions if table in s["rows"])
             db = "/" + quote(session["id"], safe="")
         t = f"{db}/{table}.json"
+        if tables.column_kind(database, table, column) != tables.NAMED:
+            # a NAMED column is faceted and filtered by a whole value (test_allowlist)
+            found += [f"{t}?{column}=a", f"{t}?_facet={column}"]
         found += [
             f"{t}?{column}__startswith=a",
-            f"{t}?{column}=a",
+            f"{t}?{column}__gt=a",
             f"{t}?_sort={column}",
-            f"{t}?_facet={column}",
             f"{t}?_where=" + quote(f"{column} like 'a%'"),
             f"{db}.json?sql=" + quote(f"select hex({column}) from {table}"),
             f"{db}.json?sql=" + quote(f"select count(*) from {table} where {column} like 'a%'"),

@@ -94,6 +94,11 @@ def _through_column(value: str) -> str:
 
 # What each kind of column is to a viewer, for the refusals below.
 KIND_REASONS = {
+    tables.NAMED: (
+        "a name an agent or a provider chose, which may carry a credential that reads masked "
+        "for you: it can be faceted, or filtered by a whole value (=, !=, in, blank or not), "
+        "but not sorted, compared or matched by a pattern"
+    ),
     tables.CARRIER: "a credential carrier, hidden whole from you",
     tables.FREE_TEXT: "free text, masked (or hidden) for you",
     tables.UNCLASSIFIED: "a column no one has classified yet, hidden from you",
@@ -112,6 +117,34 @@ def probe_refusal(column: str, kind: str, table: str | None, what: str) -> str:
     )
 
 
+# The filters a NAMED column takes from a viewer: each compares the whole value, so it answers
+# "is it exactly this?", which tells nothing about a credential inside one unless the reader
+# guessed it whole (and a value that is itself masked is refused: `is this key here?`).
+# Sorting is not among them: Datasette's `_next` for a sort is a `>` comparison.
+NAMED_OPERATORS = frozenset(
+    {"exact", "not", "in", "notin", "isnull", "notnull", "isblank", "notblank"}
+)
+NAMED_PARAMETERS = frozenset({"_facet", "_facet_array", "_facet_date"})
+
+
+def names_a_whole_value(operator: str, values: list[str]) -> bool:
+    """A filter on a NAMED column a viewer may use: a whole-value comparison (or none), with
+    no value the masker would change."""
+    return operator in NAMED_OPERATORS and all(
+        redaction.mask_free_text(value) == value for value in values
+    )
+
+
+def viewer_may_filter(database: str, table: str, key: str, values: list[str]) -> bool:
+    """May a reader without view_secrets filter `table` by `key` (`column` or
+    `column__operator`) with `values`? One rule for the guard and for the links pages draw."""
+    column, _, operator = key.partition("__")
+    kind = tables.column_kind(database, table, column)
+    if kind == tables.NAMED:
+        return names_a_whole_value(operator or "exact", values)
+    return kind == tables.SHOWN
+
+
 def column_probe(scope, receive, database: str, table: str | None) -> str | None:
     """Why the request's filter, sort, facet or search is refused, or None: on a column that
     is not shown raw (ledger/tables.py) each would be a yes/no oracle on the value even when
@@ -121,8 +154,10 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
     args = Request(scope, receive).args
     known = table is not None and table in tables.COLUMNS_OF_DATABASE.get(database, {})
     for key in args:
+        named_allowed = False
         if key in COLUMN_VALUE_PARAMETERS:
             what, candidates = "Sorting or faceting", []
+            named_allowed = key in NAMED_PARAMETERS
             for value in args.getlist(key):
                 candidates += _facet_column(value).split()
         elif key == "_through":
@@ -140,6 +175,8 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
             continue  # a canned query's parameter (an unknown table's columns read as NULL)
         else:
             what, candidates = "Filtering", [key.split("__")[0]]
+            operator = key.partition("__")[2] or "exact"
+            named_allowed = names_a_whole_value(operator, args.getlist(key))
         for column in candidates:
             name = column.strip().strip('[]"`')
             if not name:
@@ -147,26 +184,38 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
             kind = (
                 tables.column_kind(database, table, name) if name != "*" else (tables.UNCLASSIFIED)
             )
-            if kind != tables.SHOWN:
+            if kind != tables.SHOWN and not (kind == tables.NAMED and named_allowed):
                 return probe_refusal(name, kind, table, what)
     return None
 
 
 # A parameter's comparison in a canned query: the text from the boolean word or bracket
 # before `:name` to the one after it (`i.value = :value`, `(:q = '' OR qname LIKE :q)`).
-_TERM_EDGE = re.compile(r"(?i)\b(?:where|and|or|on|when|then|having|else|end)\b|[(),;]")
+_TERM_EDGE = re.compile(
+    r"(?i)\b(?:where|and|or|on|when|then|having|else|end|union|select|from|group|order|limit)\b"
+    r"|[(),;]"
+)
 _IDENTIFIER = re.compile(r"(?:[A-Za-z_][A-Za-z0-9_]*\.)?([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _compared_names(sql: str, parameter: str) -> set[str]:
-    """Column names compared with `:parameter` anywhere in `sql` (their term of a condition)."""
-    found: set[str] = set()
+# A term that only says `column = :parameter` (either way round): a whole-value comparison.
+_EQUALITY_TERM = re.compile(
+    r"\s*(?:[A-Za-z_][A-Za-z0-9_.]*\s*==?\s*|==?\s*[A-Za-z_][A-Za-z0-9_.]*)\s*"
+)
+
+
+def _compared_names(sql: str, parameter: str) -> dict[str, bool]:
+    """Column names compared with `:parameter` anywhere in `sql` (their term of a condition),
+    each with whether every term naming it is a plain equality."""
+    found: dict[str, bool] = {}
     for match in re.finditer(rf":{re.escape(parameter)}\b", sql):
         before = [m.end() for m in _TERM_EDGE.finditer(sql, 0, match.start())]
         after = _TERM_EDGE.search(sql, match.end())
         term = sql[before[-1] if before else 0 : after.start() if after else len(sql)]
         term = re.sub(r"'[^']*'|:[A-Za-z_][A-Za-z0-9_]*", " ", term)
-        found |= {m.group(1).lower() for m in _IDENTIFIER.finditer(term)}
+        equality = _EQUALITY_TERM.fullmatch(term) is not None
+        for name in {m.group(1).lower() for m in _IDENTIFIER.finditer(term)}:
+            found[name] = found.get(name, True) and equality
     return found
 
 
@@ -180,10 +229,13 @@ def canned_parameter_refusal(database: str, query: dict, args) -> str | None:
     for parameter in sorted(set(query.get("params") or []) | sql_parameters(sql)):
         if not args.get(parameter):
             continue
-        for name in sorted(_compared_names(sql, parameter)):
+        for name, equality in sorted(_compared_names(sql, parameter).items()):
             hidden = {kind for table in kinds.values() if (kind := table.get(name))} - {
                 tables.SHOWN
             }
+            value = str(args.get(parameter))
+            if hidden == {tables.NAMED} and equality and names_a_whole_value("exact", [value]):
+                continue  # `tool_name = :tool`: a whole value, as a facet's link filters
             if hidden:
                 return probe_refusal(
                     name, sorted(hidden)[0], None, f"The parameter {parameter!r} compared"

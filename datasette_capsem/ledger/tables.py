@@ -696,12 +696,19 @@ def of_node_type(node_type: str) -> tuple[LedgerTable, ...]:
 # --- what a viewer sees of each column ---------------------------------------------------------
 #
 # Every column of every table of a ledger (any era), of main.db and of the cross-session index
-# is one of three kinds, decided here once (redaction.py applies it, views/secrets_guard.py
-# refuses filters, sorts, facets and SQL on any column that is not shown raw):
+# is one of four kinds, decided here once (redaction.py applies it, core_pages/secrets_guard.py
+# refuses the filters, sorts, facets and SQL a kind does not allow):
 #
-# * SHOWN: structural facts (ids, times, counts, sizes, status, model, tool name, decision,
+# * SHOWN: structural facts Capsem itself writes (ids, times, counts, sizes, status, decision,
 #   hashes): shown as stored (still through the masker, as every text is);
 # * CARRIER: a credential carrier (headers, query strings, cookies, env): hidden whole;
+# * NAMED: a name an agent, a model or a provider chose (a domain, a process or program name,
+#   a model, a tool name, a call id, an HTTP or JSON-RPC method): what readers navigate by, so
+#   shown (through the masker) and faceted, and filtered by whole value (`=`, `!=`, `in`,
+#   blank or not) when that value is not itself masked; but not sorted, compared, matched by
+#   pattern or read by the reader's own SQL, since any value may carry a credential that reads
+#   masked (`sk-ant-….evil.example`) and each of those would be an oracle on it or, as
+#   `hex(domain)`, a way around the masker;
 # * FREE_TEXT: text a person or a program wrote (bodies, prompts, commands, arguments, paths,
 #   DNS names, reasons, labels): masked, or hidden whole under `hide_free_text`.
 #
@@ -709,11 +716,18 @@ def of_node_type(node_type: str) -> tuple[LedgerTable, ...]:
 # column) is UNCLASSIFIED: hidden from viewers until someone classifies it here
 # (tests/test_allowlist.py fails on a column of tests/capsem_ddl that is not).
 
-SHOWN, CARRIER, FREE_TEXT, UNCLASSIFIED = "shown", "carrier", "free_text", "unclassified"
+SHOWN, NAMED, CARRIER, FREE_TEXT, UNCLASSIFIED = (
+    "shown",
+    "named",
+    "carrier",
+    "free_text",
+    "unclassified",
+)
 
 
-def _columns(shown: str, free_text: str = "", carrier: str = "") -> dict[str, str]:
+def _columns(shown: str, free_text: str = "", carrier: str = "", named: str = "") -> dict[str, str]:
     kinds = {name: SHOWN for name in shown.split()}
+    kinds.update({name: NAMED for name in named.split()})
     kinds.update({name: FREE_TEXT for name in free_text.split()})
     kinds.update({name: CARRIER for name in carrier.split()})
     return kinds
@@ -722,55 +736,61 @@ def _columns(shown: str, free_text: str = "", carrier: str = "") -> dict[str, st
 # Tables of a session ledger, every era (main.db of some eras holds copies of them too).
 LEDGER_COLUMNS: dict[str, dict[str, str]] = {
     "model_calls": _columns(
-        "id event_id timestamp provider protocol model method stream message_id status_code "
-        "stop_reason input_tokens output_tokens duration_ms estimated_cost_usd usage_details "
-        "trace_id turn_id messages_count tools_count request_bytes response_bytes pid "
-        "process_name credential_ref",
+        "id event_id timestamp provider protocol stream status_code input_tokens output_tokens "
+        "duration_ms estimated_cost_usd trace_id turn_id messages_count tools_count "
+        "request_bytes response_bytes pid credential_ref",
         "path request_body_preview response_body_preview system_prompt_preview text_content "
         "thinking_content",
+        named="model method message_id stop_reason usage_details process_name",
     ),
     "tool_calls": _columns(
-        "id event_id timestamp model_call_id provider status call_index call_id tool_name "
-        "origin transport method decision duration_ms trace_id turn_id mcp_call_id request_id "
-        "bytes_sent bytes_received policy_action policy_mode policy_rule process_name "
-        "credential_ref",
+        "id event_id timestamp model_call_id provider status call_index origin transport "
+        "decision duration_ms trace_id turn_id mcp_call_id bytes_sent bytes_received "
+        "policy_action policy_mode policy_rule credential_ref",
         "arguments error_message policy_reason response_preview server_name",
+        named="call_id tool_name method request_id process_name",
     ),
     "tool_responses": _columns(
-        "id model_call_id call_id is_error trace_id turn_id credential_ref", "content_preview"
+        "id model_call_id is_error trace_id turn_id credential_ref",
+        "content_preview",
+        named="call_id",
     ),
     "model_items": _columns(
-        "id event_id model_call_id timestamp kind item_index call_id tool_name trace_id turn_id "
-        "provider model content_hash credential_ref",
+        "id event_id model_call_id timestamp kind item_index trace_id turn_id provider "
+        "content_hash credential_ref",
         "content arguments path",
+        named="call_id tool_name model",
     ),
     "net_events": _columns(
-        "id event_id timestamp domain port decision method status_code duration_ms bytes_sent "
-        "bytes_received conn_type process_name pid trace_id turn_id matched_rule policy_action "
-        "policy_mode policy_rule credential_ref",
+        "id event_id timestamp port decision status_code duration_ms bytes_sent bytes_received "
+        "conn_type pid trace_id turn_id matched_rule policy_action policy_mode policy_rule "
+        "credential_ref",
         "path policy_reason request_body_preview response_body_preview",
         "query request_headers response_headers",
+        named="domain method process_name",
     ),
     "dns_events": _columns(
-        "id event_id timestamp qtype qclass rcode decision upstream_resolver_ms answer_ip "
-        "source_proto process_name matched_rule policy_action policy_mode policy_rule "
-        "trace_id turn_id credential_ref",
+        "id event_id timestamp qtype qclass rcode decision upstream_resolver_ms source_proto "
+        "matched_rule policy_action policy_mode policy_rule trace_id turn_id credential_ref",
         "qname policy_reason",
+        named="answer_ip process_name",
     ),
     "fs_events": _columns(
         "id event_id timestamp action size trace_id turn_id credential_ref", "path directory name"
     ),
     "exec_events": _columns(
-        "id event_id timestamp exec_id exit_code duration_ms source pid process_name "
-        "stdout_bytes stderr_bytes mcp_call_id trace_id turn_id credential_ref",
+        "id event_id timestamp exec_id exit_code duration_ms source pid stdout_bytes "
+        "stderr_bytes mcp_call_id trace_id turn_id credential_ref",
         "command stdout_preview stderr_preview",
+        named="process_name",
     ),
     # exe and parent_exe name the program that ran (as comm does): Capsem's Stats count
     # "unique binaries" by them. What it was asked to do (argv) and where (cwd) is free text.
     "audit_events": _columns(
-        "id event_id timestamp audit_id pid ppid uid tty comm exe parent_exe exit_code "
-        "exec_event_id session_id trace_id turn_id credential_ref",
+        "id event_id timestamp audit_id pid ppid uid tty exit_code exec_event_id session_id "
+        "trace_id turn_id credential_ref",
         "argv cwd",
+        named="comm exe parent_exe",
     ),
     "substitution_events": _columns(
         "id event_id timestamp event_type outcome provider source algorithm confidence "
@@ -794,12 +814,13 @@ LEDGER_COLUMNS: dict[str, dict[str, str]] = {
         "reason event_json rule_json",
     ),
     "security_events": _columns(
-        "id event_id event_type event_family timestamp timestamp_unix_ms sequence_no session_id "
-        "trace_id turn_id span_id stream_id message_id tool_call_id mcp_call_id exec_id "
-        "activity_id parent_event_id parent_process_id process_id process_operation "
-        "process_command_class profile_id profile_revision user_id vm_id accounting_owner "
-        "attribution_scope origin_kind source_engine enforceability final_action finding_count "
-        "label_count mutation_count redaction_state"
+        "id event_id event_type event_family timestamp timestamp_unix_ms sequence_no "
+        "session_id trace_id turn_id span_id stream_id mcp_call_id exec_id activity_id "
+        "parent_event_id parent_process_id process_id process_operation process_command_class "
+        "profile_id profile_revision user_id vm_id accounting_owner attribution_scope "
+        "origin_kind source_engine enforceability final_action finding_count label_count "
+        "mutation_count redaction_state",
+        named="message_id tool_call_id",
     ),
     "security_event_links": _columns("id event_id link_type linked_event_id", "evidence"),
     "security_event_steps": _columns(
@@ -826,27 +847,29 @@ LEDGER_COLUMNS: dict[str, dict[str, str]] = {
     ),
     "session_identity": _columns("id profile_id user_id vm_id updated_at"),
     "mcp_calls": _columns(
-        "id event_id timestamp method tool_name request_id decision duration_ms trace_id "
-        "bytes_sent bytes_received process_name policy_action policy_mode policy_rule",
+        "id event_id timestamp decision duration_ms trace_id bytes_sent bytes_received "
+        "policy_action policy_mode policy_rule",
         "server_name error_message request_preview response_preview policy_reason",
+        named="method tool_name request_id process_name",
     ),
     "snapshot_events": _columns(
         "id timestamp slot origin files_count start_fs_event_id stop_fs_event_id trace_id", "name"
     ),
     "ai_model_interactions": _columns(
         "id interaction_id model_call_id session_id trace_id request_id user_id vm_id "
-        "profile_id provider model api_family accounting_owner attribution_scope "
-        "evidence_status origin_kind parse_status source_engine request_model "
-        "request_message_count request_stream request_tools_declared_count "
-        "request_unknown_fields_present request_raw_shape_version response_id "
-        "response_provider_response_id response_raw_shape_version response_stop_reason "
-        "usage_estimated_cost_micros usage_input_tokens usage_output_tokens",
+        "profile_id provider api_family accounting_owner attribution_scope evidence_status "
+        "origin_kind parse_status source_engine request_message_count request_stream "
+        "request_tools_declared_count request_unknown_fields_present request_raw_shape_version "
+        "response_raw_shape_version usage_estimated_cost_micros usage_input_tokens "
+        "usage_output_tokens",
         "request_system_prompt_preview response_text_preview response_thinking_preview",
+        named="model request_model response_id response_provider_response_id response_stop_reason",
     ),
     "ai_model_tool_calls": _columns(
-        "id interaction_id tool_call_id provider_call_id call_index normalized_name raw_name "
-        "origin status arguments_status parse_confidence linked_mcp_call_id",
+        "id interaction_id tool_call_id call_index origin status arguments_status "
+        "parse_confidence linked_mcp_call_id",
         "arguments_json arguments_raw",
+        named="provider_call_id normalized_name raw_name",
     ),
     "ai_model_tool_results": _columns(
         "id interaction_id tool_call_id content_kind is_error result_status returned_to_model "
@@ -854,17 +877,20 @@ LEDGER_COLUMNS: dict[str, dict[str, str]] = {
         "content_json content_preview",
     ),
     "ai_mcp_execution_evidence": _columns(
-        "id interaction_id mcp_call_id server_id tool_name namespaced_tool_name transport "
-        "is_error latency_ms link_status linked_model_interaction_id linked_model_tool_call_id "
-        "result_kind",
+        "id interaction_id mcp_call_id server_id transport is_error latency_ms link_status "
+        "linked_model_interaction_id linked_model_tool_call_id result_kind",
         "request_arguments_json request_arguments_raw result_json result_preview",
+        named="tool_name namespaced_tool_name",
     ),
     "ai_content_blocks": _columns(
-        "id interaction_id tool_call_id block_index kind raw_type mime_type path_class "
-        "is_error redacted",
+        "id interaction_id tool_call_id block_index kind path_class is_error redacted",
         "name file_name marker reason text_preview json_preview",
+        named="raw_type mime_type",
     ),
-    "ai_usage_details": _columns("id interaction_id scope name value"),
+    "ai_usage_details": _columns(
+        "id interaction_id scope value",
+        named="name",
+    ),
     "sqlite_sequence": _columns("name seq"),
 }
 # main.db: the session list and its rollups (and, in some eras, copies of the ledger tables).
@@ -881,9 +907,14 @@ MAIN_COLUMNS: dict[str, dict[str, str]] = {
     "ai_usage": _columns(
         "session_id provider call_count input_tokens output_tokens estimated_cost total_duration_ms"
     ),
-    "tool_usage": _columns("session_id tool_name call_count total_bytes total_duration_ms"),
+    "tool_usage": _columns(
+        "session_id call_count total_bytes total_duration_ms",
+        named="tool_name",
+    ),
     "mcp_usage": _columns(
-        "session_id tool_name call_count total_bytes total_duration_ms", "server_name"
+        "session_id call_count total_bytes total_duration_ms",
+        "server_name",
+        named="tool_name",
     ),
 }
 _TOTALS = (
@@ -902,22 +933,26 @@ INDEX_COLUMNS: dict[str, dict[str, str]] = {
     "session_totals": _columns(_TOTALS),
     "file_totals": _columns(_TOTALS),
     "model_usage": _columns(
-        "session_id provider model day calls input_tokens output_tokens cache_read_tokens "
-        "thinking_tokens cost_usd duration_ms"
+        "session_id provider day calls input_tokens output_tokens cache_read_tokens "
+        "thinking_tokens cost_usd duration_ms",
+        named="model",
     ),
     "tool_calls": _columns(
-        "session_id source_table row_id tool_name origin day duration_ms decision status failed",
+        "session_id source_table row_id origin day duration_ms decision status failed",
         "server_name",
+        named="tool_name",
     ),
     "failing_domains": _columns(
-        "session_id source domain requests denied errors status_4xx status_5xx last_seen"
+        "session_id source requests denied errors status_4xx status_5xx last_seen",
+        named="domain",
     ),
     "id_lookup": _columns("value id_kind session_id table_name row_id"),
     "copied_ids": _columns("value id_kind session_id table_name row_id"),
     "index_meta": _columns("key value"),
     "text_rows": _columns(
-        "id session_id kind table_name row_id event_id trace_id model_call_id provider model at",
+        "id session_id kind table_name row_id event_id trace_id model_call_id provider at",
         "body",
+        named="model",
     ),
     "text_search": _columns("", "body"),
     "text_search_data": _columns("id", "block"),
@@ -986,7 +1021,7 @@ SQLITE_OWN = ("sqlite_", "pragma_")
 
 
 def column_kind(database: str, table: str | None, column: str | None) -> str:
-    """SHOWN, CARRIER, FREE_TEXT or UNCLASSIFIED: what a viewer sees of `table.column` in a
+    """SHOWN, NAMED, CARRIER, FREE_TEXT or UNCLASSIFIED: what a viewer sees of `table.column` in a
     database of kind `database` ("ledger", "main" or "index")."""
     if column is None or table is None:
         return SHOWN  # no column read (SQLite's own reads, an expression's result)

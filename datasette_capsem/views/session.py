@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from datasette_capsem import redaction
+from datasette_capsem.core_pages import secrets_guard
 from datasette_capsem.graph.exchanges import is_ambient
-from datasette_capsem.ledger import tables
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.session import overview, stats
 from datasette_capsem.urls import Urls
@@ -96,9 +96,9 @@ def _stats_links(opened: Opened, sections: list[dict]) -> list[dict]:
     viewer = redaction.policy.get() != redaction.OPEN
 
     def href(table: str, filters: dict[str, Any]) -> str | None:
-        if viewer and any(
-            tables.column_kind("ledger", table, column.split("__")[0]) != tables.SHOWN
-            for column in filters
+        if viewer and not all(
+            secrets_guard.viewer_may_filter("ledger", table, key, [str(value)])
+            for key, value in filters.items()
         ):
             return None
         return links.table(table, **filters)
