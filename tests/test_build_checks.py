@@ -9,6 +9,7 @@ process and in worker processes.
 from __future__ import annotations
 
 import contextlib
+import threading
 
 from datasette_capsem import readonly
 from datasette_capsem.checks import runner
@@ -18,12 +19,16 @@ from tests.test_workers import build, dump
 
 
 def _counting_opens(monkeypatch) -> list:
-    """The paths the checks open themselves (`check_catalog_session`'s own connection)."""
+    """The paths the checks open themselves (`check_catalog_session`'s own connection), in this
+    thread only: the build runs in it (one process), while an instance another test of this
+    worker left serving may be refreshing its own index in a thread of its own."""
     opened = []
     real = readonly.open_readonly
+    test_thread = threading.get_ident()
 
     def counted(path, cache_dir):
-        opened.append(path)
+        if threading.get_ident() == test_thread:
+            opened.append(path)
         return real(path, cache_dir)
 
     monkeypatch.setattr(runner.readonly, "open_readonly", counted)
