@@ -439,3 +439,68 @@ async def test_a_big_ledgers_timeline_stores_only_the_whole_timelines_pages(
     await asyncio.sleep(0.2)  # any other answer's write has had its turn too
     timelines = [p for p in stored_profiles(datasette) if p.startswith("data|timeline|")]
     assert len(timelines) == 1 and "offset=0" in timelines[0], timelines
+
+
+async def test_the_tail_masks_each_row_once_per_file_version_and_policy(
+    home, manifest, tmp_path, monkeypatch
+):
+    """The tail page of a masked reader masks each held row once per file version and reader
+    policy: a second view, its JSON and a filtered view mask none of the rows' texts again
+    (the whole page's walk no longer re-masks them either); another policy makes its own."""
+    from datasette_capsem import redaction
+
+    session = clean_current(manifest)[0]
+    datasette = await make_datasette(
+        home, tmp_path / "cache", index_refresh_seconds=0, view_secrets={"id": "operator"}
+    )
+    masked: list[str] = []
+    mask_text = redaction.mask_text
+
+    def counting(text: str) -> str:
+        masked.append(text)
+        return mask_text(text)
+
+    monkeypatch.setattr(redaction, "mask_text", counting)
+    url = session_url(session["id"], "/tail")
+    first = await datasette.client.get(url + ".json")
+    assert first.status_code == 200, first.text[:300]
+    rows = first.json()["rows"]
+    texts = {str(v) for r in rows for v in r["fields"].values()} | {r["summary"] for r in rows}
+    texts -= set(first.json()["all_kinds"])  # the page's own list of tables
+    assert len(rows) > 10 and len(set(masked) & texts) > 10
+    for again in (url + ".json", url, url + "?kind=" + rows[0]["kind"]):
+        del masked[:]
+        response = await datasette.client.get(again)
+        assert response.status_code == 200
+        assert not set(masked) & texts, (again, sorted(set(masked) & texts)[:5])
+    assert (await datasette.client.get(url + ".json")).json()["rows"] == rows
+    del masked[:]
+    operator = await datasette.client.get(
+        url + ".json", cookies=actor_cookies(datasette, "operator")
+    )
+    assert operator.status_code == 200 and not masked  # the operator's rows: its own, unmasked
+    monkeypatch.undo()
+
+
+async def test_the_tail_shows_its_newest_rows_and_says_when_more_are_held(home, manifest, tmp_path):
+    """The tail page shows the newest `limit` rows (500 unless asked), and says in its page and
+    its JSON that more are held, with the link that shows them all; a bad limit is a 400."""
+    session = clean_current(manifest)[0]
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    url = session_url(session["id"], "/tail")
+    whole = (await datasette.client.get(url + ".json")).json()
+    assert whole["partial"] is False and whole["all_url"] is None
+    assert whole["shown"] == whole["held"] == len(whole["rows"]) > 3
+    some = (await datasette.client.get(url + ".json?limit=3")).json()
+    assert some["partial"] is True and some["gap"] is True
+    assert some["shown"] == 3 and some["held"] == whole["held"]
+    assert some["rows"] == whole["rows"][:3]
+    assert some["all_url"].endswith(f"/tail?limit={whole['held']}")
+    page = await datasette.client.get(url + "?limit=3")
+    assert page.status_code == 200
+    assert f"Partial: showing the newest 3 of the {whole['held']:,} rows held" in page.text
+    assert page.text.count('class="capsem-snippet"') == 3
+    for bad in ("0", "-1", "x", "1e3", "\u00b2", "9" * 20):
+        response = await datasette.client.get(url + ".json", params={"limit": bad})
+        assert response.status_code == 400, bad
+        assert "limit" in response.json()["message"]
