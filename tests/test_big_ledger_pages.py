@@ -16,8 +16,11 @@ import pytest
 
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL, ROWS
+from datasette_capsem.graph import events
+from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.mount import ledger_db
 from datasette_capsem.state import get_state
+from datasette_capsem.views import event as event_view
 from datasette_capsem.views import pending as pending_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
@@ -504,3 +507,98 @@ async def test_the_tail_shows_its_newest_rows_and_says_when_more_are_held(home, 
         response = await datasette.client.get(url + ".json", params={"limit": bad})
         assert response.status_code == 400, bad
         assert "limit" in response.json()["message"]
+
+
+def event_ids(ledger_path: Path) -> dict[str, str]:
+    """An event id of each primary table that has one, read straight from the ledger."""
+    conn = sqlite3.connect(f"file:{ledger_path}?immutable=1", uri=True)
+    try:
+        found = {}
+        for table in ("model_calls", "tool_calls", "model_items", "net_events"):
+            row = conn.execute(
+                f"SELECT event_id FROM {table} WHERE event_id IS NOT NULL ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            if row:
+                found[table] = row[0]
+        return found
+    finally:
+        conn.close()
+
+
+async def test_an_event_is_found_by_its_map_with_no_table_read_whole(home, manifest):
+    """The tables without an index on event_id (Capsem's tool_calls and model_items) are read
+    once into the event id map; with it, every statement of an event's rows searches by index
+    or row id (EXPLAIN QUERY PLAN shows no SCAN of a ledger table), and the rows are those the
+    plain statements find."""
+    session = clean_current(manifest)[0]
+    conn = sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True)
+    try:
+        schema = read_schema(conn)
+        assert set(events.unindexed_event_tables(conn, schema)) == {"tool_calls", "model_items"}
+        locator = events.locate_events(conn, schema)
+        for table, event_id in event_ids(home / session["ledger"]).items():
+            statements: list[str] = []
+            conn.set_trace_callback(statements.append)
+            located = events.event_rows(conn, schema, event_id, locator)
+            conn.set_trace_callback(None)
+            assert [r["table"] for r in located] == [table]
+            assert located == events.event_rows(conn, schema, event_id)
+            for sql in statements:
+                plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+                assert not [p for p in plan if p.startswith("SCAN") and "json_each" not in p], (
+                    sql,
+                    plan,
+                )
+        assert events.event_rows(conn, schema, "ffffffffffff", locator) == []
+    finally:
+        conn.close()
+
+
+async def test_the_event_map_keeps_odd_ids_duplicates_and_its_limit():
+    locator = events.EventLocator()
+    pairs = [("00000000000a", 7), ("00000000000a", 3), ("ABCDEF012345", 9), ("x'; --", 4)]
+    pairs += [("000000000000", n) for n in range(100, 40, -1)]
+    locator.add("tool_calls", pairs)
+    assert locator.rowids("tool_calls", "00000000000a", 50) == [3, 7]
+    assert locator.rowids("tool_calls", "ABCDEF012345", 50) == [9]
+    assert locator.rowids("tool_calls", "abcdef012345", 50) == []
+    assert locator.rowids("tool_calls", "x'; --", 50) == [4]
+    assert locator.rowids("tool_calls", "000000000000", 5) == [41, 42, 43, 44, 45]
+    assert locator.rowids("model_items", "00000000000a", 50) is None
+    assert locator.rows == len(pairs)
+
+
+async def test_a_big_ledgers_event_page_reads_its_event_map_once_and_says_so_meanwhile(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a big ledger an event page answers 202 (a page that reloads itself) while the event
+    id map is read, once per file version; then each event page is the page a small ledger
+    gets, and a changed file is read again."""
+    session = clean_current(manifest)[1]
+    ids = event_ids(home / session["ledger"])
+    urls = {t: session_url(session["id"], f"/events/{e}") for t, e in ids.items()}
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = {t: (await other.client.get(u + ".json")).json() for t, u in urls.items()}
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    runs: list[int] = []
+    locate = event_view.locate_events
+
+    def counting(conn, schema):
+        runs.append(1)
+        return locate(conn, schema)
+
+    monkeypatch.setattr(event_view, "locate_events", counting)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(urls["tool_calls"])
+    assert first.status_code == 202
+    assert "Being computed" in first.text and 'http-equiv="refresh"' in first.text
+    assert "event ids are being read" in first.text
+    for table, url in urls.items():
+        page = await past_202(datasette, url + ".json")
+        assert page.status_code == 200 and page.json() == expected[table], table
+    assert len(runs) == 1
+    add_file_event(home / session["ledger"], "/tmp/event-map-changed")
+    assert (await past_202(datasette, urls["model_items"])).status_code == 200
+    assert len(runs) == 2
+    monkeypatch.undo()
