@@ -602,3 +602,39 @@ async def test_a_big_ledgers_event_page_reads_its_event_map_once_and_says_so_mea
     assert (await past_202(datasette, urls["model_items"])).status_code == 200
     assert len(runs) == 2
     monkeypatch.undo()
+
+
+async def test_a_big_ledgers_table_count_is_made_in_the_background_once_per_file_version(
+    home, manifest, tmp_path, monkeypatch
+):
+    """A table page's count of its rows is kept per file version: on a big ledger it is not
+    made in the request (the whole of an index from a cold disk: seconds) but apart, the page
+    saying so meanwhile; later views run no count, and a changed file is counted again."""
+    session = clean_current(manifest)[6]
+    path = f"/{session['id']}/fs_events"
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    first = await datasette.client.get(path + "?_nosuggest=1")
+    assert first.status_code == 200, first.text[:300]
+    assert "number of this table's rows is being read in the background" in first.text
+    database = datasette.get_database(session["id"])
+    with sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True) as conn:
+        total = conn.execute("SELECT count(*) FROM fs_events").fetchone()[0]
+    for _ in range(1000):
+        page = await datasette.client.get(path + "?_nosuggest=1")
+        if "capsem-rows-counting" not in page.text:
+            break
+        await asyncio.sleep(0.01)
+    assert f"{total:,} row" in page.text
+    runs = database.row_count_runs
+    assert runs >= 1
+    again = await datasette.client.get(path + "?_nosuggest=1")
+    assert f"{total:,} row" in again.text and database.row_count_runs == runs
+    add_file_event(home / session["ledger"], "/tmp/table-count-changed")
+    for _ in range(1000):
+        page = await datasette.client.get(path + "?_nosuggest=1")
+        if f"{total + 1:,} row" in page.text:
+            break
+        await asyncio.sleep(0.01)
+    assert f"{total + 1:,} row" in page.text and database.row_count_runs > runs
+    monkeypatch.undo()
