@@ -95,6 +95,11 @@ class EventLocator:
         # by the tool call's row id: what a tool call's event page lists as answered
         # elsewhere, without the whole-file query on each view.
         self.elsewhere: dict[Any, list[dict[str, Any]]] = {}
+        # The largest row id read per table: rows written since (a live ledger's map is of
+        # an earlier version while the next is read) are looked at by id range, so the map
+        # of any earlier version of the file finds every row (ids only grow, spec §4.2).
+        self.after: dict[str, int] = {}
+        self.current = True  # of the file as it is now (else `elsewhere` is not used)
 
     def add(self, table: str, pairs: list[tuple[Any, int]]) -> None:
         keyed, other = [], {}
@@ -105,6 +110,7 @@ class EventLocator:
             else:
                 keyed.append((key, row_id))
         keyed.sort()
+        self.after[table] = max((r for _, r in pairs if isinstance(r, int)), default=0)
         self.tables[table] = (
             array("q", (k for k, _ in keyed)),
             array("q", (r for _, r in keyed)),
@@ -153,9 +159,7 @@ def event_rows(
         params = {"event_id": event_id, "limit": ROWS_PER_TABLE}
         ids = locator.rowids(table, event_id, ROWS_PER_TABLE) if locator is not None else None
         if ids is not None:
-            if not ids:
-                continue
-            params["ids"] = json.dumps(ids)
+            params["ids"], params["after"] = json.dumps(ids), locator.after.get(table, 0)
         name = "event_rows" if ids is None else "event_rows_by_id"
         for row in lsql.run(conn, name, params, table=table):
             cells, cut = _cells(row)

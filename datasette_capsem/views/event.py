@@ -6,6 +6,7 @@ the page's lazy loader, or raw to readers allowed to see secrets).
 from __future__ import annotations
 
 import asyncio
+import copy
 import weakref
 from typing import Any
 
@@ -99,7 +100,7 @@ def _relations(
                     }
                 )
         elif row["table"] == "tool_calls":
-            elsewhere = locator.elsewhere if locator is not None else None
+            elsewhere = locator.elsewhere if locator is not None and locator.current else None
             related = relations.tool_call_relations(conn, schema, cells, elsewhere)
             parent = related["emitted_by"]
             if parent is not None:
@@ -182,38 +183,53 @@ async def _opened_event(datasette, request):
     return opened, event_id
 
 
-# A big ledger's event id map (graph/events.EventLocator) per mounted file: (its fingerprint,
-# the map or the run reading it). Dropped with the mounted file; a changed file is read again.
-_LOCATORS: weakref.WeakKeyDictionary[Any, tuple[tuple, asyncio.Future]] = (
+# A big ledger's event id map (graph/events.EventLocator) per mounted file: its fingerprint,
+# the run reading it, and the last map read (of an earlier version, while the next is read).
+# Dropped with the mounted file.
+_LOCATORS: weakref.WeakKeyDictionary[Any, tuple[tuple, asyncio.Future, EventLocator | None]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def locator_task(opened) -> tuple[asyncio.Future, bool]:
+def _done(task: asyncio.Future) -> EventLocator | None:
+    if task.done() and not task.cancelled() and task.exception() is None:
+        return task.result()
+    return None
+
+
+def locator_task(opened) -> tuple[asyncio.Future, EventLocator | None]:
     """The run reading a big ledger's event id map for the file as it is now (started once
-    per file version, on a connection of its own), and whether it was done already."""
+    per file version, on a connection of its own), and the map read last (None before one
+    was), which may be of an earlier version of the file."""
     db = opened.db
     fingerprint = file_fingerprint(db.source_path)
     held = _LOCATORS.get(db)
-    if held is not None and held[0] == fingerprint:
-        task = held[1]
-        if not task.done():
-            return task, False
-        if not task.cancelled() and task.exception() is None:
-            return task, True
+    last = None
+    if held is not None:
+        last = _done(held[1]) or held[2]
+        if held[0] == fingerprint and (not held[1].done() or _done(held[1]) is not None):
+            return held[1], last
     schema = opened.schema
     task = asyncio.ensure_future(on_ledger(opened, lambda conn: locate_events(conn, schema)))
-    _LOCATORS[db] = (fingerprint, task)
-    return task, False
+    _LOCATORS[db] = (fingerprint, task, last)
+    return task, last
 
 
 async def _locator(opened) -> EventLocator | None | object:
     """A big ledger's event id map (None for a smaller ledger: its tables are read as they
-    are), or what `pending.pending` recognises while it is read for the first time."""
+    are), or what `pending.pending` recognises while the first is read. While the map of a
+    changed file is read, the last one serves (it finds the rows written since by id)."""
     if not big_ledger(opened):
         return None
-    task, done = locator_task(opened)
-    return await pending.within_wait(opened, asyncio.shield(task), held=done)
+    task, last = locator_task(opened)
+    current = _done(task)
+    if current is not None:
+        return current
+    if last is not None:
+        stale = copy.copy(last)
+        stale.current = False
+        return stale
+    return await pending.within_wait(opened, asyncio.shield(task))
 
 
 async def event_page(datasette, request):
