@@ -9,6 +9,7 @@ that cannot be read gets a page naming the file and the problem.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import parse_qsl
 
 from datasette.utils import escape_sqlite, tilde_decode
@@ -170,8 +171,9 @@ def _noting_counts(html: str, counting: list) -> str:
     """A table page's HTML with what its background counts mean (`facets_counting`)."""
     if any(key[0] == "count" for key in counting) and FACETS_TIMED_OUT in html:
         html = html.replace(FACETS_TIMED_OUT, FACETS_BEING_COUNTED, 1)
-    if any(key[0] == "rows" for key in counting) and "</h1>" in html:
-        html = html.replace("</h1>", "</h1>" + ROWS_BEING_COUNTED, 1)
+    filters = re.search(r'<form class="(?:core )?filters"', html)
+    if any(key[0] == "rows" for key in counting) and filters:  # above the table's filters
+        html = html[: filters.start()] + ROWS_BEING_COUNTED + html[filters.start() :]
     return html
 
 
