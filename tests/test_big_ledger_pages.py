@@ -17,7 +17,7 @@ from datasette.version import __version__ as datasette_version
 
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL, ROWS
-from datasette_capsem.graph import events
+from datasette_capsem.graph import events, trace_rows
 from datasette_capsem.ledger.schema import read_schema
 from datasette_capsem.mount import ledger_db
 from datasette_capsem.state import get_state
@@ -660,3 +660,29 @@ async def test_a_big_ledgers_table_count_is_made_in_the_background_once_per_file
         await asyncio.sleep(0.01)
     assert f"{total + 1:,} row" in page.text  # counted again (kept, or as a live file's)
     monkeypatch.undo()
+
+
+async def test_a_traces_event_id_uses_come_from_the_event_map(home, manifest):
+    """A trace read with a big ledger's event id map counts the uses of its event ids in the
+    tables without an index on event_id from the map (no statement reads them whole), and
+    finds what the statements find; an earlier version's map is not used for that."""
+    session = clean_current(manifest)[2]
+    conn = sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True)
+    try:
+        schema = read_schema(conn)
+        trace = conn.execute(
+            "SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()[0]
+        locator = events.locate_events(conn, schema)
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        mapped = trace_rows.load_trace(conn, schema, trace, locator.uses_of)
+        conn.set_trace_callback(None)
+        plain = trace_rows.load_trace(conn, schema, trace)
+        assert mapped.event_id_uses == plain.event_id_uses and plain.event_id_uses
+        counted = [s for s in statements if "count(*) AS uses" in s]
+        assert counted and not any(t in s for s in counted for t in locator.tables)
+        locator.current = False
+        assert locator.uses_of("tool_calls", list(plain.event_id_uses)) is None
+    finally:
+        conn.close()

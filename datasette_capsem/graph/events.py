@@ -128,6 +128,24 @@ class EventLocator:
         start, end = bisect_left(keys, key), bisect_right(keys, key)
         return list(rows[start : min(end, start + limit)])
 
+    def uses_of(self, table: str, event_ids: list[str]) -> dict[str, int] | None:
+        """How many rows of `table` carry each of `event_ids` (those carried at least once),
+        for a map of the file as it is now; None for a table it does not hold or an earlier
+        version's map (rows written since are not counted in it)."""
+        if table not in self.tables or not self.current:
+            return None
+        keys, _, other = self.tables[table]
+        found = {}
+        for event_id in dict.fromkeys(event_ids):
+            key = _hex_key(event_id)
+            if key is None:
+                uses = len(other.get(event_id, ()))
+            else:
+                uses = bisect_right(keys, key) - bisect_left(keys, key)
+            if uses:
+                found[event_id] = uses
+        return found
+
     @property
     def rows(self) -> int:
         return sum(len(keys) + len(other) for keys, _, other in self.tables.values())

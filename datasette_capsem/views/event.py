@@ -215,6 +215,17 @@ def locator_task(opened) -> tuple[asyncio.Future, EventLocator | None]:
     return task, last
 
 
+def event_uses(opened):
+    """A big ledger's event id uses from its event id map of the file as it is now (its
+    `uses_of`, for `load_trace`), None while the map is read (started here: a trace's rows
+    then count the uses in the tables themselves, a scan of each without an index)."""
+    if opened.db is None or not big_ledger(opened):
+        return None
+    task, _ = locator_task(opened)
+    current = _done(task)
+    return current.uses_of if current is not None else None
+
+
 async def _locator(opened) -> EventLocator | None | object:
     """A big ledger's event id map (None for a smaller ledger: its tables are read as they
     are), or what `pending.pending` recognises while the first is read. While the map of a
