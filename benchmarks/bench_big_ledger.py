@@ -19,7 +19,11 @@ Rows, each as the operator and as the viewer:
   columns), beside plain Datasette's answer to the same URL;
 - the trace page on a cold cache: the first trace page of a run (the rule book's row verdicts
   of the whole file are computed then), and then a trace not viewed before on each request;
-- the session's timeline (every row in time order, a page of 200): the first view, then again.
+- the session's timeline (every row in time order, a page of 200): the first view, then again;
+- the tail page (`/tail`: the newest rows of every table): the first view, then again;
+- the event page of an event id: the first of the run, then an event not viewed before on
+  each request (tool calls and model calls in turn: the tables without an event_id index);
+- `conversation.json` of a trace: the first of the run, then a trace not viewed before.
 
 Each run starts fresh servers with empty report and trace stores, but for the quick reports
 the index build stores (the cross-session index is kept in benchmarks/out/ between runs, as a
@@ -33,7 +37,7 @@ view of a big session on a busy server does. The fraction of the file still cach
 beside each (from `fincore`, when installed).
 
 Usage: python benchmarks/bench_big_ledger.py [--rows 300000] [--runs 2] [--requests 15]
-       [--pages search,check,overview,facets,trace,timeline] [--cold]
+       [--pages search,check,overview,facets,trace,timeline,tail,event,conversation] [--cold]
 """
 
 from __future__ import annotations
@@ -61,7 +65,17 @@ from common import (
     wait_until_idle,
 )
 
-PAGES = ("search", "check", "overview", "facets", "trace", "timeline")
+PAGES = (
+    "search",
+    "check",
+    "overview",
+    "facets",
+    "trace",
+    "timeline",
+    "tail",
+    "event",
+    "conversation",
+)
 FACET_TABLE = "event_body_blobs"
 FACETS = ("event_type", "source_table", "direction", "content_type", "truncated", "trace_id")
 PLAIN_TABLE = "/session/net_events"
@@ -84,6 +98,19 @@ def trace_ids(ledger: Path, count: int) -> list[str]:
             (count,),
         )
         return [row[0] for row in rows]
+    finally:
+        conn.close()
+
+
+def event_ids(ledger: Path, count: int) -> list[str]:
+    """Event ids of the big ledger's tool calls and model calls, in turn, newest first."""
+    conn = sqlite3.connect(f"file:{ledger}?immutable=1", uri=True)
+    try:
+        found = []
+        for table in ("tool_calls", "model_calls"):
+            sql = f"SELECT event_id FROM {table} ORDER BY id DESC LIMIT ?"  # a fixed name
+            found.append([row[0] for row in conn.execute(sql, (count,))])
+        return [e for pair in zip(*found, strict=False) for e in pair][:count]
     finally:
         conn.close()
 
@@ -230,7 +257,7 @@ def one_run(
         cold_stores(cache)
     wanted = set(args.pages.split(","))
     n = args.requests
-    traces = trace_ids(ledger, 1 + 2 * n * len(ROLES))
+    traces = trace_ids(ledger, 2 + 3 * n * len(ROLES))
     with (
         server("--home", str(home), "--cache", str(caches["operator"])) as (op_base, op_pid, _),
         server("--home", str(home), "--cache", str(caches["viewer"]), "--redact") as (
@@ -286,6 +313,24 @@ def one_run(
             bench.first("timeline, first view", f"{session}/timeline")
             same = {role: [f"{session}/timeline"] * n for role in ROLES}
             bench.side_by_side("timeline, again", same, plain_urls)
+        if "tail" in wanted:
+            bench.first("tail page, first view", f"{session}/tail")
+            same = {role: [f"{session}/tail"] * n for role in ROLES}
+            bench.side_by_side("tail page, again", same, plain_urls)
+        if "event" in wanted:
+            events = iter(event_ids(ledger, 1 + n * len(ROLES)))
+            bench.first("event page, first of the run", f"{session}/events/{next(events)}")
+            urls = {r: [f"{session}/events/{next(events)}" for _ in range(n)] for r in ROLES}
+            bench.side_by_side("event page, an event not viewed before", urls, plain_urls)
+        if "conversation" in wanted:
+            fresh = iter(traces[::-1])  # the newest traces: not those the trace rows viewed
+            first = f"{session}/traces/{next(fresh)}/conversation.json"
+            bench.first("conversation.json, first of the run", first)
+            urls = {
+                r: [f"{session}/traces/{next(fresh)}/conversation.json" for _ in range(n)]
+                for r in ROLES
+            }
+            bench.side_by_side("conversation.json of a trace not viewed before", urls, plain_urls)
         if "search" in wanted:
             for suffix in ("", ".json"):
                 same = {role: [f"/-/capsem/search{suffix}?q=a*"] * n for role in ROLES}

@@ -9,6 +9,7 @@ that cannot be read gets a page naming the file and the problem.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import parse_qsl
 
 from datasette.utils import escape_sqlite, tilde_decode
@@ -157,6 +158,23 @@ FACETS_BEING_COUNTED = (
     "This ledger is big: these facets are being counted in the background for this version of "
     "the file, and appear when you reload the page in a moment: "
 )
+# What a big ledger's table page says while its rows are being counted (its count is not in
+# the page, nor in its JSON: Datasette's own "count unknown", null).
+ROWS_BEING_COUNTED = (
+    '<p class="message-info capsem-partial capsem-rows-counting">This ledger is big: the '
+    "number of this table's rows is being read in the background for this version of the "
+    "file, and appears when you reload the page in a moment.</p>"
+)
+
+
+def _noting_counts(html: str, counting: list) -> str:
+    """A table page's HTML with what its background counts mean (`facets_counting`)."""
+    if any(key[0] == "count" for key in counting) and FACETS_TIMED_OUT in html:
+        html = html.replace(FACETS_TIMED_OUT, FACETS_BEING_COUNTED, 1)
+    filters = re.search(r'<form class="(?:core )?filters"', html)
+    if any(key[0] == "rows" for key in counting) and filters:  # above the table's filters
+        html = html[: filters.start()] + ROWS_BEING_COUNTED + html[filters.start() :]
+    return html
 
 
 def _with_security_headers(send, path: str):
@@ -196,8 +214,9 @@ def _with_security_headers(send, path: str):
             body = b"".join(held["body"])
             html = body.decode("utf-8", "replace")
             begun = held.pop("start")
-            if facets_counting.get() and FACETS_TIMED_OUT in html:
-                html = html.replace(FACETS_TIMED_OUT, FACETS_BEING_COUNTED, 1)
+            counting = facets_counting.get()
+            if counting and (noted := _noting_counts(html, counting)) != html:
+                html = noted
                 body = html.encode("utf-8")
                 headers = [(k, v) for k, v in begun["headers"] if k.lower() != b"content-length"]
                 headers.append((b"content-length", str(len(body)).encode()))

@@ -9,6 +9,7 @@ Only short projections are read: previews are cut in SQL and blob bodies are nev
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -146,13 +147,22 @@ def _start_ms(row: dict[str, Any]) -> float | None:
     return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
 
 
-def load_trace(conn: sqlite3.Connection, schema: LedgerSchema, trace_id: str) -> TraceRows:
-    """Read one trace; an unknown trace id gives an empty `TraceRows`."""
+# How many rows of a table carry each of some event ids, when known without reading the
+# table (a big ledger's event id map, graph/events.EventLocator.uses_of); None: not known.
+UsesOf = Callable[[str, list[str]], dict[str, int] | None]
+
+
+def load_trace(
+    conn: sqlite3.Connection, schema: LedgerSchema, trace_id: str, uses_of: UsesOf | None = None
+) -> TraceRows:
+    """Read one trace; an unknown trace id gives an empty `TraceRows`. `uses_of`: the event
+    id uses of the tables it knows (else each table is asked, a scan where it has no index
+    on event_id)."""
     rows = TraceRows(trace_id=trace_id, schema=schema)
     _load_calls(conn, rows)
     _load_other(conn, rows)
     _load_joined(conn, rows)
-    _load_link_targets(conn, rows)
+    _load_link_targets(conn, rows, uses_of)
     _check_body_hashes(conn, rows)
     return rows
 
@@ -221,13 +231,13 @@ def _joined(conn, schema: LedgerSchema, table: str, columns, params) -> list[dic
     return _fetch(conn, name, schema, table, columns, params)
 
 
-def _load_link_targets(conn, rows: TraceRows) -> None:
+def _load_link_targets(conn, rows: TraceRows, uses_of: UsesOf | None = None) -> None:
     """Look outside the trace for the targets of links the trace's rows cannot resolve."""
     _load_outside_model_calls(conn, rows)
     _load_present_event_ids(conn, rows)
     _load_present_responses(conn, rows)
     _load_present_execs(conn, rows)
-    _load_event_id_uses(conn, rows)
+    _load_event_id_uses(conn, rows, uses_of)
     _load_pairs_elsewhere(conn, rows)
 
 
@@ -369,13 +379,19 @@ def _load_present_execs(conn, rows: TraceRows) -> None:
     rows.present_exec_ids = {r["id"] for r in found}
 
 
-def _load_event_id_uses(conn, rows: TraceRows) -> None:
+def _load_event_id_uses(conn, rows: TraceRows, uses_of: UsesOf | None = None) -> None:
     """Spec §6.2 check 1 across the whole file: an event id names exactly one row."""
-    event_ids = lsql.json_list(trace_event_ids(rows))
+    wanted = trace_event_ids(rows)
+    event_ids = lsql.json_list(wanted)
     if event_ids == "[]":
         return
     for table in PRIMARY_TABLES:
         if not rows.schema.has(table, "event_id"):
+            continue
+        known = uses_of(table, wanted) if uses_of is not None else None
+        if known is not None:
+            for event_id, uses in known.items():
+                rows.event_id_uses[event_id] = rows.event_id_uses.get(event_id, 0) + uses
             continue
         for found in lsql.run(conn, "event_id_uses", {"event_ids": event_ids}, table=table):
             uses = rows.event_id_uses.get(found["event_id"], 0)

@@ -68,6 +68,12 @@ FACET_RESULTS_KEPT = 256  # per mounted file; each at most 100 rows (a date sugg
 # page lists it as timed out (and says it is being counted, `facets_counting`) at once, and it
 # is counted in the background for the next view.
 BIG_LEDGER_BYTES = 32 * 2**20
+# A table page's count of its rows, as Datasette writes it (0.65: the whole count; 1.0: up to
+# its count limit): kept per file version like a facet count; on a big ledger (seconds from a
+# cold disk: the whole of a table's smallest index) counted in the background, the page saying
+# so. Its background run is allowed `ROW_COUNT_LIMIT_MS`, not the request's time limit.
+TABLE_COUNT = "select count(*) from "
+ROW_COUNT_LIMIT_MS = 60_000
 # The keys of the facet counts a request left to the background (a list per request, set by the
 # ASGI layer; None outside requests): what its page says is being counted.
 facets_counting: contextvars.ContextVar[list | None] = contextvars.ContextVar(
@@ -131,6 +137,7 @@ class LedgerDatabase(Database):
         self._counting: asyncio.Lock | None = None  # background facet counts, one at a time
         self.facet_runs = 0  # facet counts run on the file (a view answered from memory runs none)
         self.suggestion_runs = 0  # facet suggestions run on the file, the same way
+        self.row_count_runs = 0  # table row counts run on the file, the same way
 
     # -- what Datasette asks of every database ------------------------------------------------
 
@@ -291,11 +298,18 @@ class LedgerDatabase(Database):
     def _facet_key(self, sql: str, params: Any, custom_time_limit: Any) -> Hashable | None:
         """The key of a facet count (Datasette's ColumnFacet, ArrayFacet and DateFacet
         statements, run with the facet time limit) or of a facet suggestion (run with the
-        suggestion time limit) of a file no writer holds, else None. A key's first part says
-        which: "count" or "suggest"."""
-        if custom_time_limit is None or self._state.mode not in ("immutable", "gz"):
+        suggestion time limit) or a table page's row count (`TABLE_COUNT`, no time limit of
+        its own) of a file no writer holds, else None. A key's first part says which:
+        "count", "suggest" or "rows"."""
+        if self._state.mode not in ("immutable", "gz"):
             return None
-        if custom_time_limit == self.ds.setting("facet_time_limit_ms"):
+        if custom_time_limit is None:
+            if not sql.startswith(TABLE_COUNT) or "group by" in sql.lower():
+                return None
+            # A table page's count of its rows; "rows-of": a count of a statement's rows (a
+            # facet suggestion's), which Datasette does not expect to be interrupted.
+            kind = "rows-of" if sql.startswith(TABLE_COUNT + "(") else "rows"
+        elif custom_time_limit == self.ds.setting("facet_time_limit_ms"):
             if "group by" not in sql.lower():
                 return None
             kind = "count"
@@ -327,10 +341,10 @@ class LedgerDatabase(Database):
             if isinstance(held, Exception):  # a suggestion that failed: not suggested, as before
                 raise type(held)(*held.args)
             return held
-        if self._state.size >= BIG_LEDGER_BYTES:  # not in the request: in the background
+        if self._state.size >= BIG_LEDGER_BYTES and key[0] != "rows-of":  # in the background
             self._count_later(key, sql, params, custom_time_limit)
             counting = facets_counting.get()
-            if counting is not None and key[0] == "count":
+            if counting is not None and key[0] in ("count", "rows"):
                 counting.append(key)
             raise QueryInterrupted(sqlite3.OperationalError("being counted"), sql, params)
         try:
@@ -348,6 +362,8 @@ class LedgerDatabase(Database):
     def _ran(self, key: Hashable) -> None:
         if key[0] == "count":
             self.facet_runs += 1
+        elif key[0] in ("rows", "rows-of"):
+            self.row_count_runs += 1
         else:
             self.suggestion_runs += 1
 
@@ -367,6 +383,8 @@ class LedgerDatabase(Database):
             return
         suggestion = key[0] == "suggest"
         limit = time_limit if suggestion else self.ds.setting("sql_time_limit_ms")
+        if key[0] in ("rows", "rows-of"):
+            limit = max(limit, ROW_COUNT_LIMIT_MS)
 
         async def run() -> None:
             try:

@@ -123,6 +123,10 @@ class Recent:
     cursor: dict[str, int]  # max id per table
     rows: dict[str, list[dict[str, Any]]]  # per table, newest first
     floor: dict[str, int] = field(default_factory=dict)  # smallest id held per table
+    # The rows as a page shows them, per reader policy and row (`views/follow.py` fills it):
+    # a file version's rows never change, so each is masked once per version and policy,
+    # however many views and followers ask.
+    shown: dict[Any, dict[tuple[str, int], dict[str, Any]]] = field(default_factory=dict)
 
     def since(
         self,

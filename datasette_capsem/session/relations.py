@@ -49,7 +49,14 @@ def model_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row_id:
     return found
 
 
-def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dict) -> dict:
+def tool_call_relations(
+    conn: sqlite3.Connection,
+    schema: LedgerSchema,
+    row: dict,
+    elsewhere: dict[Any, list[dict]] | None = None,
+) -> dict:
+    """`elsewhere`: the whole file's pairs across traces by call row id, when read already
+    (graph/events.EventLocator); else this row's are read (a query over the whole file)."""
     found: dict[str, Any] = {"emitted_by": None, "answered_by": [], "answered_elsewhere": []}
     model_call_id = row.get("model_call_id")
     if model_call_id is not None and schema.has("model_calls", "event_id"):
@@ -70,7 +77,11 @@ def tool_call_relations(conn: sqlite3.Connection, schema: LedgerSchema, row: dic
         }
         found["answered_by"] = lsql.run(conn, "relation_answers", params)
     if not found["answered_by"] and row.get("id") is not None:
-        found["answered_elsewhere"] = pairs_elsewhere(conn, schema, [], [row["id"]])
+        found["answered_elsewhere"] = (
+            pairs_elsewhere(conn, schema, [], [row["id"]])
+            if elsewhere is None
+            else list(elsewhere.get(row["id"], ()))
+        )
     return found
 
 

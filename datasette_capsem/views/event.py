@@ -5,6 +5,9 @@ the page's lazy loader, or raw to readers allowed to see secrets).
 
 from __future__ import annotations
 
+import asyncio
+import copy
+import weakref
 from typing import Any
 
 from datasette.utils.asgi import Response
@@ -13,9 +16,19 @@ from datasette_capsem import errors, redaction
 from datasette_capsem.core_pages import secrets_guard
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.graph.bodies import DISPLAY_BYTES, image_type
-from datasette_capsem.graph.events import body_chunk, body_meta, load_body, load_event, raw_body
+from datasette_capsem.graph.events import (
+    EventLocator,
+    body_chunk,
+    body_meta,
+    load_body,
+    load_event,
+    locate_events,
+    raw_body,
+)
+from datasette_capsem.readonly import file_fingerprint
 from datasette_capsem.session import relations
-from datasette_capsem.views import render
+from datasette_capsem.views import pending, render
+from datasette_capsem.views.integrity import big_ledger, on_ledger
 from datasette_capsem.views.opening import bad_value, open_session, url_value
 
 MAX_EVENT_ID_CHARS = 64
@@ -48,8 +61,11 @@ def _event_or_row(links, table: str, row_id: Any, event_id: Any) -> str:
     return links.event(event) if event else links.ledger_row(table, row_id)
 
 
-def _relations(opened, conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each row's links to the rows its ids join (session/relations.py), as labelled links."""
+def _relations(
+    opened, conn, rows: list[dict[str, Any]], locator: EventLocator | None = None
+) -> list[dict[str, Any]]:
+    """Each row's links to the rows its ids join (session/relations.py), as labelled links
+    (a big ledger's pairs across traces from its `locator`, read once per file version)."""
     links, schema = opened.links, opened.schema
     for row in rows:
         cells, found = row["cells"], []
@@ -84,7 +100,8 @@ def _relations(opened, conn, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
                     }
                 )
         elif row["table"] == "tool_calls":
-            related = relations.tool_call_relations(conn, schema, cells)
+            elsewhere = locator.elsewhere if locator is not None and locator.current else None
+            related = relations.tool_call_relations(conn, schema, cells, elsewhere)
             parent = related["emitted_by"]
             if parent is not None:
                 found.append(
@@ -166,6 +183,66 @@ async def _opened_event(datasette, request):
     return opened, event_id
 
 
+# A big ledger's event id map (graph/events.EventLocator) per mounted file: its fingerprint,
+# the run reading it, and the last map read (of an earlier version, while the next is read).
+# Dropped with the mounted file.
+_LOCATORS: weakref.WeakKeyDictionary[Any, tuple[tuple, asyncio.Future, EventLocator | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _done(task: asyncio.Future) -> EventLocator | None:
+    if task.done() and not task.cancelled() and task.exception() is None:
+        return task.result()
+    return None
+
+
+def locator_task(opened) -> tuple[asyncio.Future, EventLocator | None]:
+    """The run reading a big ledger's event id map for the file as it is now (started once
+    per file version, on a connection of its own), and the map read last (None before one
+    was), which may be of an earlier version of the file."""
+    db = opened.db
+    fingerprint = file_fingerprint(db.source_path)
+    held = _LOCATORS.get(db)
+    last = None
+    if held is not None:
+        last = _done(held[1]) or held[2]
+        if held[0] == fingerprint and (not held[1].done() or _done(held[1]) is not None):
+            return held[1], last
+    schema = opened.schema
+    task = asyncio.ensure_future(on_ledger(opened, lambda conn: locate_events(conn, schema)))
+    _LOCATORS[db] = (fingerprint, task, last)
+    return task, last
+
+
+def event_uses(opened):
+    """A big ledger's event id uses from its event id map of the file as it is now (its
+    `uses_of`, for `load_trace`), None while the map is read (started here: a trace's rows
+    then count the uses in the tables themselves, a scan of each without an index)."""
+    if opened.db is None or not big_ledger(opened):
+        return None
+    task, _ = locator_task(opened)
+    current = _done(task)
+    return current.uses_of if current is not None else None
+
+
+async def _locator(opened) -> EventLocator | None | object:
+    """A big ledger's event id map (None for a smaller ledger: its tables are read as they
+    are), or what `pending.pending` recognises while the first is read. While the map of a
+    changed file is read, the last one serves (it finds the rows written since by id)."""
+    if not big_ledger(opened):
+        return None
+    task, last = locator_task(opened)
+    current = _done(task)
+    if current is not None:
+        return current
+    if last is not None:
+        stale = copy.copy(last)
+        stale.current = False
+        return stale
+    return await pending.within_wait(opened, asyncio.shield(task))
+
+
 async def event_page(datasette, request):
     opened, event_id = await _opened_event(datasette, request)
     schema = opened.schema
@@ -178,9 +255,18 @@ async def event_page(datasette, request):
             back,
         )
 
+    locator = await _locator(opened)
+    if pending.pending(locator):
+        what = (
+            "The ledger's event ids are being read (its tables without an index on them, "
+            "and the tool results answered in another trace), once for this version of "
+            "the file"
+        )
+        return await pending.page(datasette, request, opened, what, "Event")
+
     def read(conn):
-        found = load_event(conn, schema, event_id)
-        _relations(opened, conn, found["rows"])
+        found = load_event(conn, schema, event_id, locator)
+        _relations(opened, conn, found["rows"], locator)
         return found
 
     event = await opened.db.execute_fn(read)

@@ -26,6 +26,10 @@ from datasette_capsem.views.opening import Opened, bad_value, open_session
 
 MAX_KINDS = 40
 FOLLOW_POLL_SECONDS = 3
+# Rows the tail page shows unless asked for more (`?limit=`): the newest of the rows held
+# (up to `follow.WINDOW` per table, thousands on a ledger of many tables); the page and its
+# JSON say when more are held, with the link that shows them all.
+TAIL_ROWS = 500
 
 
 async def recent(datasette, opened: Opened, live: bool) -> tuple[follow.Recent, float]:
@@ -86,17 +90,25 @@ def delta_url(session_url: str, kinds: tuple[str, ...] = (), trace_id: str | Non
     return f"{session_url}/delta.json" + (f"?{urlencode(params)}" if params else "")
 
 
-def _linked(opened: Opened, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _linked(opened: Opened, held: follow.Recent, rows: list[dict[str, Any]]) -> list[dict]:
     """Rows as shown: each field through the credential policy first (by its column name),
-    then summarised, and linked to its event or row page."""
-    projected = [
-        {**row, "fields": redaction.project_row("ledger", row["kind"], row.get("fields") or {})}
-        for row in rows
-    ]
-    return [
-        {**follow.with_summary(row), "href": opened.links.ledger_row(row["kind"], row["id"])}
-        for row in render.redacted(projected)
-    ]
+    then summarised, and linked to its event or row page. A row of a file version is shown
+    the same way to every reader of one policy: each is made once per version and policy
+    (`Recent.shown`), however many views, filters and followers ask."""
+    policy = (redaction.policy.get(), redaction.hide_free_text.get(), opened.links.session())
+    memo = held.shown.setdefault(policy, {})
+    missing = [row for row in rows if (row["kind"], row["id"]) not in memo]
+    if missing:
+        projected = [
+            {**row, "fields": redaction.project_row("ledger", row["kind"], row.get("fields") or {})}
+            for row in missing
+        ]
+        for row in render.redacted(projected):
+            memo[row["kind"], row["id"]] = {
+                **follow.with_summary(row),
+                "href": opened.links.ledger_row(row["kind"], row["id"]),
+            }
+    return [memo[row["kind"], row["id"]] for row in rows]
 
 
 def _merged_cursor(recent: follow.Recent, since: dict[str, int] | None) -> str:
@@ -119,15 +131,17 @@ async def _follow_data(datasette, request, *, since_required: bool) -> tuple[Ope
     trace_id = request.args.get("trace_id") or None
     if trace_id is not None and bad_value(trace_id, "trace id"):
         raise errors.bad_parameter("Bad trace id", bad_value(trace_id, "trace id"))
+    limit = None if since_required else _limit(request)
     held, read_at = await recent(datasette, opened, live)
     part = held.since(since if since_required else None, kinds, trace_id=trace_id)
+    rows = part["rows"] if limit is None else part["rows"][:limit]
     base = opened.links.session()
     data = {
         "session_id": opened.session.id,
         "live": live,
         "cursor": _merged_cursor(held, since),
-        "rows": _linked(opened, part["rows"]),
-        "gap": part["gap"],
+        "rows": _linked(opened, held, rows),
+        "gap": part["gap"] or len(rows) < len(part["rows"]),
         "kinds": list(kinds),
         "all_kinds": tables,
         "read_at": read_at,
@@ -135,7 +149,26 @@ async def _follow_data(datasette, request, *, since_required: bool) -> tuple[Ope
         "trace_id": trace_id,
         "delta_url": delta_url(base, kinds, trace_id),
     }
+    if limit is not None:
+        data["partial"] = len(rows) < len(part["rows"])
+        data["shown"], data["held"] = len(rows), len(part["rows"])
+        params = [("kind", k) for k in kinds] + ([("trace_id", trace_id)] if trace_id else [])
+        data["all_url"] = (
+            f"{base}/tail?{urlencode([*params, ('limit', len(part['rows']))])}"
+            if data["partial"]
+            else None
+        )
     return opened, data
+
+
+def _limit(request) -> int:
+    """The tail page's `limit` (rows shown, newest first): TAIL_ROWS unless given."""
+    text = request.args.get("limit")
+    if text is None or text == "":
+        return TAIL_ROWS
+    if not (text.isascii() and text.isdigit() and len(text) <= 9 and int(text) > 0):
+        raise errors.bad_parameter("Bad limit", "limit must be a whole number of rows, 1 or more.")
+    return int(text)
 
 
 async def delta(datasette, request):
@@ -156,7 +189,7 @@ async def tail_page(datasette, request):
         },
         **data,
     }
-    return await render.page(datasette, request, "tail.html", context)
+    return await render.page(datasette, request, "tail.html", context, redacted_parts=("rows",))
 
 
 ROUTES = [

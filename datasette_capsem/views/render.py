@@ -64,11 +64,22 @@ async def page(
     *,
     data: Any = None,
     status: int = 200,
+    redacted_parts: tuple[str, ...] = (),
 ) -> Response:
-    """The JSON form (`data`, else `context`) or the HTML form of one page."""
-    if wants_json(request):
+    """The JSON form (`data`, else `context`) or the HTML form of one page. `redacted_parts`:
+    keys of `context` whose values were already redacted for this request's policy (kept per
+    file version and policy by their page): not walked again (with no `data` given)."""
+    if redacted_parts and data is None:
+        done = {key: context[key] for key in redacted_parts if key in context}
+        rest = redacted({k: v for k, v in context.items() if k not in done})
+        context = {key: done[key] if key in done else rest[key] for key in context}
+        if wants_json(request):
+            body = json_dumps(context, separators=(",", ":"))
+            return Response(body, status=status, content_type="application/json; charset=utf-8")
+    elif wants_json(request):
         return json_response(context if data is None else data, status=status)
-    context = redacted(context)
+    else:
+        context = redacted(context)
     html = await datasette.render_template(f"{TEMPLATE_DIR}/{template}", context, request=request)
     return Response.html(html, status=status)
 

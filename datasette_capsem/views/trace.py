@@ -39,7 +39,7 @@ from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import pending, render, trace_cache
-from datasette_capsem.views.event import body_links
+from datasette_capsem.views.event import body_links, event_uses
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import row_verdicts, row_verdicts_held, validator
 from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
@@ -256,7 +256,8 @@ async def load_rows(
     schema = opened.schema
 
     async def compute() -> TraceRows:
-        return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id))
+        uses_of = event_uses(opened)  # a big ledger's event id map, once it is read
+        return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id, uses_of))
 
     entry, _ = await get_state(datasette).traces.get(
         _rows_key(opened, trace_id), validator(opened), compute
