@@ -354,7 +354,7 @@ def read_ahead(path: Path | None) -> None:
     a time in b-tree order: on a disk that is not in the page cache (a home larger than the
     memory, or one read long ago) each page is a random read of its own, about 1.5 ms on the
     project's machine, so a 470 KB ledger waited ~150 ms for ~12 ms of work. Asked a few
-    ledgers before they are opened (`checks/workers.ordered_map`'s `ahead`), the file arrives
+    ledgers before they are opened (`index/parallel.run_ahead`), the file arrives
     in a few large reads while the ledgers before it are worked on. Best effort: a file that
     cannot be opened, or a system without the call, is simply not read ahead."""
     if path is None or not hasattr(os, "posix_fadvise"):

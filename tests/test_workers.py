@@ -260,27 +260,26 @@ def _logged_ahead(log: str, number: int) -> None:
     _logged(log, number, "ahead")
 
 
-def test_ordered_map_asks_for_each_item_ahead_of_its_turn(tmp_path):
+def test_index_workers_ask_for_each_ledger_ahead_of_its_turn(tmp_path):
     """The index build's read and verdict passes ask the kernel for each ledger's file a few
-    ledgers before its turn (`readonly.read_ahead`): read cold, page by page, a ledger waited
-    ten times its CPU for the disk. Each item is asked for once, in its own worker, before it
-    runs and at most AHEAD items before."""
+    ledgers before its turn (`parallel.run_ahead`, `readonly.read_ahead`): read cold, page by
+    page, a ledger waited ten times its CPU for the disk. Each item is asked for once, in its
+    own worker, before it runs and at most AHEAD items before."""
     log = tmp_path / "log"
     items = [(str(log), number) for number in range(40)]
-    got = list(workers.ordered_map(_logged, items, 2, chunk=16, ahead=_logged_ahead))
+    chunks = [(_logged, items[start : start + 16], _logged_ahead) for start in (0, 16, 32)]
+    got = [n for done in workers.ordered_map(parallel.run_ahead, chunks, 2, chunk=1) for n in done]
     assert got == list(range(40))
     lines = log.read_text().split("\n")[:-1]
     for number in range(40):
         ahead, run = lines.index(f"ahead {number}"), lines.index(f"run {number}")
         assert lines.count(f"ahead {number}") == 1 and ahead < run
-    chunk = workers._run_chunk  # in this process: the exact order within a chunk
-    log.unlink()
-    assert chunk(_logged, items[:6], _logged_ahead) == list(range(6))
-    order = log.read_text().split()[1::2]
-    kinds = log.read_text().split()[0::2]
-    assert list(zip(kinds, order, strict=True))[: workers.AHEAD + 2] == [
-        *[("ahead", str(n)) for n in range(workers.AHEAD)],
-        ("ahead", str(workers.AHEAD)),
+    log.unlink()  # in this process: the exact order within a chunk
+    assert parallel.run_ahead(_logged, items[:6], _logged_ahead) == list(range(6))
+    words = log.read_text().split()
+    assert list(zip(words[0::2], words[1::2], strict=True))[: parallel.AHEAD + 2] == [
+        *[("ahead", str(n)) for n in range(parallel.AHEAD)],
+        ("ahead", str(parallel.AHEAD)),
         ("run", "0"),
     ]
 

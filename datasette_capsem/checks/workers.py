@@ -31,7 +31,6 @@ from typing import TypeVar
 
 R = TypeVar("R")
 MAX_WORKERS = 4
-AHEAD = 3  # items whose files are asked for before their turn (`ordered_map`'s `ahead`)
 PR_SET_PDEATHSIG = 1  # prctl option, from linux/prctl.h
 
 
@@ -98,24 +97,8 @@ def _objects_frozen(method: str) -> Iterator[None]:
         gc.unfreeze()
 
 
-def _run_chunk(
-    function: Callable[..., R],
-    chunk: Sequence[tuple],
-    ahead: Callable[..., None] | None = None,
-) -> list[R]:
-    """`function(*args)` of each item of a chunk; with `ahead`, `ahead(*args)` of the item
-    AHEAD places further first (`readonly.read_ahead` of its file: the disk reads it while
-    this item is worked on)."""
-    if ahead is None:
-        return [function(*args) for args in chunk]
-    for args in chunk[:AHEAD]:
-        ahead(*args)
-    results = []
-    for position, args in enumerate(chunk):
-        if position + AHEAD < len(chunk):
-            ahead(*chunk[position + AHEAD])
-        results.append(function(*args))
-    return results
+def _run_chunk(function: Callable[..., R], chunk: Sequence[tuple]) -> list[R]:
+    return [function(*args) for args in chunk]
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
@@ -131,16 +114,10 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 def ordered_map(
-    function: Callable[..., R],
-    items: Sequence[tuple],
-    workers: int,
-    chunk: int = 16,
-    ahead: Callable[..., None] | None = None,
+    function: Callable[..., R], items: Sequence[tuple], workers: int, chunk: int = 16
 ) -> Iterator[R]:
     """`function(*item)` for every item, in order, on `workers` processes (`function` and the
-    items must pickle: a module-level function or a `functools.partial` of one). `ahead`
-    (module-level too), called with an item's arguments a few items before its turn, starts
-    what can be done in the background for it (reading its file ahead)."""
+    items must pickle: a module-level function or a `functools.partial` of one)."""
     chunks = [items[start : start + chunk] for start in range(0, len(items), chunk)]
     if not chunks:
         return
@@ -154,7 +131,7 @@ def ordered_map(
     finished = False
     try:
         with _interrupts_held(), _objects_frozen(method):  # every worker starts in map()
-            results = pool.map(_run_chunk, [function] * len(chunks), chunks, [ahead] * len(chunks))
+            results = pool.map(_run_chunk, [function] * len(chunks), chunks)
         for done in results:
             yield from done
         finished = True
