@@ -17,7 +17,7 @@ size, in this order:
    visits of session table pages and RSS after them.
 
 Usage: python benchmarks/bench_scale.py [--sizes 10000,100000] [--requests 15] [--no-cli]
-       [--keep-cache] [--build-up-to N]
+       [--keep-cache] [--build-up-to N] [--homes DIR]
 A first build of 100,000 sessions (30,000 ledgers) takes most of an hour on a loaded 2-core
 machine: `--keep-cache --build-up-to 10000` measures it at 10,000 only and reuses the index
 kept in benchmarks/out/cache-scale-100000 (`datasette capsem index --home
@@ -113,9 +113,16 @@ def cli_script_of(home: Path) -> tuple[str, int]:
 
 
 def one_size(
-    sessions: int, requests: int, with_cli: bool, keep_cache: bool, build_up_to: int
+    sessions: int,
+    requests: int,
+    with_cli: bool,
+    keep_cache: bool,
+    build_up_to: int,
+    homes: Path | None = None,
 ) -> dict:
-    home = scale_home(sessions)
+    home = scale_home(sessions) if homes is None else homes / f"scale-{sessions}"
+    if not (home / "scale.json").exists():
+        raise SystemExit(f"{home} is not a scale_home.py home (no scale.json)")
     cache = OUT / f"cache-scale-{sessions}"
     figures: dict = {"sessions": sessions}
     build = sessions <= build_up_to and not (keep_cache and cache.exists())
@@ -205,10 +212,18 @@ def main() -> None:
         help="wait for the first build (and compare it with the CLI) only up to this size; "
         "above it the start without an index is measured and the server stopped",
     )
+    parser.add_argument(
+        "--homes",
+        type=Path,
+        help="read the homes scale-N from this directory (another checkout's "
+        "benchmarks/out: its homes are only read, never made or written) instead of "
+        "making them in benchmarks/out; the caches stay in benchmarks/out, and a kept "
+        "cache must have been built over the same home path",
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results = [
-        one_size(n, args.requests, not args.no_cli, args.keep_cache, args.build_up_to)
+        one_size(n, args.requests, not args.no_cli, args.keep_cache, args.build_up_to, args.homes)
         for n in sizes
     ]
     header = ["what"] + [f"{r['sessions']:,} sessions" for r in results]

@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog
 from datasette_capsem.checks import workers
 from datasette_capsem.config import load_settings
@@ -247,3 +248,48 @@ def test_workers_die_with_a_killed_parent(start):
     finally:
         parent.kill()
         parent.wait()
+
+
+def _logged(log: str, number: int, what: str = "run") -> int:
+    with open(log, "a") as handle:
+        handle.write(f"{what} {number}\n")
+    return number
+
+
+def _logged_ahead(log: str, number: int) -> None:
+    _logged(log, number, "ahead")
+
+
+def test_index_workers_ask_for_each_ledger_ahead_of_its_turn(tmp_path):
+    """The index build's read and verdict passes ask the kernel for each ledger's file a few
+    ledgers before its turn (`parallel.run_ahead`, `readonly.read_ahead`): read cold, page by
+    page, a ledger waited ten times its CPU for the disk. Each item is asked for once, in its
+    own worker, before it runs and at most AHEAD items before."""
+    log = tmp_path / "log"
+    items = [(str(log), number) for number in range(40)]
+    chunks = [(_logged, items[start : start + 16], _logged_ahead) for start in (0, 16, 32)]
+    got = [n for done in workers.ordered_map(parallel.run_ahead, chunks, 2, chunk=1) for n in done]
+    assert got == list(range(40))
+    lines = log.read_text().split("\n")[:-1]
+    for number in range(40):
+        ahead, run = lines.index(f"ahead {number}"), lines.index(f"run {number}")
+        assert lines.count(f"ahead {number}") == 1 and ahead < run
+    log.unlink()  # in this process: the exact order within a chunk
+    assert parallel.run_ahead(_logged, items[:6], _logged_ahead) == list(range(6))
+    words = log.read_text().split()
+    assert list(zip(words[0::2], words[1::2], strict=True))[: parallel.AHEAD + 2] == [
+        *[("ahead", str(n)) for n in range(parallel.AHEAD)],
+        ("ahead", str(parallel.AHEAD)),
+        ("run", "0"),
+    ]
+
+
+def test_read_ahead_changes_nothing_and_never_fails(capsem_home, tmp_path):
+    ledgers = sorted(capsem_home.rglob("session.db"))[:5]
+    before = {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in ledgers}
+    for path in ledgers:
+        readonly.read_ahead(path)
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in ledgers} == before
+    readonly.read_ahead(None)  # a vacuumed session: nothing to read
+    readonly.read_ahead(tmp_path / "gone" / "session.db")
+    assert not (tmp_path / "gone").exists()
