@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import marshal
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -190,3 +192,109 @@ def with_values(row: CompactRow, **values: Any) -> CompactRow:
     for key, value in values.items():
         replaced[row._columns[key]] = value
     return CompactRow(row._columns, tuple(replaced))
+
+
+# A packed row's pooled cell that is not in its column's table (which holds up to 255
+# values): the value is among the row's own, after the others.
+_UNPOOLED = 255
+POOLED_UP_TO = 64  # distinct values of a column in the first rows packed that make it pooled
+_PACKERS: list[RowPacker] = []  # a packed row's first byte is its packer's place here
+_PACKERS_LOCK = threading.Lock()
+
+
+class RowPacker:
+    """Rows of one layout (a row class and its columns) packed into one `bytes` each.
+
+    A big home's main.db rows, held whole, cost ~640 bytes a session as tuples of Python
+    values (64 MB at 100,000 sessions); packed they cost about a quarter of that. A column
+    whose values repeat (a status, a version, a VM's RAM: at most POOLED_UP_TO distinct ones
+    in the first rows packed) is one byte, its value's place in a table the packer keeps
+    (up to 255 values, append-only); the other values are `marshal`led, as they are (a str,
+    int, float, bytes or None: SQLite's types). Unpacking makes a new row of the class, a
+    few microseconds: for the rows a page shows, or once per session when a list is built.
+
+    One packer per layout per process (`for_layout`), so a server that reads main.db again
+    after every change reuses its tables, and a packed row says which packer made it in its
+    first byte. Packed rows are for this process only: a row sent to another process
+    (pickled) is unpacked first (`catalog/models.Session.__getstate__`)."""
+
+    def __init__(self, number: int, row_class: type, columns: dict[str, int]):
+        self.number = number
+        self.row_class = row_class
+        self.columns = columns
+        self.width = max(columns.values(), default=-1) + 1
+        self.pooled: tuple[int, ...] | None = None  # decided by the first rows packed
+        self.tables: list[list] = []
+        self._places: list[dict] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_layout(cls, row_class: type, columns: dict[str, int]) -> RowPacker | None:
+        """The process's packer of this layout (None past 255 layouts: rows stay whole)."""
+        with _PACKERS_LOCK:
+            for packer in _PACKERS:
+                if packer.row_class is row_class and packer.columns == columns:
+                    return packer
+            if len(_PACKERS) >= 255:  # a packed row names its packer in one byte
+                return None
+            packer = cls(len(_PACKERS), row_class, columns)
+            _PACKERS.append(packer)
+            return packer
+
+    def pack(self, rows: list[tuple]) -> list[bytes]:
+        """Each row (a tuple of `width` values) as bytes."""
+        with self._lock:
+            if self.pooled is None:
+                self._choose(rows)
+            pooled, places, tables = self.pooled, self._places, self.tables
+            assert pooled is not None
+            found = []
+            head = bytes((self.number,))
+            for row in rows:
+                marks = bytearray()
+                own = []
+                for place, i in enumerate(pooled):
+                    value = row[i]
+                    key = (type(value), value)  # 1, 1.0 and True are equal keys
+                    at = places[place].get(key)
+                    if at is None and len(tables[place]) < _UNPOOLED:
+                        at = places[place][key] = len(tables[place])
+                        tables[place].append(value)
+                    if at is None:
+                        marks.append(_UNPOOLED)
+                        own.append(value)
+                    else:
+                        marks.append(at)
+                own = [row[i] for i in self._own] + own
+                found.append(head + bytes(marks) + marshal.dumps(tuple(own)))
+            return found
+
+    def _choose(self, rows: list[tuple]) -> None:
+        distinct = [set() for _ in range(self.width)]
+        for row in rows:
+            for i, value in enumerate(row):
+                if len(distinct[i]) <= POOLED_UP_TO:
+                    distinct[i].add((type(value), value))
+        self.pooled = tuple(i for i in range(self.width) if len(distinct[i]) <= POOLED_UP_TO)
+        self._own = tuple(i for i in range(self.width) if i not in self.pooled)
+        self.tables = [[] for _ in self.pooled]
+        self._places = [{} for _ in self.pooled]
+
+    def unpack(self, packed: bytes):
+        """The row `pack` made `packed` from, as a `row_class(columns, values)`."""
+        pooled, tables = self.pooled, self.tables
+        assert pooled is not None
+        count = len(pooled)
+        own = iter(marshal.loads(packed[1 + count :]))
+        values: list[Any] = [None] * self.width
+        for i in self._own:
+            values[i] = next(own)
+        for place, i in enumerate(pooled):
+            at = packed[1 + place]
+            values[i] = next(own) if at == _UNPOOLED else tables[place][at]
+        return self.row_class(self.columns, tuple(values))
+
+
+def unpack_row(packed: bytes):
+    """A row `RowPacker.pack` made, unpacked by the packer that made it."""
+    return _PACKERS[packed[0]].unpack(packed)

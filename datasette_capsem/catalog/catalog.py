@@ -38,6 +38,7 @@ from datasette_capsem.config import (
     scan_homes_dir,
     split_qualified,
 )
+from datasette_capsem.memory import RowPacker, unpack_row
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -627,10 +628,11 @@ class HomeCatalog(_SnapshotQueries):
                 session.created_at = _mtime_iso(found_dir.path)
             sessions[session_id] = session
 
-    def _add_main_rows(self, sessions: dict[str, Session], rows: list[MainRow]):
+    def _add_main_rows(self, sessions: dict[str, Session], rows: list[bytes | MainRow]):
         aliases = {s.same_vm_as: s.id for s in sessions.values() if s.same_vm_as}
-        for row in rows:
-            session_id = str(row.get("id"))
+        for packed in rows:
+            row = unpack_row(packed) if type(packed) is bytes else packed
+            session_id = sys.intern(str(row.get("id")))  # the index's rows hold this string
             session = sessions.get(session_id)
             if session is None:
                 kind = "persistent" if row.get("persistent") else "index_only"
@@ -645,7 +647,7 @@ class HomeCatalog(_SnapshotQueries):
                     session.kind = "persistent"
                     session.dir_path, session.ledger_path = current.dir_path, current.ledger_path
                 sessions[session_id] = session
-            session.main_row = row
+            session.main_row = packed
             session.status = row.get("status")
             session.created_at = row.get("created_at") or session.created_at
             session.stopped_at = row.get("stopped_at")
@@ -668,50 +670,25 @@ class HomeCatalog(_SnapshotQueries):
             sessions[entry.id] = session
 
 
-# main.db columns whose every value is its own (ids, times): pooling them costs a dict
-# lookup per cell and shares nothing. The others (status, mode, versions, hashes) repeat.
-UNIQUE_MAIN_COLUMNS = frozenset({"id", "created_at", "stopped_at", "vacuumed_at", "command"})
+MAIN_ROWS_BATCH = 2000  # main.db rows packed at a time (what a read holds beside its result)
 
 
-MAIN_ROWS_BATCH = 2000  # main.db rows compacted at a time (what a read holds beside its result)
-
-
-def _main_rows(conn: sqlite3.Connection) -> list[MainRow]:
-    """main.db's sessions rows as compact rows, read and compacted a batch at a time: a
-    whole read's raw rows (100,000 tuples, 30 MB) never sit beside their compact copies, and
-    the memory freed after a read is not the heap's high-water mark for good."""
+def _main_rows(conn: sqlite3.Connection) -> list[bytes | MainRow]:
+    """main.db's sessions rows, packed (memory.RowPacker: about 160 bytes a row where a
+    tuple of its values costs 640), a batch at a time: a whole read's raw rows (100,000
+    tuples, 30 MB) never sit in memory together."""
     cursor = conn.execute(load_sql(__package__, "main_sessions"))
-    columns = {d[0]: i for i, d in enumerate(cursor.description)}
-    pooled = [i for name, i in columns.items() if name not in UNIQUE_MAIN_COLUMNS]
-    shared: dict[int, dict] = {i: {str: {}, int: {}, float: {}} for i in pooled}
-    rows: list[MainRow] = []
+    columns: dict[str, int] = {}
+    for i, d in enumerate(cursor.description):
+        columns.setdefault(d[0], i)
+    packer = RowPacker.for_layout(MainRow, columns)
+    rows: list[bytes | MainRow] = []
     while batch := cursor.fetchmany(MAIN_ROWS_BATCH):
-        rows += _compact_main_rows(columns, batch, shared)
-        for i, known in list(shared.items()):  # mostly distinct (tokens, cost): not pooled
-            if sum(map(len, known.values())) > MAIN_ROWS_BATCH // 2:
-                del shared[i]
+        if packer is None:  # past the packers a process keeps: whole rows
+            rows += [MainRow(columns, tuple(row)) for row in batch]
+        else:
+            rows += packer.pack(batch)
     return rows
-
-
-def _compact_main_rows(
-    columns: dict[str, int], found: list[tuple], shared: dict[int, dict]
-) -> list[MainRow]:
-    """main.db rows as compact rows, the repeated values of a column shared (a status or a
-    version: one string, not 100,000; `shared`: a dict per pooled column, kept across
-    batches), column by column (one pass per pooled column, not a call per cell)."""
-    cells = [list(column) for column in zip(*found, strict=True)]
-    if "id" in columns:  # interned: the index's rows of a session hold this very string
-        cells[columns["id"]] = [
-            sys.intern(value) if type(value) is str else value for value in cells[columns["id"]]
-        ]
-    for i, known in shared.items():
-        # a number too (a VM's RAM, a disk size: one int each, not 100,000), one dict per
-        # type: 1 and 1.0 are equal keys and must stay themselves
-        cells[i] = [
-            known[type(value)].setdefault(value, value) if type(value) in known else value
-            for value in cells[i]
-        ]
-    return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -720,7 +697,7 @@ class _MainRead:
 
     path: Path | None
     problem: str | None
-    rows: list[MainRow] = field(default_factory=list)
+    rows: list[bytes | MainRow] = field(default_factory=list)  # packed (_main_rows)
 
 
 def _keep_unchanged(old: dict[str, Session], new: dict[str, Session]) -> dict[str, Session]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.ledger.times import parse_time
-from datasette_capsem.memory import CompactRow
+from datasette_capsem.memory import CompactRow, unpack_row
 
 # Where a session's directory sits (spec §1).
 KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
@@ -47,7 +47,9 @@ class Session:
     stopped_at: str | None
     _ledger: str | None  # session.db or session.db.gz: its name in _dir, else a whole path
     _dir: str | None
-    main_row: MainRow | None
+    # main.db's row: packed (memory.RowPacker, a quarter of its size as a tuple) as the
+    # catalog read it, or a mapping as given; `main_row` is the row, unpacked on each access
+    _main: bytes | MainRow | None
     registry_entry: dict[str, Any] | None  # what is read of it (discover.REGISTRY_FIELDS)
     # The mtime of a non-empty -wal beside the ledger, 0.0 when there is none (discover.writer_wal)
     writer_wal: float
@@ -80,6 +82,7 @@ class Session:
         *,
         _ledger: str | None = None,  # as stored, for dataclasses.replace
         _dir: str | None = None,
+        _main: bytes | MainRow | None = None,
         signature: tuple | None = None,
     ):
         self.id, self.kind, self.name, self.status = id, kind, name, status
@@ -89,11 +92,35 @@ class Session:
         self.ledger_path = ledger_path
         if _ledger is not None:
             self._ledger = _ledger
-        self.main_row, self.registry_entry = main_row, registry_entry
+        self._main = main_row if _main is None else _main
+        self.registry_entry = registry_entry
         self.writer_wal, self.same_vm_as = writer_wal, same_vm_as
         self.problems = problems or ()
         self.home, self.local_id = home, local_id
         self.signature = signature
+
+    @property
+    def main_row(self) -> MainRow | None:
+        """main.db's row of this session (unpacked anew on each access: a caller that reads
+        it several times keeps it)."""
+        row = self._main
+        return unpack_row(row) if type(row) is bytes else row
+
+    @main_row.setter
+    def main_row(self, value: bytes | MainRow | None) -> None:
+        self._main = value
+
+    @property
+    def in_main_db(self) -> bool:
+        return self._main is not None
+
+    def __getstate__(self):
+        # A packed row is this process's (its packer's tables): another gets it unpacked.
+        return [self.main_row if slot == "_main" else getattr(self, slot) for slot in SLOTS]
+
+    def __setstate__(self, state) -> None:
+        for slot, value in zip(SLOTS, state, strict=True):
+            object.__setattr__(self, slot, value)
 
     @property
     def dir_path(self) -> Path | None:
@@ -174,8 +201,11 @@ class Session:
             "stopped_at": self.stopped_at,
             "has_ledger": self.has_ledger,
             "live": self.live,
-            "in_main_db": self.main_row is not None,
+            "in_main_db": self._main is not None,
             "same_vm_as": self.same_vm_as,
             "problems": list(self.problems),
             **({"home": self.home, "local_id": self.short_id} if self.home else {}),
         }
+
+
+SLOTS = tuple(Session.__slots__)

@@ -118,11 +118,13 @@ def _sum(values: list[Any]) -> float | int | None:
     return sum(numbers)  # type: ignore[arg-type]
 
 
-def compare(session: Session, ledger: dict[str, Any] | None) -> rollup.RollupComparison:
-    """The shared rollup comparison of a session's main.db row with its whole ledger file."""
-    return rollup.compare_rollup(
-        session.main_row, rollup.fresh_from_figures(ledger), kind=session.kind
-    )
+def compare(
+    session: Session, ledger: dict[str, Any] | None, main: Any = None
+) -> rollup.RollupComparison:
+    """The shared rollup comparison of a session's main.db row (`main`, when the caller has
+    unpacked it already) with its whole ledger file."""
+    main = session.main_row if main is None else main
+    return rollup.compare_rollup(main, rollup.fresh_from_figures(ledger), kind=session.kind)
 
 
 def stale_reason(
@@ -131,7 +133,7 @@ def stale_reason(
     comparison: rollup.RollupComparison | None = None,
 ) -> str | None:
     """Why main.db's counters cannot be trusted for this session, or None."""
-    if session.main_row is None:
+    if not session.in_main_db:
         return None
     if session.status == "running":
         return "running: main.db counters are written only when a session stops"
@@ -161,11 +163,11 @@ def rollup_mismatches(
     return comparison.as_dict() if comparison.verdict == rollup.MISMATCH else {}
 
 
-def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None):
+def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None, main: Any = None):
     """(values, sources) per figure: main.db unless it is missing, stale or a column its writer
     never filled, else the ledger; a stale main.db figure is still shown when there is no
-    ledger to replace it."""
-    main = session.main_row or {}
+    ledger to replace it. `main`: the session's main.db row, if the caller unpacked it."""
+    main = (session.main_row if main is None else main) or {}
     unwritten = rollup.unwritten_columns(main) if main else {}
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
@@ -201,9 +203,10 @@ def build_row(
     ledger = None
     if index_row and not problem:
         ledger = index_row.get("file_totals") or index_row
-    comparison = compare(session, ledger)
+    main = session.main_row  # unpacked once (catalog/models.Session)
+    comparison = compare(session, ledger, main)
     stale = stale_reason(session, ledger, comparison)
-    values, sources = _figures(session, ledger, stale)
+    values, sources = _figures(session, ledger, stale, main)
     created, stopped = parse_time(session.created_at), parse_time(session.stopped_at)
     duration = (stopped - created).total_seconds() if created and stopped else None
     mismatch = rollup_mismatches(session, ledger, comparison)
