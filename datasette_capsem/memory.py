@@ -198,6 +198,9 @@ def with_values(row: CompactRow, **values: Any) -> CompactRow:
 # values): the value is among the row's own, after the others.
 _UNPOOLED = 255
 POOLED_UP_TO = 64  # distinct values of a column in the first rows packed that make it pooled
+# marshal's version 2 writes equal values as equal bytes (version 3 on marks a value its
+# process holds elsewhere as a reference): packed rows are compared as bytes.
+CANONICAL = 2
 _PACKERS: list[RowPacker] = []  # a packed row's first byte is its packer's place here
 _PACKERS_LOCK = threading.Lock()
 
@@ -266,7 +269,7 @@ class RowPacker:
                     else:
                         marks.append(at)
                 own = [row[i] for i in self._own] + own
-                found.append(head + bytes(marks) + marshal.dumps(tuple(own)))
+                found.append(head + bytes(marks) + marshal.dumps(tuple(own), CANONICAL))
             return found
 
     def _choose(self, rows: list[tuple]) -> None:
@@ -298,3 +301,37 @@ class RowPacker:
 def unpack_row(packed: bytes):
     """A row `RowPacker.pack` made, unpacked by the packer that made it."""
     return _PACKERS[packed[0]].unpack(packed)
+
+
+class PackedRows(dict):
+    """key -> row, the rows held packed (`RowPacker`, about a third of a compact row with
+    its values): `[key]` and `get` unpack a row (a new object each time); `packed(key)` is
+    what is held, the same object until the row changes, for callers that compare rows."""
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        return unpack_row(value) if type(value) is bytes else value
+
+    def get(self, key, default=None):
+        value = dict.get(self, key, default)
+        return unpack_row(value) if type(value) is bytes else value
+
+    def packed(self, key, default=None):
+        return dict.get(self, key, default)
+
+
+def packed_rows(cursor, key: str) -> PackedRows:
+    """A cursor's rows packed, by their `key` column's value (a string is interned: a
+    session id is the catalog's own string)."""
+    columns: dict[str, int] = {}
+    for i, d in enumerate(cursor.description):
+        columns.setdefault(d[0], i)
+    packer = RowPacker.for_layout(CompactRow, columns)
+    at = columns[key]
+    found = PackedRows()
+    while batch := cursor.fetchmany(2000):
+        packed = packer.pack(batch) if packer is not None else None
+        for n, row in enumerate(batch):
+            name = sys.intern(row[at]) if type(row[at]) is str else row[at]
+            found[name] = packed[n] if packed is not None else CompactRow(columns, tuple(row))
+    return found

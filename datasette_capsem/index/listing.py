@@ -42,7 +42,7 @@ from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
 from datasette_capsem.ledger.times import parse_time
-from datasette_capsem.memory import CompactRow, ValuePool, trim_malloc
+from datasette_capsem.memory import CompactRow, PackedRows, ValuePool, trim_malloc, unpack_row
 from datasette_capsem.urls import Urls
 
 MAIN_DB, LEDGER = "main.db", "ledger"
@@ -194,7 +194,7 @@ def build_row(
     stored_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The public JSON of one session in the list; `database_href` is its Datasette db;
-    `stored_check` the index's quick-check verdict of the session (None: pending).
+    `stored_check` the index's quick-check verdict of the session (None: pending; packed bytes as the index snapshot holds it).
 
     `index_row` is the index's row of the session's ledger file; for a fork its figures are
     its own rows, and `file_totals` the whole file, which is what this row shows and compares.
@@ -228,6 +228,8 @@ def build_row(
     }
     if session.home:
         row["home_href"] = ROOT_URLS.sessions(home=session.home)
+    if type(stored_check) is bytes:  # as the index snapshot holds it (memory.PackedRows)
+        stored_check = unpack_row(stored_check)
     verdict = verdicts.list_verdict(stored_check, session)
     verdict["kinds"] = SHARED.keyed(("kinds", *verdict["kinds"]), verdict["kinds"])
     row["problems"] = SHARED.keyed(("problems", *row["problems"]), row["problems"])
@@ -327,6 +329,11 @@ def _sort_key(column: str, descending: bool):
     return key
 
 
+def _held(checks: dict, session_id: str):
+    """A session's stored verdict as `checks` holds it (packed: compared, not read)."""
+    return checks.packed(session_id) if isinstance(checks, PackedRows) else checks.get(session_id)
+
+
 def _same_inputs(known: tuple, inputs: tuple) -> bool:
     """Whether a row's inputs are unchanged: the same objects, or a session rescanned equal
     (a catalog rescan makes every Session anew)."""
@@ -407,7 +414,7 @@ class SessionTable:
         )
         rows = []
         for session in newest:
-            inputs = (session, index.for_session(session.id), index.checks.get(session.id))
+            inputs = (session, index.for_session(session.id), _held(index.checks, session.id))
             rows.append(list_entry(self._whole_row(inputs), inputs))
         partial = {"sessions": len(catalog.sessions), "shown": len(rows)}
         built = _Built(key=(), rows=rows, partial=partial)
@@ -422,7 +429,7 @@ class SessionTable:
         memo: dict[str, ListEntry] = {}
         made = 0
         for session in sessions:
-            inputs = (session, index.for_session(session.id), checks.get(session.id))
+            inputs = (session, index.for_session(session.id), _held(checks, session.id))
             known = self._memo.get(session.id)
             if known is None or not _same_inputs(known.inputs, inputs):
                 known = list_entry(self._whole_row(inputs), inputs)
