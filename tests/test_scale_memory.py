@@ -56,7 +56,7 @@ async def test_a_session_made_by_hand_reads_back_what_it_was_given(tmp_path):
     assert pickle.loads(pickle.dumps(session)) == session
 
 
-async def test_a_list_entry_is_one_tuple_holding_its_inputs(capsem_home, built_cache):
+async def test_a_list_entry_is_a_place_in_columns_holding_its_inputs(capsem_home, built_cache):
     datasette = await make_datasette(capsem_home, built_cache)
     state = get_state(datasette)
     catalog, index = state.catalog.snapshot(), state.index.snapshot()
