@@ -59,8 +59,10 @@ class Session:
     # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
     home: str
     local_id: str | None
-    # index/verdicts.row_signature's last answer, after what it was computed from
-    signature: tuple | None = field(default=None, compare=False, repr=False)
+    # index/verdicts.row_signature's last answer: "1" or "0" (live or not) and the digest.
+    # Forgotten when the row is set and in a copy (its status may differ); the row and
+    # status are not changed after the catalog's scan, liveness is part of the string.
+    signature: str | None = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -83,7 +85,7 @@ class Session:
         _ledger: str | None = None,  # as stored, for dataclasses.replace
         _dir: str | None = None,
         _main: bytes | MainRow | None = None,
-        signature: tuple | None = None,
+        signature: str | None = None,  # dataclasses.replace passes it: not kept
     ):
         self.id, self.kind, self.name, self.status = id, kind, name, status
         self.created_at, self.stopped_at = created_at, stopped_at
@@ -97,7 +99,7 @@ class Session:
         self.writer_wal, self.same_vm_as = writer_wal, same_vm_as
         self.problems = problems or ()
         self.home, self.local_id = home, local_id
-        self.signature = signature
+        self.signature = None
 
     @property
     def main_row(self) -> MainRow | None:
@@ -109,6 +111,7 @@ class Session:
     @main_row.setter
     def main_row(self, value: bytes | MainRow | None) -> None:
         self._main = value
+        self.signature = None
 
     @property
     def in_main_db(self) -> bool:

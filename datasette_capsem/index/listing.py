@@ -241,6 +241,9 @@ def build_row(
     return row
 
 
+# An entry's numbers, a float each in an array: what sorting and filters read (a row's
+# input and output tokens only its whole row shows: their sum is `tokens`).
+NUMBERS = ("duration_seconds", *(f for f in FIGURES if f not in ("input_tokens", "output_tokens")))
 # What a list entry answers of its row: what sorting (SORTABLE, SORT_FIELDS), filters
 # (index/filters.py), charts (index/charts.py) and facets read; "home" is None when unlabelled.
 ENTRY_FIELDS = (
@@ -250,13 +253,11 @@ ENTRY_FIELDS = (
     "kind",
     "status",
     "created_at",
-    "duration_seconds",
-    *FIGURES,
+    *NUMBERS,
     "has_ledger",
     "verdict_rank",
     "verdict",
 )
-NUMBERS = ("duration_seconds", *FIGURES)  # an entry's numbers: a float each, in an array
 VERDICT_FIELDS = ("state", "errors", "warnings", "kinds")  # of the row's verdict, for filters
 VERDICT_COLUMNS = {name: i for i, name in enumerate(VERDICT_FIELDS)}
 _NONE = float("nan")  # a missing number in an array of them

@@ -42,11 +42,12 @@ def row_signature(session: Session) -> str:
     """A digest of what a verdict depends on besides the ledger file: the main.db row, the
     status and whether the session is live. Stable across processes (a CLI refresh writes what
     a server reads)."""
-    raw, status, live = session._main, session.status, session.live
-    known = session.signature  # kept on the session: the list and the refresh both ask, for
-    # every session: (its row as held, status, live, digest), one tuple each
-    if known is not None and known[0] is raw and known[1] == status and known[2] == live:
-        return known[3]
+    status, live = session.status, session.live
+    known = session.signature  # kept on the session (the list and the refresh both ask, for
+    # every session): "1" or "0" for `live`, then the digest; one string per session
+    flag = "1" if live else "0"
+    if known is not None and known[0] == flag:
+        return known[1:]
     row = session.main_row
     if row is None:
         items = None
@@ -56,7 +57,7 @@ def row_signature(session: Session) -> str:
         items = sorted((str(k), repr(v)) for k, v in dict(row).items())
     text = repr((items, status, live))
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    session.signature = (raw, status, live, digest)
+    session.signature = flag + digest
     return digest
 
 
