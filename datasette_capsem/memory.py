@@ -14,9 +14,11 @@ import gc
 import marshal
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 M_ARENA_MAX = -8  # mallopt parameter number, from glibc's malloc.h
@@ -298,31 +300,139 @@ class RowPacker:
         return self.row_class(self.columns, tuple(values))
 
 
-def unpack_row(packed: bytes):
-    """A row `RowPacker.pack` made, unpacked by the packer that made it."""
+def unpack_row(packed: bytes | int):
+    """A row `RowPacker.pack` made, unpacked by the packer that made it (`packed` may be
+    its place in a `RowFile`)."""
+    if type(packed) is int:
+        packed = RowFile.read(packed)
     return _PACKERS[packed[0]].unpack(packed)
+
+
+def is_packed(value: Any) -> bool:
+    """Whether `value` is a row as `RowPacker` or `RowFile` hold it (not a mapping)."""
+    return type(value) is bytes or type(value) is int
+
+
+_FILES: list[RowFile] = []
+_FILES_LOCK = threading.Lock()
+_PLACE_BITS, _LENGTH_BITS = 40, 16  # a place in a RowFile: its number, offset, length
+
+
+class RowFile:
+    """Packed rows kept in a file of the plugin's cache dir rather than in memory: a row is
+    an `int` (its file, offset and length: 36 bytes) where its bytes cost ~180, and it is
+    read back with one `pread` when asked for (a page's rows, a list build). The OS caches
+    the file; its pages are not the process's memory. The file is unlinked as soon as it is
+    opened: it goes with the process, and nothing of it is ever read by another.
+
+    Rows are only appended; `put` takes the place an equal row already has (`same`, the
+    previous read's place of that row), so reading main.db again after one session changed
+    appends one row. One file per purpose and cache dir per process (`for_dir`)."""
+
+    def __init__(self, number: int, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, path = tempfile.mkstemp(dir=directory, prefix="rows-", suffix=".tmp")
+        os.unlink(path)
+        self.number, self.directory, self._fd, self._size = number, directory, handle, 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_dir(cls, directory: Path, purpose: str) -> RowFile | None:
+        """The process's file for `purpose` in `directory` (None if it cannot be made:
+        rows stay in memory)."""
+        key = (str(directory), purpose)
+        with _FILES_LOCK:
+            for found in _FILES:
+                if found.key == key:
+                    return found
+            if len(_FILES) >= 1 << (63 - _PLACE_BITS - _LENGTH_BITS):
+                return None
+            try:
+                found = cls(len(_FILES), Path(directory))
+            except OSError:
+                return None
+            found.key = key
+            _FILES.append(found)
+            return found
+
+    key: tuple = ()
+
+    def put(self, packed: bytes, same: Any = None) -> bytes | int:
+        """`packed`'s place in this file (`same` if that place holds these very bytes); the
+        bytes themselves when they do not fit a place."""
+        if type(same) is int and same >> (_PLACE_BITS + _LENGTH_BITS) == self.number:
+            with contextlib.suppress(OSError):
+                if RowFile.read(same) == packed:
+                    return same
+        if len(packed) >= 1 << _LENGTH_BITS:
+            return packed
+        with self._lock:
+            offset = self._size
+            if offset >= 1 << _PLACE_BITS:
+                return packed
+            try:
+                os.pwrite(self._fd, packed, offset)
+            except OSError:
+                return packed
+            self._size += len(packed)
+        return (
+            (self.number << (_PLACE_BITS + _LENGTH_BITS)) | (offset << _LENGTH_BITS) | len(packed)
+        )
+
+    @staticmethod
+    def read(place: int) -> bytes:
+        found = _FILES[place >> (_PLACE_BITS + _LENGTH_BITS)]
+        length = place & ((1 << _LENGTH_BITS) - 1)
+        offset = (place >> _LENGTH_BITS) & ((1 << _PLACE_BITS) - 1)
+        return os.pread(found._fd, length, offset)
 
 
 class PackedRows(dict):
     """key -> row, the rows held packed (`RowPacker`, about a third of a compact row with
-    its values): `[key]` and `get` unpack a row (a new object each time); `packed(key)` is
-    what is held, the same object until the row changes, for callers that compare rows."""
+    its values, or their place in a `RowFile`): `[key]` and `get` unpack a row (a new
+    object each time); `packed(key)` is what is held, the same object until the row
+    changes, for callers that compare rows."""
 
     def __getitem__(self, key):
         value = dict.__getitem__(self, key)
-        return unpack_row(value) if type(value) is bytes else value
+        return unpack_row(value) if is_packed(value) else value
 
     def get(self, key, default=None):
         value = dict.get(self, key, default)
-        return unpack_row(value) if type(value) is bytes else value
+        return unpack_row(value) if is_packed(value) else value
 
     def packed(self, key, default=None):
         return dict.get(self, key, default)
 
+    def __eq__(self, other: object) -> bool:
+        """Equal rows by equal keys: two reads of a row are equal unpacked, wherever kept."""
+        if not isinstance(other, dict):
+            return NotImplemented
+        if self.keys() != other.keys():
+            return False
+        for key, value in self.items():
+            known = dict.get(other, key)
+            if value is known or value == known:
+                continue
+            mine = unpack_row(value) if is_packed(value) else value
+            theirs = unpack_row(known) if is_packed(known) else known
+            if mine != theirs:
+                return False
+        return True
 
-def packed_rows(cursor, key: str) -> PackedRows:
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def packed_rows(
+    cursor, key: str, into: RowFile | None = None, previous: dict | None = None
+) -> PackedRows:
     """A cursor's rows packed, by their `key` column's value (a string is interned: a
-    session id is the catalog's own string)."""
+    session id is the catalog's own string); `into`: kept in that file, a row equal to its
+    `previous` one in its place."""
     columns: dict[str, int] = {}
     for i, d in enumerate(cursor.description):
         columns.setdefault(d[0], i)
@@ -333,5 +443,11 @@ def packed_rows(cursor, key: str) -> PackedRows:
         packed = packer.pack(batch) if packer is not None else None
         for n, row in enumerate(batch):
             name = sys.intern(row[at]) if type(row[at]) is str else row[at]
-            found[name] = packed[n] if packed is not None else CompactRow(columns, tuple(row))
+            if packed is None:
+                found[name] = CompactRow(columns, tuple(row))
+            elif into is None:
+                found[name] = packed[n]
+            else:
+                same = dict.get(previous, name) if previous is not None else None
+                found[name] = into.put(packed[n], same)
     return found

@@ -38,7 +38,7 @@ from datasette_capsem.config import (
     scan_homes_dir,
     split_qualified,
 )
-from datasette_capsem.memory import RowPacker, unpack_row
+from datasette_capsem.memory import RowFile, RowPacker, is_packed, unpack_row
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -567,7 +567,7 @@ class HomeCatalog(_SnapshotQueries):
                 return _MainRead(candidate, f"main.db: {error.detail} ({candidate})")
             try:
                 rows = readonly.tolerant(conn, functools.partial(_main_rows, conn))
-                return _MainRead(candidate, None, rows)
+                return _MainRead(candidate, None, self._kept(rows))
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)
@@ -575,6 +575,18 @@ class HomeCatalog(_SnapshotQueries):
                 conn.close()
         searched = ", ".join(str(path) for path in self.home.main_db_candidates)
         return _MainRead(None, f"main.db not found (looked in {searched})")
+
+    def _kept(self, rows: list[tuple[str, bytes | MainRow]]) -> list[int | bytes | MainRow]:
+        """main.db's packed rows kept in a file of the cache dir (memory.RowFile), each
+        row equal to the one its session had at the last scan in the same place."""
+        store = RowFile.for_dir(self.cache_dir, "main.db rows")
+        if store is None:
+            return [row for _, row in rows]
+        previous = {s.local_id or s.id: s._main for s in self._snapshot.sessions.values()}
+        return [
+            store.put(row, previous.get(session_id)) if type(row) is bytes else row
+            for session_id, row in rows
+        ]
 
     def _registry(self) -> tuple[list[discover.RegistryEntry], str | None]:
         """The registry's entries, parsed again only if it (or run/persistent, which its
@@ -628,10 +640,10 @@ class HomeCatalog(_SnapshotQueries):
                 session.created_at = _mtime_iso(found_dir.path)
             sessions[session_id] = session
 
-    def _add_main_rows(self, sessions: dict[str, Session], rows: list[bytes | MainRow]):
+    def _add_main_rows(self, sessions: dict[str, Session], rows: list[int | bytes | MainRow]):
         aliases = {s.same_vm_as: s.id for s in sessions.values() if s.same_vm_as}
         for packed in rows:
-            row = unpack_row(packed) if type(packed) is bytes else packed
+            row = unpack_row(packed) if is_packed(packed) else packed
             session_id = sys.intern(str(row.get("id")))  # the index's rows hold this string
             session = sessions.get(session_id)
             if session is None:
@@ -673,8 +685,8 @@ class HomeCatalog(_SnapshotQueries):
 MAIN_ROWS_BATCH = 2000  # main.db rows packed at a time (what a read holds beside its result)
 
 
-def _main_rows(conn: sqlite3.Connection) -> list[bytes | MainRow]:
-    """main.db's sessions rows, packed (memory.RowPacker: about 160 bytes a row where a
+def _main_rows(conn: sqlite3.Connection) -> list[tuple[str, bytes | MainRow]]:
+    """main.db's sessions rows (with their ids), packed (memory.RowPacker: about 160 bytes a row where a
     tuple of its values costs 640), a batch at a time: a whole read's raw rows (100,000
     tuples, 30 MB) never sit in memory together."""
     cursor = conn.execute(load_sql(__package__, "main_sessions"))
@@ -682,12 +694,14 @@ def _main_rows(conn: sqlite3.Connection) -> list[bytes | MainRow]:
     for i, d in enumerate(cursor.description):
         columns.setdefault(d[0], i)
     packer = RowPacker.for_layout(MainRow, columns)
-    rows: list[bytes | MainRow] = []
+    at = columns.get("id")
+    rows: list[tuple[str, bytes | MainRow]] = []
     while batch := cursor.fetchmany(MAIN_ROWS_BATCH):
+        ids = [str(row[at]) if at is not None else "None" for row in batch]
         if packer is None:  # past the packers a process keeps: whole rows
-            rows += [MainRow(columns, tuple(row)) for row in batch]
+            rows += zip(ids, [MainRow(columns, tuple(row)) for row in batch], strict=True)
         else:
-            rows += packer.pack(batch)
+            rows += zip(ids, packer.pack(batch), strict=True)
     return rows
 
 
@@ -697,7 +711,7 @@ class _MainRead:
 
     path: Path | None
     problem: str | None
-    rows: list[bytes | MainRow] = field(default_factory=list)  # packed (_main_rows)
+    rows: list[int | bytes | MainRow] = field(default_factory=list)  # packed (_kept)
 
 
 def _keep_unchanged(old: dict[str, Session], new: dict[str, Session]) -> dict[str, Session]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.ledger.times import parse_time
-from datasette_capsem.memory import CompactRow, unpack_row
+from datasette_capsem.memory import CompactRow, is_packed, unpack_row
 
 # Where a session's directory sits (spec §1).
 KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
@@ -47,9 +47,10 @@ class Session:
     stopped_at: str | None
     _ledger: str | None  # session.db or session.db.gz: its name in _dir, else a whole path
     _dir: str | None
-    # main.db's row: packed (memory.RowPacker, a quarter of its size as a tuple) as the
-    # catalog read it, or a mapping as given; `main_row` is the row, unpacked on each access
-    _main: bytes | MainRow | None
+    # main.db's row: packed (memory.RowPacker, a quarter of its size as a tuple) and kept in
+    # a file of the cache dir (memory.RowFile: its place there, an int) as the catalog read
+    # it, or a mapping as given; `main_row` is the row, read and unpacked on each access
+    _main: int | bytes | MainRow | None
     registry_entry: dict[str, Any] | None  # what is read of it (discover.REGISTRY_FIELDS)
     # The mtime of a non-empty -wal beside the ledger, 0.0 when there is none (discover.writer_wal)
     writer_wal: float
@@ -84,7 +85,7 @@ class Session:
         *,
         _ledger: str | None = None,  # as stored, for dataclasses.replace
         _dir: str | None = None,
-        _main: bytes | MainRow | None = None,
+        _main: int | bytes | MainRow | None = None,
         signature: str | None = None,  # dataclasses.replace passes it: not kept
     ):
         self.id, self.kind, self.name, self.status = id, kind, name, status
@@ -106,10 +107,10 @@ class Session:
         """main.db's row of this session (unpacked anew on each access: a caller that reads
         it several times keeps it)."""
         row = self._main
-        return unpack_row(row) if type(row) is bytes else row
+        return unpack_row(row) if is_packed(row) else row
 
     @main_row.setter
-    def main_row(self, value: bytes | MainRow | None) -> None:
+    def main_row(self, value: int | bytes | MainRow | None) -> None:
         self._main = value
         self.signature = None
 

@@ -43,7 +43,14 @@ from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
 from datasette_capsem.ledger.times import parse_time
-from datasette_capsem.memory import CompactRow, PackedRows, ValuePool, trim_malloc, unpack_row
+from datasette_capsem.memory import (
+    CompactRow,
+    PackedRows,
+    ValuePool,
+    is_packed,
+    trim_malloc,
+    unpack_row,
+)
 from datasette_capsem.urls import Urls
 
 MAIN_DB, LEDGER = "main.db", "ledger"
@@ -229,7 +236,7 @@ def build_row(
     }
     if session.home:
         row["home_href"] = ROOT_URLS.sessions(home=session.home)
-    if type(stored_check) is bytes:  # as the index snapshot holds it (memory.PackedRows)
+    if is_packed(stored_check):  # as the index snapshot holds it (memory.PackedRows)
         stored_check = unpack_row(stored_check)
     verdict = verdicts.list_verdict(stored_check, session)
     verdict["kinds"] = SHARED.keyed(("kinds", *verdict["kinds"]), verdict["kinds"])

@@ -53,6 +53,7 @@ from datasette_capsem.memory import (
     CANONICAL,
     CompactRow,
     PackedRows,
+    RowFile,
     ValuePool,
     compact_rows,
     packed_rows,
@@ -432,7 +433,11 @@ class IndexService:
                 return IndexSnapshot(generation=generation)
             sql = functools.partial(load_sql, store.__package__)
             ledgers, checks = _read_rows(
-                conn, sql("load_totals"), sql("load_file_totals"), sql("load_checks")
+                conn,
+                sql("load_totals"),
+                sql("load_file_totals"),
+                sql("load_checks"),
+                kept=self._kept_rows(),
             )
             usage: dict[str, list[tuple]] = {}
             for row in conn.execute(sql("load_daily_usage")):
@@ -465,7 +470,7 @@ class IndexService:
                 return IndexSnapshot(generation=old.generation + 1)
             sql = functools.partial(load_sql, store.__package__)
             read = sql("load_totals_of"), sql("load_file_totals_of"), sql("load_checks_of")
-            changed_ledgers, changed_checks = _read_rows(conn, *read, params)
+            changed_ledgers, changed_checks = _read_rows(conn, *read, params, self._kept_rows())
             ledgers.update(changed_ledgers)
             checks.update(changed_checks)
             days: dict[str, list[tuple]] = {}
@@ -479,6 +484,11 @@ class IndexService:
             aliases=old.aliases,
             checks=checks,
         )
+
+    def _kept_rows(self) -> tuple[RowFile | None, dict | None]:
+        """Where the stored verdicts are kept (memory.RowFile), and the current ones."""
+        previous = self._snapshot.checks if self._snapshot is not None else None
+        return RowFile.for_dir(self.settings.cache_dir, "verdicts"), previous
 
     def snapshot(self, wait: bool = True) -> IndexSnapshot:
         """The latest in-memory figures (read from disk once if no refresh ran yet).
@@ -733,7 +743,12 @@ def _background_loop(
 
 
 def _read_rows(
-    conn, totals: str, file_totals: str, checks: str, params: dict | None = None
+    conn,
+    totals: str,
+    file_totals: str,
+    checks: str,
+    params: dict | None = None,
+    kept: tuple[RowFile | None, dict | None] = (None, None),
 ) -> tuple[dict[str, CompactRow], dict[str, CompactRow]]:
     """The index's per-session figures (with a fork's whole-file totals as `file_totals`)
     and stored verdicts, as compact rows sharing their repeated strings."""
@@ -747,7 +762,8 @@ def _read_rows(
         if row["session_id"] in ledgers:
             ledgers[row["session_id"]] = with_values(ledgers[row["session_id"]], file_totals=row)
     # Verdicts, one per session (100,000 in a big home), are held packed (memory.PackedRows)
-    return ledgers, packed_rows(conn.execute(checks, params or {}), "session_id")
+    # kept in a file of the cache dir (kept: the file and the current verdicts)
+    return ledgers, packed_rows(conn.execute(checks, params or {}), "session_id", *kept)
 
 
 def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
