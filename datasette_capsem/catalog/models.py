@@ -60,10 +60,10 @@ class Session:
     # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
     home: str
     local_id: str | None
-    # index/verdicts.row_signature's last answer: "1" or "0" (live or not) and the digest.
-    # Forgotten when the row is set and in a copy (its status may differ); the row and
-    # status are not changed after the catalog's scan, liveness is part of the string.
-    signature: str | None = field(default=None, compare=False, repr=False)
+    # index/verdicts.row_signature's last answer and whether the session was live then (an
+    # int). Forgotten when the row is set and in a copy (its status may differ); the row and
+    # status are not changed after the catalog's scan, liveness is part of the number.
+    signature: int | None = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -86,7 +86,7 @@ class Session:
         _ledger: str | None = None,  # as stored, for dataclasses.replace
         _dir: str | None = None,
         _main: int | bytes | MainRow | None = None,
-        signature: str | None = None,  # dataclasses.replace passes it: not kept
+        signature: int | None = None,  # dataclasses.replace passes it: not kept
     ):
         self.id, self.kind, self.name, self.status = id, kind, name, status
         self.created_at, self.stopped_at = created_at, stopped_at
