@@ -30,7 +30,7 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import discover
-from datasette_capsem.catalog.models import MainRow, Session
+from datasette_capsem.catalog.models import STOPPED_IN_ROW, MainRow, Session
 from datasette_capsem.config import (
     Home,
     Settings,
@@ -662,7 +662,7 @@ class HomeCatalog(_SnapshotQueries):
             session.main_row = packed
             session.status = row.get("status")
             session.created_at = row.get("created_at") or session.created_at
-            session.stopped_at = row.get("stopped_at")
+            session.stopped_at = STOPPED_IN_ROW  # read from the row when asked (models.py)
 
     def _add_registry_only(
         self, sessions: dict[str, Session], registry: list[discover.RegistryEntry]
