@@ -2,11 +2,12 @@
 
 The list is built once per (catalog scan, index refresh) and kept in memory, with its sort
 orders; a request only filters and slices it, so its cost does not depend on opening any file,
-and stays in milliseconds at 10,000 sessions. What is kept for every session is a compact
-entry (`ListEntry`): the fields sorting, filters, charts and facets read, and the inputs its
-row is built from; the whole row (links, sources, reasons, the verdict) is built only for the
-rows a page shows (`SessionTable.full_rows`), and the last FULL_ROWS of them are kept. At
-10,000 sessions the whole rows cost ~17 MB, the entries ~4 MB.
+and stays in milliseconds at 10,000 sessions. What is kept for every session is its place
+in the list's `Columns` (~100 bytes): the fields sorting, filters, charts and facets read
+(`ListEntry` reads them there), and the inputs its row is built from; the whole row (links,
+sources, reasons, the verdict) is built only for the rows a page shows
+(`SessionTable.full_rows`), and the last FULL_ROWS of them are kept. At 10,000 sessions the
+whole rows cost ~17 MB, the columns ~1 MB; sort orders and filters are arrays of places.
 
 Which source a figure comes from (spec §3.5): main.db's rollup is written only when a session
 stops, so a running session reads 0 there and a resumed persistent VM reads its previous stop.
