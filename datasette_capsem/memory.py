@@ -11,10 +11,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import marshal
 import os
 import sys
+import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 M_ARENA_MAX = -8  # mallopt parameter number, from glibc's malloc.h
@@ -190,3 +194,260 @@ def with_values(row: CompactRow, **values: Any) -> CompactRow:
     for key, value in values.items():
         replaced[row._columns[key]] = value
     return CompactRow(row._columns, tuple(replaced))
+
+
+# A packed row's pooled cell that is not in its column's table (which holds up to 255
+# values): the value is among the row's own, after the others.
+_UNPOOLED = 255
+POOLED_UP_TO = 64  # distinct values of a column in the first rows packed that make it pooled
+# marshal's version 2 writes equal values as equal bytes (version 3 on marks a value its
+# process holds elsewhere as a reference): packed rows are compared as bytes.
+CANONICAL = 2
+_PACKERS: list[RowPacker] = []  # a packed row's first byte is its packer's place here
+_PACKERS_LOCK = threading.Lock()
+
+
+class RowPacker:
+    """Rows of one layout (a row class and its columns) packed into one `bytes` each.
+
+    A big home's main.db rows, held whole, cost ~640 bytes a session as tuples of Python
+    values (64 MB at 100,000 sessions); packed they cost about a quarter of that. A column
+    whose values repeat (a status, a version, a VM's RAM: at most POOLED_UP_TO distinct ones
+    in the first rows packed) is one byte, its value's place in a table the packer keeps
+    (up to 255 values, append-only); the other values are `marshal`led, as they are (a str,
+    int, float, bytes or None: SQLite's types). Unpacking makes a new row of the class, a
+    few microseconds: for the rows a page shows, or once per session when a list is built.
+
+    One packer per layout per process (`for_layout`), so a server that reads main.db again
+    after every change reuses its tables, and a packed row says which packer made it in its
+    first byte. Packed rows are for this process only: a row sent to another process
+    (pickled) is unpacked first (`catalog/models.Session.__getstate__`)."""
+
+    def __init__(self, number: int, row_class: type, columns: dict[str, int]):
+        self.number = number
+        self.row_class = row_class
+        self.columns = columns
+        self.width = max(columns.values(), default=-1) + 1
+        self.pooled: tuple[int, ...] | None = None  # decided by the first rows packed
+        self.tables: list[list] = []
+        self._places: list[dict] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_layout(cls, row_class: type, columns: dict[str, int]) -> RowPacker | None:
+        """The process's packer of this layout (None past 255 layouts: rows stay whole)."""
+        with _PACKERS_LOCK:
+            for packer in _PACKERS:
+                if packer.row_class is row_class and packer.columns == columns:
+                    return packer
+            if len(_PACKERS) >= 255:  # a packed row names its packer in one byte
+                return None
+            packer = cls(len(_PACKERS), row_class, columns)
+            _PACKERS.append(packer)
+            return packer
+
+    def pack(self, rows: list[tuple]) -> list[bytes]:
+        """Each row (a tuple of `width` values) as bytes."""
+        with self._lock:
+            if self.pooled is None:
+                self._choose(rows)
+            pooled, places, tables = self.pooled, self._places, self.tables
+            assert pooled is not None
+            found = []
+            head = bytes((self.number,))
+            for row in rows:
+                marks = bytearray()
+                own = []
+                for place, i in enumerate(pooled):
+                    value = row[i]
+                    key = (type(value), value)  # 1, 1.0 and True are equal keys
+                    at = places[place].get(key)
+                    if at is None and len(tables[place]) < _UNPOOLED:
+                        at = places[place][key] = len(tables[place])
+                        tables[place].append(value)
+                    if at is None:
+                        marks.append(_UNPOOLED)
+                        own.append(value)
+                    else:
+                        marks.append(at)
+                own = [row[i] for i in self._own] + own
+                found.append(head + bytes(marks) + marshal.dumps(tuple(own), CANONICAL))
+            return found
+
+    def _choose(self, rows: list[tuple]) -> None:
+        distinct = [set() for _ in range(self.width)]
+        for row in rows:
+            for i, value in enumerate(row):
+                if len(distinct[i]) <= POOLED_UP_TO:
+                    distinct[i].add((type(value), value))
+        self.pooled = tuple(i for i in range(self.width) if len(distinct[i]) <= POOLED_UP_TO)
+        self._own = tuple(i for i in range(self.width) if i not in self.pooled)
+        self.tables = [[] for _ in self.pooled]
+        self._places = [{} for _ in self.pooled]
+
+    def unpack(self, packed: bytes):
+        """The row `pack` made `packed` from, as a `row_class(columns, values)`."""
+        pooled, tables = self.pooled, self.tables
+        assert pooled is not None
+        count = len(pooled)
+        own = iter(marshal.loads(packed[1 + count :]))
+        values: list[Any] = [None] * self.width
+        for i in self._own:
+            values[i] = next(own)
+        for place, i in enumerate(pooled):
+            at = packed[1 + place]
+            values[i] = next(own) if at == _UNPOOLED else tables[place][at]
+        return self.row_class(self.columns, tuple(values))
+
+
+def unpack_row(packed: bytes | int):
+    """A row `RowPacker.pack` made, unpacked by the packer that made it (`packed` may be
+    its place in a `RowFile`)."""
+    if type(packed) is int:
+        packed = RowFile.read(packed)
+    return _PACKERS[packed[0]].unpack(packed)
+
+
+def is_packed(value: Any) -> bool:
+    """Whether `value` is a row as `RowPacker` or `RowFile` hold it (not a mapping)."""
+    return type(value) is bytes or type(value) is int
+
+
+_FILES: list[RowFile] = []
+_FILES_LOCK = threading.Lock()
+_PLACE_BITS, _LENGTH_BITS = 40, 16  # a place in a RowFile: its number, offset, length
+
+
+class RowFile:
+    """Packed rows kept in a file of the plugin's cache dir rather than in memory: a row is
+    an `int` (its file, offset and length: 36 bytes) where its bytes cost ~180, and it is
+    read back with one `pread` when asked for (a page's rows, a list build). The OS caches
+    the file; its pages are not the process's memory. The file is unlinked as soon as it is
+    opened: it goes with the process, and nothing of it is ever read by another.
+
+    Rows are only appended; `put` takes the place an equal row already has (`same`, the
+    previous read's place of that row), so reading main.db again after one session changed
+    appends one row. One file per purpose and cache dir per process (`for_dir`)."""
+
+    def __init__(self, number: int, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, path = tempfile.mkstemp(dir=directory, prefix="rows-", suffix=".tmp")
+        os.unlink(path)
+        self.number, self.directory, self._fd, self._size = number, directory, handle, 0
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_dir(cls, directory: Path, purpose: str) -> RowFile | None:
+        """The process's file for `purpose` in `directory` (None if it cannot be made:
+        rows stay in memory)."""
+        key = (str(directory), purpose)
+        with _FILES_LOCK:
+            for found in _FILES:
+                if found.key == key:
+                    return found
+            if len(_FILES) >= 1 << (63 - _PLACE_BITS - _LENGTH_BITS):
+                return None
+            try:
+                found = cls(len(_FILES), Path(directory))
+            except OSError:
+                return None
+            found.key = key
+            _FILES.append(found)
+            return found
+
+    key: tuple = ()
+
+    def put(self, packed: bytes, same: Any = None) -> bytes | int:
+        """`packed`'s place in this file (`same` if that place holds these very bytes); the
+        bytes themselves when they do not fit a place."""
+        if type(same) is int and same >> (_PLACE_BITS + _LENGTH_BITS) == self.number:
+            with contextlib.suppress(OSError):
+                if RowFile.read(same) == packed:
+                    return same
+        if len(packed) >= 1 << _LENGTH_BITS:
+            return packed
+        with self._lock:
+            offset = self._size
+            if offset >= 1 << _PLACE_BITS:
+                return packed
+            try:
+                os.pwrite(self._fd, packed, offset)
+            except OSError:
+                return packed
+            self._size += len(packed)
+        return (
+            (self.number << (_PLACE_BITS + _LENGTH_BITS)) | (offset << _LENGTH_BITS) | len(packed)
+        )
+
+    @staticmethod
+    def read(place: int) -> bytes:
+        found = _FILES[place >> (_PLACE_BITS + _LENGTH_BITS)]
+        length = place & ((1 << _LENGTH_BITS) - 1)
+        offset = (place >> _LENGTH_BITS) & ((1 << _PLACE_BITS) - 1)
+        return os.pread(found._fd, length, offset)
+
+
+class PackedRows(dict):
+    """key -> row, the rows held packed (`RowPacker`, about a third of a compact row with
+    its values, or their place in a `RowFile`): `[key]` and `get` unpack a row (a new
+    object each time); `packed(key)` is what is held, the same object until the row
+    changes, for callers that compare rows."""
+
+    def __getitem__(self, key):
+        value = dict.__getitem__(self, key)
+        return unpack_row(value) if is_packed(value) else value
+
+    def get(self, key, default=None):
+        value = dict.get(self, key, default)
+        return unpack_row(value) if is_packed(value) else value
+
+    def packed(self, key, default=None):
+        return dict.get(self, key, default)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal rows by equal keys: two reads of a row are equal unpacked, wherever kept."""
+        if not isinstance(other, dict):
+            return NotImplemented
+        if self.keys() != other.keys():
+            return False
+        for key, value in self.items():
+            known = dict.get(other, key)
+            if value is known or value == known:
+                continue
+            mine = unpack_row(value) if is_packed(value) else value
+            theirs = unpack_row(known) if is_packed(known) else known
+            if mine != theirs:
+                return False
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def packed_rows(
+    cursor, key: str, into: RowFile | None = None, previous: dict | None = None
+) -> PackedRows:
+    """A cursor's rows packed, by their `key` column's value (a string is interned: a
+    session id is the catalog's own string); `into`: kept in that file, a row equal to its
+    `previous` one in its place."""
+    columns: dict[str, int] = {}
+    for i, d in enumerate(cursor.description):
+        columns.setdefault(d[0], i)
+    packer = RowPacker.for_layout(CompactRow, columns)
+    at = columns[key]
+    found = PackedRows()
+    while batch := cursor.fetchmany(2000):
+        packed = packer.pack(batch) if packer is not None else None
+        for n, row in enumerate(batch):
+            name = sys.intern(row[at]) if type(row[at]) is str else row[at]
+            if packed is None:
+                found[name] = CompactRow(columns, tuple(row))
+            elif into is None:
+                found[name] = packed[n]
+            else:
+                same = dict.get(previous, name) if previous is not None else None
+                found[name] = into.put(packed[n], same)
+    return found

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
-from datasette_capsem.catalog.models import LEDGER_NAMES
+from datasette_capsem.catalog.models import LEDGER_NAMES, MainRow
 from datasette_capsem.config import load_settings
+from datasette_capsem.memory import CompactRow, RowFile, RowPacker, unpack_row
 from datasette_capsem.state import get_state
 from tests.helpers import HANG, make_datasette, until
 
@@ -56,7 +58,7 @@ async def test_a_session_made_by_hand_reads_back_what_it_was_given(tmp_path):
     assert pickle.loads(pickle.dumps(session)) == session
 
 
-async def test_a_list_entry_is_one_tuple_holding_its_inputs(capsem_home, built_cache):
+async def test_a_list_entry_is_a_place_in_columns_holding_its_inputs(capsem_home, built_cache):
     datasette = await make_datasette(capsem_home, built_cache)
     state = get_state(datasette)
     catalog, index = state.catalog.snapshot(), state.index.snapshot()
@@ -123,3 +125,71 @@ async def test_a_first_scan_of_a_big_home_is_not_waited_for(capsem_home, cache_d
     assert ask(small, HANG)
     assert answers.pop() is not None
     assert len(big.snapshot().sessions) == len(small.snapshot().sessions) > 0
+
+
+async def test_main_db_rows_are_kept_in_the_cache_and_read_back_whole(capsem_home, cache_dir):
+    """A session holds its main.db row as an int (its place in a file of the cache dir); the
+    row read back is main.db's, a rescan of unchanged rows keeps every session, and a session
+    sent to another process carries its row itself."""
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+    catalog = Catalog(settings)
+    sessions = catalog.snapshot().sessions
+    conn = readonly.open_readonly(catalog.main_db_path(), settings.cache_dir)
+    try:
+        cursor = conn.execute("SELECT * FROM sessions")
+        names = [d[0] for d in cursor.description]
+        stored = {str(row[0]): dict(zip(names, row, strict=True)) for row in cursor}
+    finally:
+        conn.close()
+    held = [s for s in sessions.values() if s.in_main_db]
+    assert held and len(held) == len(stored)
+    for session in held:
+        assert type(session._main) is int
+        row = session.main_row
+        assert isinstance(row, MainRow)
+        assert {k: v for k, v in stored[session.short_id].items() if k in row} == dict(row)
+        assert session.summary()["in_main_db"] is True
+    assert catalog.refresh(force=True)  # read again: equal rows keep their places
+    again = catalog.snapshot().sessions
+    assert all(again[s.id] is s for s in held)
+    copy = pickle.loads(pickle.dumps(held[0]))
+    assert isinstance(copy._main, MainRow) and copy.main_row == held[0].main_row
+
+
+async def test_packed_rows_read_back_every_value_as_it_was(tmp_path):
+    """Hostile and repeated values: a pooled column past 255 distinct values, bytes, None,
+    big and negative numbers, a lone surrogate; equal rows pack to equal bytes."""
+    columns = {"id": 0, "kind": 1, "blob": 2, "n": 3}
+    packer = RowPacker.for_layout(CompactRow, {**columns, "probe": 4})
+    first = [(f"id{i}", "same", None, 1, "x") for i in range(10)]  # kind, blob, n pooled
+    odd = [
+        (f"id{i}", f"kind{i}", b"\x00\xff" * i, (-1) ** i * 2**70 + i, "\udc80" if i % 2 else 1.5)
+        for i in range(600)
+    ]
+    packed = packer.pack(first + odd)
+    assert [unpack_row(p)._values for p in packed] == first + odd
+    assert packer.pack([tuple(list(odd[7]))]) == [packed[17]]  # equal rows, equal bytes
+    store = RowFile.for_dir(tmp_path, "test rows")
+    places = [store.put(p) for p in packed]
+    assert [unpack_row(p)._values for p in places] == first + odd
+    assert store.put(packed[3], places[3]) is places[3]  # the same row keeps its place
+    assert store.put(packed[4], places[3]) != places[3]
+    big = packer.pack([("big", "k", b"x" * 70_000, 0, 0)])[0]
+    assert store.put(big) == big  # too long for a place: kept as bytes
+    assert unpack_row(big)["blob"] == b"x" * 70_000
+
+
+async def test_the_index_keeps_verdicts_packed_and_answers_them_whole(capsem_home, built_cache):
+    datasette = await make_datasette(capsem_home, built_cache)
+    index = get_state(datasette).index.snapshot()
+    assert index.checks
+    for session_id in list(index.checks)[:50]:
+        assert type(index.checks.packed(session_id)) is int
+        row = index.checks[session_id]
+        assert row["session_id"] == session_id and row["verdict"] in (
+            "ok",
+            "warning",
+            "error",
+            "unreadable",
+        )
+        assert index.checks.get(session_id) == row

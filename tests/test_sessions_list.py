@@ -16,12 +16,11 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.index import filters
 from datasette_capsem.index.listing import (
-    ENTRY_SIZE,
     SORTABLE,
-    ListEntry,
     SessionTable,
     _sort_key,
     build_row,
+    list_entry,
 )
 from datasette_capsem.permissions import DATASETTE_1
 from datasette_capsem.readonly import LedgerUnavailable, open_readonly
@@ -522,5 +521,5 @@ async def test_the_compact_list_pages_as_whole_rows_would(indexed_datasette):
     shown = table.full_rows([first])[0]
     assert table.full_rows([first])[0] is shown  # kept while its inputs are the same
     session = dataclasses.replace(first.inputs[0], name="a new name")
-    changed = ListEntry(first._values[:ENTRY_SIZE], (session, *first.inputs[1:]))
+    changed = list_entry(shown, (session, *first.inputs[1:]))
     assert table.full_rows([changed])[0]["name"] == "a new name"

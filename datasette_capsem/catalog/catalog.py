@@ -30,7 +30,7 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import discover
-from datasette_capsem.catalog.models import MainRow, Session
+from datasette_capsem.catalog.models import STOPPED_IN_ROW, MainRow, Session
 from datasette_capsem.config import (
     Home,
     Settings,
@@ -38,6 +38,7 @@ from datasette_capsem.config import (
     scan_homes_dir,
     split_qualified,
 )
+from datasette_capsem.memory import RowFile, RowPacker, is_packed, unpack_row
 from datasette_capsem.sqlfiles import load_sql
 
 # Database names Datasette or this plugin already use; a session with such an id is served
@@ -566,7 +567,7 @@ class HomeCatalog(_SnapshotQueries):
                 return _MainRead(candidate, f"main.db: {error.detail} ({candidate})")
             try:
                 rows = readonly.tolerant(conn, functools.partial(_main_rows, conn))
-                return _MainRead(candidate, None, rows)
+                return _MainRead(candidate, None, self._kept(rows))
             except sqlite3.DatabaseError as error:
                 problem = f"main.db has no readable sessions table: {error}"
                 return _MainRead(candidate, problem)
@@ -574,6 +575,18 @@ class HomeCatalog(_SnapshotQueries):
                 conn.close()
         searched = ", ".join(str(path) for path in self.home.main_db_candidates)
         return _MainRead(None, f"main.db not found (looked in {searched})")
+
+    def _kept(self, rows: list[tuple[str, bytes | MainRow]]) -> list[int | bytes | MainRow]:
+        """main.db's packed rows kept in a file of the cache dir (memory.RowFile), each
+        row equal to the one its session had at the last scan in the same place."""
+        store = RowFile.for_dir(self.cache_dir, "main.db rows")
+        if store is None:
+            return [row for _, row in rows]
+        previous = {s.local_id or s.id: s._main for s in self._snapshot.sessions.values()}
+        return [
+            store.put(row, previous.get(session_id)) if type(row) is bytes else row
+            for session_id, row in rows
+        ]
 
     def _registry(self) -> tuple[list[discover.RegistryEntry], str | None]:
         """The registry's entries, parsed again only if it (or run/persistent, which its
@@ -627,10 +640,11 @@ class HomeCatalog(_SnapshotQueries):
                 session.created_at = _mtime_iso(found_dir.path)
             sessions[session_id] = session
 
-    def _add_main_rows(self, sessions: dict[str, Session], rows: list[MainRow]):
+    def _add_main_rows(self, sessions: dict[str, Session], rows: list[int | bytes | MainRow]):
         aliases = {s.same_vm_as: s.id for s in sessions.values() if s.same_vm_as}
-        for row in rows:
-            session_id = str(row.get("id"))
+        for packed in rows:
+            row = unpack_row(packed) if is_packed(packed) else packed
+            session_id = sys.intern(str(row.get("id")))  # the index's rows hold this string
             session = sessions.get(session_id)
             if session is None:
                 kind = "persistent" if row.get("persistent") else "index_only"
@@ -645,10 +659,10 @@ class HomeCatalog(_SnapshotQueries):
                     session.kind = "persistent"
                     session.dir_path, session.ledger_path = current.dir_path, current.ledger_path
                 sessions[session_id] = session
-            session.main_row = row
+            session.main_row = packed
             session.status = row.get("status")
             session.created_at = row.get("created_at") or session.created_at
-            session.stopped_at = row.get("stopped_at")
+            session.stopped_at = STOPPED_IN_ROW  # read from the row when asked (models.py)
 
     def _add_registry_only(
         self, sessions: dict[str, Session], registry: list[discover.RegistryEntry]
@@ -668,50 +682,27 @@ class HomeCatalog(_SnapshotQueries):
             sessions[entry.id] = session
 
 
-# main.db columns whose every value is its own (ids, times): pooling them costs a dict
-# lookup per cell and shares nothing. The others (status, mode, versions, hashes) repeat.
-UNIQUE_MAIN_COLUMNS = frozenset({"id", "created_at", "stopped_at", "vacuumed_at", "command"})
+MAIN_ROWS_BATCH = 2000  # main.db rows packed at a time (what a read holds beside its result)
 
 
-MAIN_ROWS_BATCH = 2000  # main.db rows compacted at a time (what a read holds beside its result)
-
-
-def _main_rows(conn: sqlite3.Connection) -> list[MainRow]:
-    """main.db's sessions rows as compact rows, read and compacted a batch at a time: a
-    whole read's raw rows (100,000 tuples, 30 MB) never sit beside their compact copies, and
-    the memory freed after a read is not the heap's high-water mark for good."""
+def _main_rows(conn: sqlite3.Connection) -> list[tuple[str, bytes | MainRow]]:
+    """main.db's sessions rows (with their ids), packed (memory.RowPacker: about 160 bytes a row where a
+    tuple of its values costs 640), a batch at a time: a whole read's raw rows (100,000
+    tuples, 30 MB) never sit in memory together."""
     cursor = conn.execute(load_sql(__package__, "main_sessions"))
-    columns = {d[0]: i for i, d in enumerate(cursor.description)}
-    pooled = [i for name, i in columns.items() if name not in UNIQUE_MAIN_COLUMNS]
-    shared: dict[int, dict] = {i: {str: {}, int: {}, float: {}} for i in pooled}
-    rows: list[MainRow] = []
+    columns: dict[str, int] = {}
+    for i, d in enumerate(cursor.description):
+        columns.setdefault(d[0], i)
+    packer = RowPacker.for_layout(MainRow, columns)
+    at = columns.get("id")
+    rows: list[tuple[str, bytes | MainRow]] = []
     while batch := cursor.fetchmany(MAIN_ROWS_BATCH):
-        rows += _compact_main_rows(columns, batch, shared)
-        for i, known in list(shared.items()):  # mostly distinct (tokens, cost): not pooled
-            if sum(map(len, known.values())) > MAIN_ROWS_BATCH // 2:
-                del shared[i]
+        ids = [str(row[at]) if at is not None else "None" for row in batch]
+        if packer is None:  # past the packers a process keeps: whole rows
+            rows += zip(ids, [MainRow(columns, tuple(row)) for row in batch], strict=True)
+        else:
+            rows += zip(ids, packer.pack(batch), strict=True)
     return rows
-
-
-def _compact_main_rows(
-    columns: dict[str, int], found: list[tuple], shared: dict[int, dict]
-) -> list[MainRow]:
-    """main.db rows as compact rows, the repeated values of a column shared (a status or a
-    version: one string, not 100,000; `shared`: a dict per pooled column, kept across
-    batches), column by column (one pass per pooled column, not a call per cell)."""
-    cells = [list(column) for column in zip(*found, strict=True)]
-    if "id" in columns:  # interned: the index's rows of a session hold this very string
-        cells[columns["id"]] = [
-            sys.intern(value) if type(value) is str else value for value in cells[columns["id"]]
-        ]
-    for i, known in shared.items():
-        # a number too (a VM's RAM, a disk size: one int each, not 100,000), one dict per
-        # type: 1 and 1.0 are equal keys and must stay themselves
-        cells[i] = [
-            known[type(value)].setdefault(value, value) if type(value) in known else value
-            for value in cells[i]
-        ]
-    return [MainRow(columns, values) for values in zip(*cells, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -720,7 +711,7 @@ class _MainRead:
 
     path: Path | None
     problem: str | None
-    rows: list[MainRow] = field(default_factory=list)
+    rows: list[int | bytes | MainRow] = field(default_factory=list)  # packed (_kept)
 
 
 def _keep_unchanged(old: dict[str, Session], new: dict[str, Session]) -> dict[str, Session]:

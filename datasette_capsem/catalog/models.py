@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.ledger.times import parse_time
-from datasette_capsem.memory import CompactRow
+from datasette_capsem.memory import CompactRow, is_packed, unpack_row
 
 # Where a session's directory sits (spec §1).
 KINDS = ("ephemeral", "persistent", "failed", "run", "legacy", "legacy_gz", "index_only")
@@ -21,6 +21,8 @@ ENDED_STATUSES = frozenset({"stopped", "crashed", "vacuumed", "terminated"})
 RESUME_AFTER_STOP_SECONDS = 60.0
 # A ledger's file names in its session dir (discover.ledger_in): one string each, shared.
 LEDGER_NAMES = {name: name for name in ("session.db", "session.db.gz")}
+# A session's stopped time is its main.db row's (`Session.stopped_at`); never a time itself.
+STOPPED_IN_ROW = "(main.db's stopped_at)"
 
 
 class MainRow(CompactRow):
@@ -44,10 +46,15 @@ class Session:
     name: str | None
     status: str | None
     created_at: str | None
-    stopped_at: str | None
+    # The stopped time, or STOPPED_IN_ROW: main.db's row's (`stopped_at` reads it there; a
+    # string per session otherwise, 7 MB at 100,000, for a value only a shown row reads)
+    _stopped: str | None
     _ledger: str | None  # session.db or session.db.gz: its name in _dir, else a whole path
     _dir: str | None
-    main_row: MainRow | None
+    # main.db's row: packed (memory.RowPacker, a quarter of its size as a tuple) and kept in
+    # a file of the cache dir (memory.RowFile: its place there, an int) as the catalog read
+    # it, or a mapping as given; `main_row` is the row, read and unpacked on each access
+    _main: int | bytes | MainRow | None
     registry_entry: dict[str, Any] | None  # what is read of it (discover.REGISTRY_FIELDS)
     # The mtime of a non-empty -wal beside the ledger, 0.0 when there is none (discover.writer_wal)
     writer_wal: float
@@ -57,8 +64,10 @@ class Session:
     # unique across homes; `home` is the label and `local_id` the id Capsem gave it there.
     home: str
     local_id: str | None
-    # index/verdicts.row_signature's last answer, after what it was computed from
-    signature: tuple | None = field(default=None, compare=False, repr=False)
+    # index/verdicts.row_signature's last answer and whether the session was live then (an
+    # int). Forgotten when the row is set and in a copy (its status may differ); the row and
+    # status are not changed after the catalog's scan, liveness is part of the number.
+    signature: int | None = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -80,20 +89,59 @@ class Session:
         *,
         _ledger: str | None = None,  # as stored, for dataclasses.replace
         _dir: str | None = None,
-        signature: tuple | None = None,
+        _main: int | bytes | MainRow | None = None,
+        _stopped: str | None = None,
+        signature: int | None = None,  # dataclasses.replace passes it: not kept
     ):
         self.id, self.kind, self.name, self.status = id, kind, name, status
-        self.created_at, self.stopped_at = created_at, stopped_at
+        self.created_at, self._stopped = created_at, stopped_at if _stopped is None else _stopped
         self._dir = self._ledger = None
         self.dir_path = dir_path if _dir is None else _dir
         self.ledger_path = ledger_path
         if _ledger is not None:
             self._ledger = _ledger
-        self.main_row, self.registry_entry = main_row, registry_entry
+        self._main = main_row if _main is None else _main
+        self.registry_entry = registry_entry
         self.writer_wal, self.same_vm_as = writer_wal, same_vm_as
         self.problems = problems or ()
         self.home, self.local_id = home, local_id
-        self.signature = signature
+        self.signature = None
+
+    @property
+    def main_row(self) -> MainRow | None:
+        """main.db's row of this session (unpacked anew on each access: a caller that reads
+        it several times keeps it)."""
+        row = self._main
+        return unpack_row(row) if is_packed(row) else row
+
+    @main_row.setter
+    def main_row(self, value: int | bytes | MainRow | None) -> None:
+        self._main = value
+        self.signature = None
+
+    @property
+    def stopped_at(self) -> str | None:
+        stopped = self._stopped
+        if stopped is not None and stopped == STOPPED_IN_ROW:
+            row = self.main_row
+            return row.get("stopped_at") if row is not None else None
+        return stopped
+
+    @stopped_at.setter
+    def stopped_at(self, value: str | None) -> None:
+        self._stopped = value
+
+    @property
+    def in_main_db(self) -> bool:
+        return self._main is not None
+
+    def __getstate__(self):
+        # A packed row is this process's (its packer's tables): another gets it unpacked.
+        return [self.main_row if slot == "_main" else getattr(self, slot) for slot in SLOTS]
+
+    def __setstate__(self, state) -> None:
+        for slot, value in zip(SLOTS, state, strict=True):
+            object.__setattr__(self, slot, value)
 
     @property
     def dir_path(self) -> Path | None:
@@ -174,8 +222,11 @@ class Session:
             "stopped_at": self.stopped_at,
             "has_ledger": self.has_ledger,
             "live": self.live,
-            "in_main_db": self.main_row is not None,
+            "in_main_db": self._main is not None,
             "same_vm_as": self.same_vm_as,
             "problems": list(self.problems),
             **({"home": self.home, "local_id": self.short_id} if self.home else {}),
         }
+
+
+SLOTS = tuple(Session.__slots__)

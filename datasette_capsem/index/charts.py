@@ -30,9 +30,7 @@ def usage_per_day(rows: list[dict[str, Any]], index: IndexSnapshot) -> list[dict
     """Tokens (input, output) and recorded cost per UTC day and provider, from the ledgers."""
     totals: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0, 0.0])
     for row in rows:
-        for day, provider, input_tokens, output_tokens, cost in index.daily_usage.get(
-            row["id"], ()
-        ):
+        for day, provider, input_tokens, output_tokens, cost in index.days_of(row["id"]):
             if not day:
                 continue
             bucket = totals[(day, provider)]

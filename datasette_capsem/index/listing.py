@@ -2,11 +2,12 @@
 
 The list is built once per (catalog scan, index refresh) and kept in memory, with its sort
 orders; a request only filters and slices it, so its cost does not depend on opening any file,
-and stays in milliseconds at 10,000 sessions. What is kept for every session is a compact
-entry (`ListEntry`): the fields sorting, filters, charts and facets read, and the inputs its
-row is built from; the whole row (links, sources, reasons, the verdict) is built only for the
-rows a page shows (`SessionTable.full_rows`), and the last FULL_ROWS of them are kept. At
-10,000 sessions the whole rows cost ~17 MB, the entries ~4 MB.
+and stays in milliseconds at 10,000 sessions. What is kept for every session is its place
+in the list's `Columns` (~100 bytes): the fields sorting, filters, charts and facets read
+(`ListEntry` reads them there), and the inputs its row is built from; the whole row (links,
+sources, reasons, the verdict) is built only for the rows a page shows
+(`SessionTable.full_rows`), and the last FULL_ROWS of them are kept. At 10,000 sessions the
+whole rows cost ~17 MB, the columns ~1 MB; sort orders and filters are arrays of places.
 
 Which source a figure comes from (spec §3.5): main.db's rollup is written only when a session
 stops, so a running session reads 0 there and a resumed persistent VM reads its previous stop.
@@ -30,8 +31,9 @@ from __future__ import annotations
 
 import heapq
 import threading
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,7 +44,14 @@ from datasette_capsem.index import verdicts
 from datasette_capsem.index.service import IndexSnapshot
 from datasette_capsem.ledger import rollup
 from datasette_capsem.ledger.times import parse_time
-from datasette_capsem.memory import CompactRow, ValuePool, trim_malloc
+from datasette_capsem.memory import (
+    CompactRow,
+    PackedRows,
+    ValuePool,
+    is_packed,
+    trim_malloc,
+    unpack_row,
+)
 from datasette_capsem.urls import Urls
 
 MAIN_DB, LEDGER = "main.db", "ledger"
@@ -118,11 +127,13 @@ def _sum(values: list[Any]) -> float | int | None:
     return sum(numbers)  # type: ignore[arg-type]
 
 
-def compare(session: Session, ledger: dict[str, Any] | None) -> rollup.RollupComparison:
-    """The shared rollup comparison of a session's main.db row with its whole ledger file."""
-    return rollup.compare_rollup(
-        session.main_row, rollup.fresh_from_figures(ledger), kind=session.kind
-    )
+def compare(
+    session: Session, ledger: dict[str, Any] | None, main: Any = None
+) -> rollup.RollupComparison:
+    """The shared rollup comparison of a session's main.db row (`main`, when the caller has
+    unpacked it already) with its whole ledger file."""
+    main = session.main_row if main is None else main
+    return rollup.compare_rollup(main, rollup.fresh_from_figures(ledger), kind=session.kind)
 
 
 def stale_reason(
@@ -131,7 +142,7 @@ def stale_reason(
     comparison: rollup.RollupComparison | None = None,
 ) -> str | None:
     """Why main.db's counters cannot be trusted for this session, or None."""
-    if session.main_row is None:
+    if not session.in_main_db:
         return None
     if session.status == "running":
         return "running: main.db counters are written only when a session stops"
@@ -161,11 +172,11 @@ def rollup_mismatches(
     return comparison.as_dict() if comparison.verdict == rollup.MISMATCH else {}
 
 
-def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None):
+def _figures(session: Session, ledger: dict[str, Any] | None, stale: str | None, main: Any = None):
     """(values, sources) per figure: main.db unless it is missing, stale or a column its writer
     never filled, else the ledger; a stale main.db figure is still shown when there is no
-    ledger to replace it."""
-    main = session.main_row or {}
+    ledger to replace it. `main`: the session's main.db row, if the caller unpacked it."""
+    main = (session.main_row if main is None else main) or {}
     unwritten = rollup.unwritten_columns(main) if main else {}
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
@@ -192,7 +203,7 @@ def build_row(
     stored_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The public JSON of one session in the list; `database_href` is its Datasette db;
-    `stored_check` the index's quick-check verdict of the session (None: pending).
+    `stored_check` the index's quick-check verdict of the session (None: pending; packed bytes as the index snapshot holds it).
 
     `index_row` is the index's row of the session's ledger file; for a fork its figures are
     its own rows, and `file_totals` the whole file, which is what this row shows and compares.
@@ -201,9 +212,10 @@ def build_row(
     ledger = None
     if index_row and not problem:
         ledger = index_row.get("file_totals") or index_row
-    comparison = compare(session, ledger)
+    main = session.main_row  # unpacked once (catalog/models.Session)
+    comparison = compare(session, ledger, main)
     stale = stale_reason(session, ledger, comparison)
-    values, sources = _figures(session, ledger, stale)
+    values, sources = _figures(session, ledger, stale, main)
     created, stopped = parse_time(session.created_at), parse_time(session.stopped_at)
     duration = (stopped - created).total_seconds() if created and stopped else None
     mismatch = rollup_mismatches(session, ledger, comparison)
@@ -225,6 +237,8 @@ def build_row(
     }
     if session.home:
         row["home_href"] = ROOT_URLS.sessions(home=session.home)
+    if is_packed(stored_check):  # as the index snapshot holds it (memory.PackedRows)
+        stored_check = unpack_row(stored_check)
     verdict = verdicts.list_verdict(stored_check, session)
     verdict["kinds"] = SHARED.keyed(("kinds", *verdict["kinds"]), verdict["kinds"])
     row["problems"] = SHARED.keyed(("problems", *row["problems"]), row["problems"])
@@ -235,7 +249,10 @@ def build_row(
     return row
 
 
-# What a list entry holds of its row: what sorting (SORTABLE, SORT_FIELDS), filters
+# An entry's numbers, a float each in an array: what sorting and filters read (a row's
+# input and output tokens only its whole row shows: their sum is `tokens`).
+NUMBERS = ("duration_seconds", *(f for f in FIGURES if f not in ("input_tokens", "output_tokens")))
+# What a list entry answers of its row: what sorting (SORTABLE, SORT_FIELDS), filters
 # (index/filters.py), charts (index/charts.py) and facets read; "home" is None when unlabelled.
 ENTRY_FIELDS = (
     "id",
@@ -244,42 +261,160 @@ ENTRY_FIELDS = (
     "kind",
     "status",
     "created_at",
-    "duration_seconds",
-    *FIGURES,
+    *NUMBERS,
     "has_ledger",
     "verdict_rank",
     "verdict",
 )
-ENTRY_COLUMNS = {name: i for i, name in enumerate(ENTRY_FIELDS)}
-ENTRY_SIZE = len(ENTRY_FIELDS)
 VERDICT_FIELDS = ("state", "errors", "warnings", "kinds")  # of the row's verdict, for filters
 VERDICT_COLUMNS = {name: i for i, name in enumerate(VERDICT_FIELDS)}
+_NONE = float("nan")  # a missing number in an array of them
 
 
-class ListEntry(CompactRow):
+class Columns:
+    """The list's sessions, column by column: what a row of the list holds, without an
+    object per session (100,000 in a big home: a tuple of 23 cells and the figures' own
+    numbers cost ~400 bytes a session, these ~110). The fields an entry reads of its session
+    (id, name, kind, status, created_at, has_ledger, home) are read from the `Session`;
+    the figures (NUMBERS) are floats in an array each (a count, an integer, is compared and
+    sorted the same as a float); the verdict a shared summary and rank (most sessions have
+    one of a few). `inputs(at)` are what the whole row is built from (`build_row`)."""
+
+    __slots__ = ("sessions", "index_rows", "checks", "numbers", "verdicts", "ranks")
+
+    def __init__(self) -> None:
+        self.sessions: list[Session] = []
+        self.index_rows: list[Any] = []
+        self.checks: list[Any] = []  # stored verdicts as the index holds them (packed)
+        self.numbers = {name: array("d") for name in NUMBERS}
+        self.verdicts: list[CompactRow] = []
+        self.ranks: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self.sessions)
+
+    def inputs(self, at: int) -> tuple:
+        return (self.sessions[at], self.index_rows[at], self.checks[at])
+
+    def add(self, inputs: tuple, row: dict[str, Any]) -> None:
+        """A session's entry from its whole row (`build_row`)."""
+        session, index_row, check = inputs
+        self.sessions.append(session)
+        self.index_rows.append(index_row)
+        self.checks.append(check)
+        for name, column in self.numbers.items():
+            value = row.get(name)
+            column.append(_NONE if value is None else value)
+        summary = tuple(row["verdict"][name] for name in VERDICT_FIELDS)
+        key = ("entry verdict", *summary[:3], *summary[3])
+        self.verdicts.append(SHARED.keyed(key, CompactRow(VERDICT_COLUMNS, summary)))
+        self.ranks.append(row.get("verdict_rank"))
+
+    def copy(self, other: Columns, at: int) -> None:
+        """Another list's entry `at`, unchanged (its inputs are this one's)."""
+        self.sessions.append(other.sessions[at])
+        self.index_rows.append(other.index_rows[at])
+        self.checks.append(other.checks[at])
+        for name, column in self.numbers.items():
+            column.append(other.numbers[name][at])
+        self.verdicts.append(other.verdicts[at])
+        self.ranks.append(other.ranks[at])
+
+
+def _number_field(name: str) -> Callable[[Columns, int], Any]:
+    def get(c: Columns, at: int):
+        value = c.numbers[name][at]
+        return None if value != value else value
+
+    return get
+
+
+_FIELDS: dict[str, Callable[[Columns, int], Any]] = {
+    "id": lambda c, at: c.sessions[at].id,
+    "home": lambda c, at: c.sessions[at].home or None,
+    "name": lambda c, at: c.sessions[at].display_name,
+    "kind": lambda c, at: c.sessions[at].kind,
+    "status": lambda c, at: c.sessions[at].status,
+    "created_at": lambda c, at: c.sessions[at].created_at,
+    **{name: _number_field(name) for name in NUMBERS},
+    "has_ledger": lambda c, at: c.sessions[at].has_ledger,
+    "verdict_rank": lambda c, at: c.ranks[at],
+    "verdict": lambda c, at: c.verdicts[at],
+}
+
+
+class ListEntry(Mapping[str, Any]):
     """One session in the list: the fields of its row that sorting and filtering read, as a
-    read-only mapping, and the inputs its whole row is built from (`SessionTable.full_rows`):
-    one tuple holds both (the inputs after the fields), 100,000 of them in a big home."""
+    read-only mapping over its list's `Columns`, and the inputs its whole row is built from
+    (`SessionTable.full_rows`). Made when asked for (a page's rows, a filter's pass)."""
 
-    __slots__ = ()
+    __slots__ = ("_columns", "_at")
 
-    def __init__(self, values: tuple[Any, ...], inputs: tuple):
-        super().__init__(ENTRY_COLUMNS, values + inputs)
+    def __init__(self, columns: Columns, at: int):
+        self._columns = columns
+        self._at = at
+
+    def __getitem__(self, key: str) -> Any:
+        return _FIELDS[key](self._columns, self._at)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        read = _FIELDS.get(key)
+        return default if read is None else read(self._columns, self._at)
+
+    def __contains__(self, key: object) -> bool:
+        return key in _FIELDS
+
+    def __iter__(self):
+        return iter(ENTRY_FIELDS)
+
+    def __len__(self) -> int:
+        return len(ENTRY_FIELDS)
 
     @property
     def inputs(self) -> tuple:
         """(session, index row, stored check): objects the catalog and index keep."""
-        return self._values[ENTRY_SIZE:]
+        return self._columns.inputs(self._at)
+
+    def __repr__(self) -> str:
+        return f"ListEntry({dict(self)!r})"
 
 
 def list_entry(row: dict[str, Any], inputs: tuple) -> ListEntry:
-    """The entry of a built row (its verdict's fields shared: most sessions have one of a
-    few verdicts)."""
-    summary = tuple(row["verdict"][name] for name in VERDICT_FIELDS)
-    key = ("entry verdict", *summary[:3], *summary[3])
-    verdict = SHARED.keyed(key, CompactRow(VERDICT_COLUMNS, summary))
-    values = tuple(row.get(name) for name in ENTRY_FIELDS[:-1])
-    return ListEntry((*values, verdict), inputs)
+    """The entry of one built row, on a list of its own (e.g. a row made by hand)."""
+    columns = Columns()
+    columns.add(inputs, row)
+    return ListEntry(columns, 0)
+
+
+class Rows(Sequence):
+    """Some entries of one list, in an order: their places in its `Columns` (an array of
+    integers, 8 bytes an entry, where a list of entries costs an object each). Indexing and
+    iterating make the entries (`ListEntry`)."""
+
+    __slots__ = ("columns", "places")
+
+    def __init__(self, columns: Columns, places: array | None = None):
+        self.columns = columns
+        self.places = array("q", range(len(columns))) if places is None else places
+
+    def __len__(self) -> int:
+        return len(self.places)
+
+    def __getitem__(self, at):
+        if isinstance(at, slice):
+            return [ListEntry(self.columns, i) for i in self.places[at]]
+        return ListEntry(self.columns, self.places[at])
+
+    def __iter__(self):
+        columns = self.columns
+        return (ListEntry(columns, i) for i in self.places)
+
+    @classmethod
+    def of(cls, columns: Columns, entries) -> Rows:
+        """`entries` of `columns` (e.g. a filter's result) as places."""
+        if isinstance(entries, Rows):
+            return entries
+        return cls(columns, array("q", (entry._at for entry in entries)))
 
 
 # A list of more sessions than this is never built inside a request: a request that finds no
@@ -293,12 +428,12 @@ PROVISIONAL_ROWS = 500
 @dataclass
 class _Built:
     key: tuple
-    rows: list[ListEntry] = field(default_factory=list)
+    rows: Rows = field(default_factory=lambda: Rows(Columns()))
     # Set on a list that is not the whole current one: {"sessions": how many the catalog
     # has, "shown": how many this list holds (None: all of an older list)}
     partial: dict[str, Any] | None = None
-    orders: dict[tuple[str, bool], list[ListEntry]] = field(default_factory=dict)
-    filtered: dict[tuple, list[ListEntry]] = field(default_factory=dict)
+    orders: dict[tuple[str, bool], Rows] = field(default_factory=dict)
+    filtered: dict[tuple, Rows] = field(default_factory=dict)
     # What a view made of these rows (e.g. a page of them as HTML), by the view's own key;
     # dropped with the build, so never older than the catalog scan and index generation.
     rendered: dict[tuple, Any] = field(default_factory=dict)
@@ -324,6 +459,11 @@ def _sort_key(column: str, descending: bool):
     return key
 
 
+def _held(checks: dict, session_id: str):
+    """A session's stored verdict as `checks` holds it (packed: compared, not read)."""
+    return checks.packed(session_id) if isinstance(checks, PackedRows) else checks.get(session_id)
+
+
 def _same_inputs(known: tuple, inputs: tuple) -> bool:
     """Whether a row's inputs are unchanged: the same objects, or a session rescanned equal
     (a catalog rescan makes every Session anew)."""
@@ -343,10 +483,10 @@ class SessionTable:
         self.database_name = database_name
         self._built = _Built(key=())
         self._lock = threading.Lock()
-        # session id -> its entry (with its inputs: session, index row, stored check): a
-        # rebuild after one ledger changed builds one row, not 10,000 (the index keeps
-        # unchanged rows' objects).
-        self._memo: dict[str, ListEntry] = {}
+        # The last whole list's entries (with their inputs: session, index row, stored
+        # check): a rebuild after one ledger changed builds one row, not 10,000 (the index
+        # keeps unchanged rows' objects).
+        self._memo = Columns()
         # session id -> (its entry's inputs, its whole row), the rows shown last (FULL_ROWS).
         self._rows: OrderedDict[str, tuple[tuple, dict[str, Any]]] = OrderedDict()
         self._rows_lock = threading.Lock()
@@ -379,7 +519,7 @@ class SessionTable:
     def scanning() -> _Built:
         """An empty list that says the home's sessions are still being read (the first scan
         after a start)."""
-        return _Built(key=(), rows=[], partial={"sessions": None, "shown": 0})
+        return _Built(key=(), partial={"sessions": None, "shown": 0})
 
     def _build_soon(self, catalog: CatalogSnapshot, index: IndexSnapshot) -> None:
         """Build the list of `catalog` and `index` in a thread, unless one is building."""
@@ -402,12 +542,12 @@ class SessionTable:
             catalog.sessions.values(),
             key=lambda s: (s.created_at or "", s.id),
         )
-        rows = []
+        columns = Columns()
         for session in newest:
-            inputs = (session, index.for_session(session.id), index.checks.get(session.id))
-            rows.append(list_entry(self._whole_row(inputs), inputs))
-        partial = {"sessions": len(catalog.sessions), "shown": len(rows)}
-        built = _Built(key=(), rows=rows, partial=partial)
+            inputs = (session, index.for_session(session.id), _held(index.checks, session.id))
+            columns.add(inputs, self._whole_row(inputs))
+        partial = {"sessions": len(catalog.sessions), "shown": len(columns)}
+        built = _Built(key=(), rows=Rows(columns), partial=partial)
         self._provisional_list = (key, built)
         return built
 
@@ -415,27 +555,32 @@ class SessionTable:
         sessions = sorted(
             catalog.sessions.values(), key=lambda s: (s.created_at or "", s.id), reverse=True
         )
-        checks = index.checks
-        memo: dict[str, ListEntry] = {}
+        checks, old = index.checks, self._memo
+        places = {session.id: at for at, session in enumerate(old.sessions)}  # while building
+        columns = Columns()
         made = 0
         for session in sessions:
-            inputs = (session, index.for_session(session.id), checks.get(session.id))
-            known = self._memo.get(session.id)
-            if known is None or not _same_inputs(known.inputs, inputs):
-                known = list_entry(self._whole_row(inputs), inputs)
+            inputs = (session, index.for_session(session.id), _held(checks, session.id))
+            at = places.get(session.id)
+            if at is not None and _same_inputs(old.inputs(at), inputs):
+                columns.copy(old, at)
+                if old.sessions[at] is not session:  # rescanned equal: the current object
+                    columns.sessions[-1] = session
+            else:
+                columns.add(inputs, self._whole_row(inputs))
                 made += 1
-            memo[session.id] = known
-        self._memo = memo
+        del places
+        self._memo = columns
         if made >= TRIM_AFTER_ROWS:
             trim_malloc()
-        return _Built(key, list(memo.values()))
+        return _Built(key, Rows(columns))
 
     def _whole_row(self, inputs: tuple) -> dict[str, Any]:
         session, index_row, check = inputs
         href = "/" + tilde_encode(self.database_name(session))
         return build_row(session, index_row, href, check)
 
-    def full_rows(self, entries: list[ListEntry]) -> list[dict[str, Any]]:
+    def full_rows(self, entries) -> list[dict[str, Any]]:
         """The public rows (`build_row`) of some entries, e.g. the page shown; the same
         objects for the same inputs while they are among the FULL_ROWS shown last."""
         with self._rows_lock:
@@ -454,11 +599,14 @@ class SessionTable:
             self._rows.popitem(last=False)
         return row
 
-    def ordered(self, built: _Built, column: str, descending: bool) -> list[ListEntry]:
+    def ordered(self, built: _Built, column: str, descending: bool) -> Rows:
         """Entries sorted by one column, computed once per build and column."""
         order = built.orders.get((column, descending))
         if order is None:
-            order = sorted(built.rows, key=_sort_key(column, descending), reverse=descending)
+            rows, key = built.rows, _sort_key(column, descending)
+            keys = [key(entry) for entry in rows]
+            places = sorted(range(len(keys)), key=keys.__getitem__, reverse=descending)
+            order = Rows(rows.columns, array("q", (rows.places[at] for at in places)))
             built.orders[(column, descending)] = order
         return order
 
@@ -467,13 +615,14 @@ class SessionTable:
         built: _Built,
         order: tuple[str, bool],
         signature: tuple,
-        select: Callable[[list[ListEntry]], list[ListEntry]],
-    ) -> list[ListEntry]:
+        select: Callable[[Rows], Any],
+    ) -> Rows:
         """`select` applied to one sort order, remembered for the last few filters."""
         key = (order, signature)
         found = built.filtered.get(key)
         if found is None:
-            found = select(self.ordered(built, *order))
+            ordered = self.ordered(built, *order)
+            found = Rows.of(ordered.columns, select(ordered))
             if len(built.filtered) >= CACHED_FILTERS:
                 built.filtered.pop(next(iter(built.filtered)), None)
             built.filtered[key] = found

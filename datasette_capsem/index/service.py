@@ -31,7 +31,9 @@ import contextlib
 import copy
 import functools
 import json
+import marshal
 import sqlite3
+import sys
 import threading
 import time
 import weakref
@@ -47,7 +49,17 @@ from datasette_capsem.config import Settings
 from datasette_capsem.index import fts, parallel, store, verdicts
 from datasette_capsem.index.notify import DirectoryNotifier
 from datasette_capsem.index.plan import FilePlan, plan_files, stat_ledger
-from datasette_capsem.memory import CompactRow, ValuePool, compact_rows, release_memory, with_values
+from datasette_capsem.memory import (
+    CANONICAL,
+    CompactRow,
+    PackedRows,
+    RowFile,
+    ValuePool,
+    compact_rows,
+    packed_rows,
+    release_memory,
+    with_values,
+)
 from datasette_capsem.sqlfiles import load_sql
 
 Progress = Callable[[int, int], None]
@@ -80,10 +92,12 @@ class IndexSnapshot:
 
     generation: int = 0
     ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    daily_usage: dict[str, list[tuple]] = field(default_factory=dict)
+    # session id -> its (day, provider, input tokens, output tokens, cost) rows, marshalled
+    # into one bytes object (a list of tuples costs three times as much): `days_of` reads them
+    daily_usage: dict[str, bytes] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
     # session id -> its stored quick-check verdict (verdicts.py), for every checked session
-    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: dict[str, dict[str, Any]] = field(default_factory=PackedRows)  # held packed
 
     @cached_property
     def covered(self) -> frozenset[str]:
@@ -97,6 +111,11 @@ class IndexSnapshot:
     def problems(self) -> int:
         """Ledgers that could not be read (counted once per snapshot)."""
         return sum(1 for row in self.ledgers.values() if row.get("problem"))
+
+    def days_of(self, session_id: str) -> list[tuple]:
+        """A session's daily usage rows (day, provider, input, output tokens, cost)."""
+        packed = self.daily_usage.get(session_id)
+        return marshal.loads(packed) if packed is not None else []
 
     def for_session(self, session_id: str) -> dict[str, Any] | None:
         """The indexed row of a session's ledger file, also for an alias id of that file."""
@@ -414,12 +433,17 @@ class IndexService:
                 return IndexSnapshot(generation=generation)
             sql = functools.partial(load_sql, store.__package__)
             ledgers, checks = _read_rows(
-                conn, sql("load_totals"), sql("load_file_totals"), sql("load_checks")
+                conn,
+                sql("load_totals"),
+                sql("load_file_totals"),
+                sql("load_checks"),
+                kept=self._kept_rows(),
             )
             usage: dict[str, list[tuple]] = {}
             for row in conn.execute(sql("load_daily_usage")):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
             aliases = dict(conn.execute(sql("load_aliases")).fetchall())
+        usage = _packed_days(usage)
         if self._snapshot is not None:  # unchanged rows stay the same objects (see _same)
             ledgers = _same(self._snapshot.ledgers, ledgers)
             checks = _same(self._snapshot.checks, checks)
@@ -435,7 +459,8 @@ class IndexService:
         """The current snapshot with the rows of `changed` sessions read again (the others
         are kept: reloading 10,000 sessions' rows costs 0.1-0.2 s)."""
         old = self._snapshot or IndexSnapshot()
-        ledgers, usage, checks = dict(old.ledgers), dict(old.daily_usage), dict(old.checks)
+        ledgers, usage = dict(old.ledgers), dict(old.daily_usage)
+        checks = PackedRows(old.checks)
         for rows in (ledgers, usage, checks):
             for session_id in changed:
                 rows.pop(session_id, None)
@@ -445,11 +470,13 @@ class IndexService:
                 return IndexSnapshot(generation=old.generation + 1)
             sql = functools.partial(load_sql, store.__package__)
             read = sql("load_totals_of"), sql("load_file_totals_of"), sql("load_checks_of")
-            changed_ledgers, changed_checks = _read_rows(conn, *read, params)
+            changed_ledgers, changed_checks = _read_rows(conn, *read, params, self._kept_rows())
             ledgers.update(changed_ledgers)
             checks.update(changed_checks)
+            days: dict[str, list[tuple]] = {}
             for row in conn.execute(sql("load_daily_usage_of"), params):
-                usage.setdefault(row[0], []).append(tuple(row[1:]))
+                days.setdefault(row[0], []).append(tuple(row[1:]))
+            usage.update(_packed_days(days))
         return IndexSnapshot(
             generation=old.generation + 1,
             ledgers=ledgers,
@@ -457,6 +484,11 @@ class IndexService:
             aliases=old.aliases,
             checks=checks,
         )
+
+    def _kept_rows(self) -> tuple[RowFile | None, dict | None]:
+        """Where the stored verdicts are kept (memory.RowFile), and the current ones."""
+        previous = self._snapshot.checks if self._snapshot is not None else None
+        return RowFile.for_dir(self.settings.cache_dir, "verdicts"), previous
 
     def snapshot(self, wait: bool = True) -> IndexSnapshot:
         """The latest in-memory figures (read from disk once if no refresh ran yet).
@@ -711,7 +743,12 @@ def _background_loop(
 
 
 def _read_rows(
-    conn, totals: str, file_totals: str, checks: str, params: dict | None = None
+    conn,
+    totals: str,
+    file_totals: str,
+    checks: str,
+    params: dict | None = None,
+    kept: tuple[RowFile | None, dict | None] = (None, None),
 ) -> tuple[dict[str, CompactRow], dict[str, CompactRow]]:
     """The index's per-session figures (with a fork's whole-file totals as `file_totals`)
     and stored verdicts, as compact rows sharing their repeated strings."""
@@ -724,18 +761,24 @@ def _read_rows(
     for row in compact_rows(conn.execute(file_totals, params or {}), pool):
         if row["session_id"] in ledgers:
             ledgers[row["session_id"]] = with_values(ledgers[row["session_id"]], file_totals=row)
-    found = {
-        row["session_id"]: row
-        for row in compact_rows(conn.execute(checks, params or {}), pool, interned=ids)
+    # Verdicts, one per session (100,000 in a big home), are held packed (memory.PackedRows)
+    # kept in a file of the cache dir (kept: the file and the current verdicts)
+    return ledgers, packed_rows(conn.execute(checks, params or {}), "session_id", *kept)
+
+
+def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
+    """Each session's daily usage rows as one marshalled bytes object (IndexSnapshot)."""
+    return {
+        sys.intern(sid) if type(sid) is str else sid: marshal.dumps(rows, CANONICAL)
+        for sid, rows in days.items()
     }
-    return ledgers, found
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
     """`new` with each row equal to its `old` one replaced by that object, so what is built
     from a row (the session list's, listing.py) is rebuilt only for rows that changed."""
     for key, row in new.items():
-        known = old.get(key)
+        known = dict.get(old, key)  # as held (a PackedRows row stays packed)
         if known is not None and known == row:
             new[key] = known
     return new

@@ -42,11 +42,12 @@ def row_signature(session: Session) -> str:
     """A digest of what a verdict depends on besides the ledger file: the main.db row, the
     status and whether the session is live. Stable across processes (a CLI refresh writes what
     a server reads)."""
-    row, status, live = session.main_row, session.status, session.live
-    known = session.signature  # kept on the session: the list and the refresh both ask, for
-    # every session: (row, status, live, digest), one tuple (100,000 sessions keep one each)
-    if known is not None and known[0] is row and known[1] == status and known[2] == live:
-        return known[3]
+    status, live = session.status, session.live
+    known = session.signature  # kept on the session (the list and the refresh both ask, for
+    # every session): the digest as a number, twice, plus 1 if live (36 bytes, a string 67)
+    if known is not None and known & 1 == live:
+        return format(known >> 1, "016x")
+    row = session.main_row
     if row is None:
         items = None
     elif isinstance(row, CompactRow) and all(type(c) is str for c in row):
@@ -55,7 +56,7 @@ def row_signature(session: Session) -> str:
         items = sorted((str(k), repr(v)) for k, v in dict(row).items())
     text = repr((items, status, live))
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    session.signature = (row, status, live, digest)
+    session.signature = int(digest, 16) << 1 | bool(live)
     return digest
 
 
