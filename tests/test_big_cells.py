@@ -12,6 +12,15 @@ from tests.helpers import make_datasette, session_in
 async_test = pytest.mark.asyncio(loop_scope="session")
 
 
+def huge_text_cell(manifest: dict) -> dict:
+    """The generated huge text cell (a 3 MB request preview): its session, table, column, row."""
+    return next(
+        h
+        for h in manifest["hostile"]
+        if h["kind"] == "huge_cell" and h["table"] != "event_body_blobs"
+    )
+
+
 @async_test
 async def test_huge_cells_are_cut_in_table_pages_and_whole_on_the_row_page(
     operator_datasette, manifest
@@ -52,11 +61,7 @@ async def test_a_huge_cell_is_cut_on_its_row_page_with_a_link_to_the_whole_value
 ):
     """Datasette never cuts a row page's cells: a 3 MB preview made a 4.8 MB page. The row page
     shows the value's head, "…" and a link to the row's JSON, which holds the whole value."""
-    item = next(
-        h
-        for h in manifest["hostile"]
-        if h["kind"] == "huge_cell" and h["table"] != "event_body_blobs"
-    )
+    item = huge_text_cell(manifest)
     row_link = f"/{item['session']}/{item['table']}/{item['row_id']}"
     page = await operator_datasette.client.get(row_link)
     assert page.status_code == 200
@@ -73,11 +78,7 @@ async def test_a_huge_cell_is_cut_on_its_row_page_with_a_link_to_the_whole_value
 async def test_a_credential_at_the_cut_of_a_huge_cell_is_masked(manifest, private_home, tmp_path):
     """The cut may fall inside a credential: its head before "…" is masked as the whole
     token would be, for a reader without view_secrets; the operator sees it."""
-    item = next(
-        h
-        for h in manifest["hostile"]
-        if h["kind"] == "huge_cell" and h["table"] != "event_body_blobs"
-    )
+    item = huge_text_cell(manifest)
     token = "ghp_Nm4kQ8zR2vX6wT1yB5cH9jL3pD7fG0sA2eU4"
     value = "x" * 2040 + token + " " + "y" * 100_000  # the cut (2,048) 8 characters in
     session = session_in(manifest, id=item["session"])
