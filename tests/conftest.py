@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 from pathlib import Path
@@ -17,6 +18,31 @@ from datasette_capsem.index import IndexService
 from datasette_capsem.state import get_state
 from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
 from tests.helpers import make_datasette
+
+# Test files in memory: the suite writes a few GB of homes, copies and caches, and on a disk
+# each SQLite commit waits for its fsync (a generated home took 7-10 s there, 3 s in tmpfs) and
+# the next run waits for pytest's removal of the old runs' files. With pyproject's
+# `tmp_path_retention_policy = "failed"` a passing run leaves nothing behind. Used when
+# /dev/shm has room for a run (a container's default 64 MB has not) and so has the memory
+# (tmpfs pages are memory), and no root was chosen (PYTEST_DEBUG_TEMPROOT, --basetemp).
+MEMORY_ROOT, MEMORY_ROOM = Path("/dev/shm"), 8 * 1024**3
+
+
+def _memory_available() -> int:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+if "PYTEST_DEBUG_TEMPROOT" not in os.environ and os.access(MEMORY_ROOT, os.W_OK):
+    free = os.statvfs(MEMORY_ROOT)
+    if min(free.f_bavail * free.f_frsize, _memory_available()) >= MEMORY_ROOM:
+        os.environ["PYTEST_DEBUG_TEMPROOT"] = str(MEMORY_ROOT)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -14,24 +12,7 @@ import pytest
 
 from datasette_capsem.generate import GenerateOptions, generate_home
 from tests.helpers import sessions_in
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> httpx.Response:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"server exited: {process.stderr.read()}")
-        try:
-            return httpx.get(url, timeout=2)
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise AssertionError(f"{url} never answered")
+from tests.security_support import free_port, wait_for
 
 
 def run_cli(args: list[str], env: dict[str, str]):

@@ -23,6 +23,7 @@ refused.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -405,8 +406,14 @@ def hex_reading(text: str) -> str:
 
 
 def seen_in(text: str, wanted: set[str]) -> set[str]:
+    return set(_seen_in(text, frozenset(wanted)))
+
+
+@functools.lru_cache(maxsize=256)
+def _seen_in(text: str, wanted: frozenset[str]) -> frozenset[str]:
+    # Remembered: most answers of a crawl are the same refusal, read for every planted item.
     every = "\0".join(readings(text) + [hex_reading(text)])
-    return {item for item in wanted if item in every}
+    return frozenset(item for item in wanted if item in every)
 
 
 # --- the routes ---------------------------------------------------------------------------------
@@ -511,6 +518,7 @@ class Seen:
 
 async def crawl(datasette, routes: list[str], actor: str, wanted: set[str]) -> Seen:
     seen = Seen()
+    wanted = frozenset(wanted)  # hashed once: `seen_in` remembers its answers per text
     for route in routes:
         response = await datasette.client.get(
             route, headers=headers_for(actor), follow_redirects=True

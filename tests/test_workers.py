@@ -115,6 +115,7 @@ def build(home: Path, cache: Path):
     return service, service.refresh()
 
 
+@pytest.mark.heavy  # worker processes, tens of seconds: its module is scheduled first (conftest.py)
 def test_index_build_in_processes_equals_one_process(capsem_home, tmp_path, monkeypatch):
     monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)
     alone, alone_report = build(capsem_home, tmp_path / "one")

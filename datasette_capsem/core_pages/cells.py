@@ -5,16 +5,26 @@ the plugin's pages for them: session ids to the overview, trace and turn ids to 
 event ids to the event page, `model_call_id` and a model call's `id` to its model call, tool
 call ids to the tool call (its event page), body blob ids to the body. Only the cell's own value
 and its row are used; the value is escaped, and the link is built by the one URL builder.
+
+A text cell of Capsem's data longer than `HUGE_CELL_CHARS` is cut, on the row page too (which
+Datasette never cuts): its first `truncate_cells_html` characters, "…", and a link to the row's
+JSON, which holds the whole value. A 3 MB request preview made a 4.8 MB row page no browser
+should have to lay out. The cut ends in "…", so a credential cut there is masked as the whole
+token would be (`redaction.CUT`), and for a reader without view_secrets the value is the masked
+one already (the row factory); the JSON is masked the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
+from datasette.utils import path_from_row_pks
 from markupsafe import Markup, escape
 
 from datasette_capsem.config import qualify
 from datasette_capsem.index import INDEX_DATABASE
+from datasette_capsem.redaction import CUT
 from datasette_capsem.session.relations import usable_event_id
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.urls import Urls
@@ -25,6 +35,7 @@ CALL_COLUMNS = frozenset({"call_id", "tool_call_id"})
 ROW_TABLES = frozenset({"model_calls", "tool_calls", "net_events"})  # `id` -> its event
 LEDGER_COLUMNS = TRACE_COLUMNS | CALL_COLUMNS | {"event_id", "model_call_id", "id"}
 ALL_COLUMNS = LEDGER_COLUMNS | SESSION_COLUMNS
+HUGE_CELL_CHARS = 64 * 1024  # longer text cells are cut on every page, with a link to the whole
 
 
 def _get(row: Any, name: str) -> Any:
@@ -40,7 +51,39 @@ def _link(href: str, value: Any) -> Markup:
     return Markup(f'<a href="{escape(href)}">{escape(value)}</a>')
 
 
-def render_cell(row, value, column, table, database, datasette) -> Markup | None:
+MASK_MARKERS = ("[redacted:", "[hidden")  # what masking leaves; a cut never splits one
+
+
+def _head(value: str, size: int) -> str:
+    """`value`'s first `size` characters, or up to the end of a masking marker the cut would
+    split (a reader is told what was masked, "[redacte…" would not say it)."""
+    start = value.rfind("[", max(0, size - 64), size)
+    if start >= 0 and value.startswith(MASK_MARKERS, start):
+        end = value.find("]", start)
+        size = max(size, end + 1)
+    return value[:size]
+
+
+async def _huge_cell(row, value: str, table: str, database: str, datasette) -> Markup | None:
+    """A huge text cell's head, "…" and a link to its row's JSON (the whole value); None (the
+    whole value, as Datasette shows it) for a row without a single primary key or rowid."""
+    pks = await datasette.get_database(database).primary_keys(table)
+    if len(pks) > 1 or (not pks and _get(row, "rowid") is None):
+        return None
+    row_url = Urls.of(datasette).row(database, table, path_from_row_pks(row, pks, not pks, False))
+    shown = datasette.setting("truncate_cells_html") or HUGE_CELL_CHARS
+    return Markup(
+        f'{escape(_head(value, shown))}{CUT} <a class="capsem-whole-value" href="{escape(row_url)}.json">'
+        f"the whole value: {len(value):,} characters, in the row's JSON</a>"
+    )
+
+
+def render_cell(row, value, column, table, database, datasette) -> Markup | Awaitable | None:
+    if isinstance(value, str) and len(value) > HUGE_CELL_CHARS:
+        role = get_role(datasette)
+        if role.serving and database not in role.own_databases:  # Capsem's data only
+            return _huge_cell(row, value, table, database, datasette)
+        return None
     if column not in ALL_COLUMNS or value is None or isinstance(value, (bytes, float)):
         return None
     if isinstance(value, str) and (not value or len(value) > 256):
