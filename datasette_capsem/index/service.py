@@ -58,6 +58,7 @@ from datasette_capsem.memory import (
     compact_rows,
     packed_rows,
     release_memory,
+    trim_malloc,
     with_values,
 )
 from datasette_capsem.sqlfiles import load_sql
@@ -70,6 +71,7 @@ PARTIAL_RELOAD = 200  # a refresh that changed at most this many sessions reload
 # A refresh that read this many ledgers hands freed memory back to the OS; the full collection
 # that takes (0.17 s with 10,000 sessions in memory) is not worth it after a few.
 RELEASE_AFTER_LEDGERS = 50
+TRIM_AFTER_LEDGERS = 5_000
 # Between full refreshes the background thread watches the home by stat alone (the catalog's
 # fingerprint, then two stats per ledger) and refreshes at once when something changed, so a
 # new session or a changed ledger is in the list and in search within a second. The watch
@@ -160,7 +162,9 @@ class IndexService:
         self._phase = "changed ledgers read"
         self._refreshing = False
         self._last: dict[str, Any] = {}
-        self._watched: tuple | None = None  # (catalog snapshot, ledger stats) of the last refresh
+        # (catalog snapshot, digest of the ledger stats) of the last refresh: the stats
+        # themselves (a key and two tuples per ledger, ~20 MB at 30,000) are not kept
+        self._watched: tuple | None = None
         self._watch_seconds = 0.0  # what the last round of watching stats cost
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
@@ -198,7 +202,7 @@ class IndexService:
                     self._stored_checks = None
                 watched = watched or self._watch()
                 report = self._refresh(progress, watched[1])
-                self._watched = watched
+                self._watched = (watched[0], _stats_digest(watched[1]))
             except BaseException as error:
                 self._stored_checks = None  # it may hold verdicts never committed
                 if isinstance(error, (sqlite3.Error, OSError)):
@@ -218,6 +222,10 @@ class IndexService:
             listener()
         if len(report.indexed) >= RELEASE_AFTER_LEDGERS:
             release_memory()
+        elif report.total >= TRIM_AFTER_LEDGERS:
+            # Even with nothing to do, a refresh of a big home built and dropped its plan and
+            # stats (tens of MB at 30,000 ledgers), which glibc keeps resident untrimmed.
+            trim_malloc()
         return report
 
     def _refresh(self, progress: Progress | None, stats: dict[Path, tuple]) -> RefreshReport:
@@ -260,8 +268,8 @@ class IndexService:
         (verdicts.py), as {id: (session, fingerprint, signature)} in catalog order, and the
         sessions gone since, whose stored verdicts this forgets."""
         if self._stored_checks is None:
-            self._stored_checks = {
-                sid: hash(inputs) for sid, inputs in store.stored_checks(conn).items()
+            self._stored_checks = {  # the catalog's own id strings, not a copy each
+                sys.intern(sid): hash(inputs) for sid, inputs in store.stored_checks(conn).items()
             }
         stored = self._stored_checks
         gone = set(stored) - set(sessions)
@@ -402,7 +410,7 @@ class IndexService:
         since the last refresh (to hand to `refresh`); else None."""
         watched = self._watch()
         known = self._watched
-        if known is None or watched[0] is not known[0] or watched[1] != known[1]:
+        if known is None or watched[0] is not known[0] or _stats_digest(watched[1]) != known[1]:
             return watched
         return None
 
@@ -772,6 +780,12 @@ def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
         sys.intern(sid) if type(sid) is str else sid: marshal.dumps(rows, CANONICAL)
         for sid, rows in days.items()
     }
+
+
+def _stats_digest(stats: dict[Path, tuple]) -> int:
+    """The watch's stats as one number: what `changed_since_refresh` compares with the next
+    watch of the same catalog snapshot (same sessions, so the same order)."""
+    return hash(tuple(stats.items()))
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
