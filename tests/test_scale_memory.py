@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import shutil
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from datasette_capsem import readonly
 from datasette_capsem.catalog import Catalog, Session
 from datasette_capsem.catalog.models import LEDGER_NAMES, MainRow
 from datasette_capsem.config import load_settings
+from datasette_capsem.index.service import IndexService
 from datasette_capsem.memory import CompactRow, RowFile, RowPacker, unpack_row
 from datasette_capsem.state import get_state
 from tests.helpers import HANG, make_datasette, until
@@ -193,3 +196,24 @@ async def test_the_index_keeps_verdicts_packed_and_answers_them_whole(capsem_hom
             "unreadable",
         )
         assert index.checks.get(session_id) == row
+
+
+async def test_a_refresh_keeps_no_stats_per_ledger_and_still_sees_a_change(capsem_home, tmp_path):
+    """Between refreshes the index keeps one number for the watch's stats (a key and two tuples
+    per ledger cost ~20 MB at 30,000 ledgers), and that number still tells a changed ledger."""
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home, symlinks=True)
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(tmp_path / "cache")})
+    service = IndexService(settings, Catalog(settings))
+    service.refresh()
+    snapshot, kept = service._watched
+    assert isinstance(kept, int)  # not a dict of stats
+    assert service.changed_since_refresh() is None
+    session = next(
+        s for s in snapshot.sessions.values() if s.ledger_path is not None and not s.problems
+    )
+    conn = sqlite3.connect(session.ledger_path)
+    conn.execute("CREATE TABLE IF NOT EXISTS zz_touched (x)")
+    conn.commit()
+    conn.close()
+    assert service.changed_since_refresh() is not None
