@@ -99,6 +99,21 @@ async def allow_instance(allow_home):
     return await team(home, root / "cache"), session
 
 
+def _probe_url(db: str, probe: str) -> str:
+    return f"{db}/{probe}" if not probe.startswith(".") else f"{db}{probe}"
+
+
+async def _refused_to_a_viewer_answered_for_the_auditor(datasette, db: str, probe: str) -> str:
+    """The viewer's refusal page of `probe` (a 403 naming the permission); the auditor's 200."""
+    url = _probe_url(db, probe)
+    viewer = await _get(datasette, url, "operator")  # may run SQL, may not see secrets
+    assert viewer.status_code == 403, (probe, viewer.status_code, viewer.text[:200])
+    assert "capsem-view-secrets" in viewer.text, probe
+    auditor = await _get(datasette, url, "auditor")
+    assert auditor.status_code == 200, (probe, auditor.text[:200])
+    return viewer.text
+
+
 async def _get(datasette, url: str, actor: str):
     # Datasette 1.0 redirects /<db>.json?sql= to /<db>/-/query.json: follow it, as a client does
     return await datasette.client.get(url, headers=headers_for(actor), follow_redirects=True)
@@ -151,15 +166,10 @@ async def test_probes_of_columns_not_shown_are_refused_for_a_viewer_answered_for
         ".json?sql=" + quote("select note from legacy_things"),
     ]
     for probe in probes:
-        url = f"{db}/{probe}" if not probe.startswith(".") else f"{db}{probe}"
-        viewer = await _get(datasette, url, "operator")  # may run SQL, may not see secrets
-        assert viewer.status_code == 403, (probe, viewer.status_code, viewer.text[:200])
-        assert "capsem-view-secrets" in viewer.text, probe
+        refusal = await _refused_to_a_viewer_answered_for_the_auditor(datasette, db, probe)
         column = probe.split("?")[1].split("=")[0].split("__")[0]
         if not column.startswith("_") and column != "sql":
-            assert column in viewer.text, probe  # names the column
-        auditor = await _get(datasette, url, "auditor")
-        assert auditor.status_code == 200, (probe, auditor.text[:200])
+            assert column in refusal, probe  # names the column
     # Shown columns still filter, sort, facet and answer SQL for the viewer.
     for probe in (
         "dns_events.json?decision__exact=allowed",
@@ -168,8 +178,7 @@ async def test_probes_of_columns_not_shown_are_refused_for_a_viewer_answered_for
         "net_events.json?_facet=domain",
         ".json?sql=" + quote("select id, decision, count(*) from dns_events group by decision"),
     ):
-        url = f"{db}/{probe}" if not probe.startswith(".") else f"{db}{probe}"
-        response = await _get(datasette, url, "operator")
+        response = await _get(datasette, _probe_url(db, probe), "operator")
         assert response.status_code == 200, (probe, response.text[:300])
 
 
@@ -211,12 +220,7 @@ async def test_a_name_an_agent_chose_is_masked_faceted_and_filtered_whole_never_
         ".json?sql=" + quote("select count(*) from net_events where process_name > 'g'"),
     ]
     for probe in refused:
-        url = f"{db}/{probe}" if not probe.startswith(".") else f"{db}{probe}"
-        viewer = await _get(datasette, url, "operator")  # may run SQL, may not see secrets
-        assert viewer.status_code == 403, (probe, viewer.status_code, viewer.text[:200])
-        assert "capsem-view-secrets" in viewer.text, probe
-        auditor = await _get(datasette, url, "auditor")
-        assert auditor.status_code == 200, (probe, auditor.text[:200])
+        await _refused_to_a_viewer_answered_for_the_auditor(datasette, db, probe)
     answered = [
         "net_events.json?_facet=domain&_facet=process_name",
         f"net_events.json?domain={quote(plain)}",
@@ -227,7 +231,7 @@ async def test_a_name_an_agent_chose_is_masked_faceted_and_filtered_whole_never_
         "net_events.json?domain__notblank=1",
     ]
     for probe in answered:
-        response = await _get(datasette, f"{db}/{probe}", "operator")
+        response = await _get(datasette, _probe_url(db, probe), "operator")
         assert response.status_code == 200, (probe, response.text[:300])
         assert NAMED_KEY not in response.text, probe
     whole = (await _get(datasette, f"{db}/net_events.json?domain={quote(plain)}", "viewer")).json()

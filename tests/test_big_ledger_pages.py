@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from datasette.version import __version__ as datasette_version
 
+from datasette_capsem import redaction
 from datasette_capsem.checks import check_session
 from datasette_capsem.checks.profiles import FULL, ROWS
 from datasette_capsem.graph import events, trace_rows
@@ -451,8 +452,6 @@ async def test_the_tail_masks_each_row_once_per_file_version_and_policy(
     """The tail page of a masked reader masks each held row once per file version and reader
     policy: a second view, its JSON and a filtered view mask none of the rows' texts again
     (the whole page's walk no longer re-masks them either); another policy makes its own."""
-    from datasette_capsem import redaction
-
     session = clean_current(manifest)[0]
     datasette = await make_datasette(
         home, tmp_path / "cache", index_refresh_seconds=0, view_secrets={"id": "operator"}
