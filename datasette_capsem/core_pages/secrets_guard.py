@@ -139,7 +139,7 @@ def viewer_may_filter(database: str, table: str, key: str, values: list[str]) ->
     """May a reader without view_secrets filter `table` by `key` (`column` or
     `column__operator`) with `values`? One rule for the guard and for the links pages draw."""
     column, _, operator = key.partition("__")
-    kind = tables.column_kind(database, table, column)
+    kind = tables.column_kind(database, table, column.strip().strip('[]"`'))
     if kind == tables.NAMED:
         return names_a_whole_value(operator or "exact", values)
     return kind == tables.SHOWN
@@ -174,9 +174,11 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
         elif not known and "__" not in key:
             continue  # a canned query's parameter (an unknown table's columns read as NULL)
         else:
-            what, candidates = "Filtering", [key.split("__")[0]]
-            operator = key.partition("__")[2] or "exact"
-            named_allowed = names_a_whole_value(operator, args.getlist(key))
+            name = key.split("__")[0].strip().strip('[]"`')
+            if name and not viewer_may_filter(database, table, key, args.getlist(key)):
+                kind = tables.column_kind(database, table, name)
+                return probe_refusal(name, kind, table, "Filtering")
+            continue
         for column in candidates:
             name = column.strip().strip('[]"`')
             if not name:
