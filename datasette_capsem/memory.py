@@ -315,7 +315,10 @@ def is_packed(value: Any) -> bool:
 
 _FILES: list[RowFile] = []
 _FILES_LOCK = threading.Lock()
-_PLACE_BITS, _LENGTH_BITS = 40, 16  # a place in a RowFile: its number, offset, length
+# A place in a RowFile: its number (11 bits: 2,048 files a process, one per cache dir and
+# purpose; a test process serves hundreds of cache dirs, and 128 ran out), its offset (36
+# bits: 64 GiB a file) and its length, within 63 bits (a small int).
+_PLACE_BITS, _LENGTH_BITS = 36, 16
 
 
 class RowFile:
