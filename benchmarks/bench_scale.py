@@ -38,7 +38,16 @@ from pathlib import Path
 import httpx
 from bench_build import captured
 from bench_check import cli_run, load, sqlite3_cli
-from common import HERE, OUT, free_port, print_table, rss_mb, wait_for_index, wait_until_idle
+from common import (
+    HERE,
+    OUT,
+    cpu_seconds,
+    free_port,
+    print_table,
+    rss_mb,
+    wait_for_index,
+    wait_until_idle,
+)
 from scale_home import probe_event_ids, probe_sessions, scale_home
 
 VISITS = 1000
@@ -96,12 +105,22 @@ def timed(client: httpx.Client, url: str) -> float:
     return elapsed
 
 
-def side_by_side(ours: httpx.Client, plain: httpx.Client, urls: list[str], plain_url: str):
+def side_by_side(
+    ours: httpx.Client, plain: httpx.Client, urls: list[str], plain_url: str, pids: tuple[int, int]
+) -> tuple[float, float, float, float]:
+    """Medians of ours and plain's wall ms (requests alternate), then each server's CPU ms a
+    request over the run (all its threads, /proc's 10 ms ticks): the wall time of a loaded
+    2-core machine swings between runs, a server's CPU much less."""
     mine, theirs = [], []
+    cpu_before = [cpu_seconds(pid) for pid in pids]
     for url in urls:
         mine.append(timed(ours, url))
         theirs.append(timed(plain, plain_url))
-    return statistics.median(mine), statistics.median(theirs)
+    cpu = [
+        (cpu_seconds(pid) - before) * 1000 / len(urls)
+        for pid, before in zip(pids, cpu_before, strict=True)
+    ]
+    return statistics.median(mine), statistics.median(theirs), cpu[0], cpu[1]
 
 
 def cli_script_of(home: Path) -> tuple[str, int]:
@@ -155,7 +174,7 @@ def one_size(
         started("--home", str(home), "--cache", str(cache)) as (client, pid, start, first),
         started("--plain", str(plain_ledger), first="/session/model_calls") as (
             plain,
-            _plain_pid,
+            plain_pid,
             plain_start,
             _f,
         ),
@@ -185,7 +204,8 @@ def one_size(
             ],
         }
         figures["pages"] = {
-            name: side_by_side(client, plain, urls, plain_url) for name, urls in pages.items()
+            name: side_by_side(client, plain, urls, plain_url, (pid, plain_pid))
+            for name, urls in pages.items()
         }
         with_ledgers = [p.name for p in (home / "run" / "sessions").iterdir()][: VISITS + 1]
         for name in with_ledgers[:VISITS]:
@@ -287,6 +307,19 @@ def main() -> None:
         )
         if len(results) > 1:
             table[-1][-1] = f"{results[-1]['pages'][name][0] / results[0]['pages'][name][0]:.2f}x"
+        table.append(
+            row(
+                "  server CPU a request: capsem / plain ms",
+                [
+                    f"{r['pages'][name][2]:.1f} / {r['pages'][name][3]:.1f} = "
+                    f"{r['pages'][name][2] / max(r['pages'][name][3], 0.01):.2f}x"
+                    for r in results
+                ],
+            )
+        )
+        if len(results) > 1:
+            first, last = results[0]["pages"][name][2], results[-1]["pages"][name][2]
+            table[-1][-1] = f"{last / max(first, 0.01):.2f}x"
     table += [
         row("RSS after the first build (MB)", [get(r, "rss_build", ".0f") for r in results]),
         row("  ... once idle (MB)", [get(r, "rss_build_idle", ".0f") for r in results]),
