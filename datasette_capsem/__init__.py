@@ -12,7 +12,13 @@ from datasette import hookimpl
 
 from datasette_capsem import permissions
 from datasette_capsem.cli import register as register_cli
-from datasette_capsem.core_pages import cells, core_errors, database_page, lazy_mount
+from datasette_capsem.core_pages import (
+    cells,
+    core_errors,
+    database_page,
+    lazy_mount,
+    secrets_guard,
+)
 from datasette_capsem.core_pages.canned_queries import all_queries_for_database, database_kind
 from datasette_capsem.errors import CapsemError, Redirect
 from datasette_capsem.index import INDEX_DATABASE
@@ -92,7 +98,7 @@ def register_commands(cli):
 
 
 @hookimpl
-def extra_template_vars(datasette, template, database, request):
+def extra_template_vars(datasette, template, database, table, request):
     if not get_role(datasette).serving:
         return {}
     extra = {"capsem_demo": get_state(datasette).settings.demo}
@@ -106,11 +112,29 @@ def extra_template_vars(datasette, template, database, request):
     extra["capsem_database"] = capsem_database  # templates/query.html: only Capsem's queries
     if template == "database.html" and capsem_database:
         extra["capsem_session"] = database_page.session_nav(datasette, database)
+    if template == "table.html" and capsem_database and table:
+        return _with_sort_links(datasette, request, database, table, extra)
     if template and template.startswith("capsem/"):
         # Plugin pages run under a CSP without 'unsafe-eval': scripts other plugins add for
         # Datasette's core pages (datasette-vega's bundle evaluates strings) stay off them.
         extra["extra_js_urls"] = []
     return extra
+
+
+def _with_sort_links(datasette, request, database: str, table: str, extra: dict):
+    """A table page's template vars, with the sort links a reader without view_secrets may
+    follow (templates/table.html)."""
+
+    async def inner():
+        actor = request.actor if request is not None else None
+        if not await permissions.can_view_secrets(datasette, actor):
+            registry = lazy_mount.registry_of(datasette, database)
+            extra["capsem_sort_links"] = functools.partial(
+                secrets_guard.sort_links_for_viewer, registry, table
+            )
+        return extra
+
+    return inner
 
 
 @hookimpl

@@ -288,3 +288,26 @@ async def test_a_database_csv_400_page_is_not_run_through_the_csv_neutraliser(al
     assert "'-" not in response.text and '"<' not in response.text
     table = await _get(datasette, f"/{session['id']}/net_events.csv", "viewer")
     assert table.status_code == 200  # CSV itself still neutralised (test_security_hardening)
+
+
+@async_test
+async def test_a_viewer_is_offered_no_sort_link_the_guard_would_refuse(allow_instance):
+    """A table page's column headers (and its "Sort…" menu) offer a reader without
+    view_secrets a sort on the columns shown raw only: a sort on any other would answer 403
+    (secrets_guard.viewer_may_sort), so its link is a dead end. The auditor keeps them all,
+    and a database that is not Capsem's is Datasette's own page (test_good_citizen)."""
+    datasette, session = allow_instance
+    url = f"/{session['id']}/net_events"
+    for actor in ("viewer", "operator"):
+        page = (await _get(datasette, url, actor)).text
+        assert "_sort=port" in page and "_sort=status_code" in page, actor
+        for column in ("domain", "process_name", "path", "query", "request_headers"):
+            assert f"_sort={column}" not in page, (actor, column)
+            assert f'<option value="{column}"' not in page, (actor, column)
+            # the column is still there, with its name
+            assert f'data-column="{column}"' in page, (actor, column)
+        # and what is offered is answered
+        assert (await _get(datasette, f"{url}?_sort=port", actor)).status_code == 200
+    auditor = (await _get(datasette, url, "auditor")).text
+    for column in ("domain", "process_name", "path", "query"):
+        assert f"_sort={column}" in auditor and f'<option value="{column}"' in auditor, column

@@ -287,7 +287,11 @@ def _refusal(datasette, path: str, scope, receive) -> tuple[str, str] | None:
 def database_kind(datasette, path: str) -> str:
     """Which registry classifies the columns of the database a path reads: "index", "main"
     (any home's main.db) or "ledger"."""
-    name = database_segment(path)
+    return registry_of(datasette, database_segment(path))
+
+
+def registry_of(datasette, name: str) -> str:
+    """Which registry classifies the columns of the database named `name` (see above)."""
     if name == INDEX_DATABASE:
         return "index"
     return "main" if get_state(datasette).mounter.main_label(name) is not None else "ledger"

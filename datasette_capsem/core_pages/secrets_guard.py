@@ -125,6 +125,7 @@ NAMED_OPERATORS = frozenset(
     {"exact", "not", "in", "notin", "isnull", "notnull", "isblank", "notblank"}
 )
 NAMED_PARAMETERS = frozenset({"_facet", "_facet_array", "_facet_date"})
+SORT_PARAMETERS = frozenset({"_sort", "_sort_desc"})
 
 
 def names_a_whole_value(operator: str, values: list[str]) -> bool:
@@ -143,6 +144,23 @@ def viewer_may_filter(database: str, table: str, key: str, values: list[str]) ->
     if kind == tables.NAMED:
         return names_a_whole_value(operator or "exact", values)
     return kind == tables.SHOWN
+
+
+def viewer_may_sort(database: str, table: str | None, column: str) -> bool:
+    """May a reader without view_secrets sort `table` by `column`? Only a column shown raw:
+    a sort's next page is a `>` comparison with the last value shown. One rule for the guard
+    and for the sort links a table page offers (`sort_links_for_viewer`)."""
+    return tables.column_kind(database, table, column) == tables.SHOWN
+
+
+def sort_links_for_viewer(database: str, table: str, columns: list[dict]) -> list[dict]:
+    """Datasette's display columns of a table page, with no sort link (and so no column
+    menu) on a column the guard would refuse to sort for this reader: a link that answers
+    403 is a dead end. `templates/table.html` uses it."""
+    return [
+        {**c, "sortable": c.get("sortable") and viewer_may_sort(database, table, c["name"])}
+        for c in columns
+    ]
 
 
 def column_probe(scope, receive, database: str, table: str | None) -> str | None:
@@ -186,7 +204,11 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
             kind = (
                 tables.column_kind(database, table, name) if name != "*" else (tables.UNCLASSIFIED)
             )
-            if kind != tables.SHOWN and not (kind == tables.NAMED and named_allowed):
+            if key in SORT_PARAMETERS:
+                allowed = viewer_may_sort(database, table, name)
+            else:
+                allowed = kind == tables.SHOWN or (kind == tables.NAMED and named_allowed)
+            if not allowed:
                 return probe_refusal(name, kind, table, what)
     return None
 
