@@ -122,8 +122,8 @@ def extra_template_vars(datasette, template, database, table, request):
 
 
 def _with_sort_links(datasette, request, database: str, table: str, extra: dict):
-    """A table page's template vars, with the sort links a reader without view_secrets may
-    follow (templates/table.html)."""
+    """A table page's template vars, with the sort and facet links a reader without
+    view_secrets may follow (templates/table.html)."""
 
     async def inner():
         actor = request.actor if request is not None else None
@@ -131,6 +131,9 @@ def _with_sort_links(datasette, request, database: str, table: str, extra: dict)
             registry = lazy_mount.registry_of(datasette, database)
             extra["capsem_sort_links"] = functools.partial(
                 secrets_guard.sort_links_for_viewer, registry, table
+            )
+            extra["capsem_facet_links"] = functools.partial(
+                secrets_guard.facet_links_for_viewer, registry, table
             )
         return extra
 

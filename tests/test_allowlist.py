@@ -16,7 +16,7 @@ import pytest_asyncio
 
 from datasette_capsem.ledger import tables
 from datasette_capsem.redaction import HIDDEN, UNCLASSIFIED_HIDDEN
-from tests.helpers import session_in
+from tests.helpers import make_datasette, session_in
 from tests.test_security_hardening import headers_for, team
 
 async_test = pytest.mark.asyncio(loop_scope="session")
@@ -291,12 +291,16 @@ async def test_a_database_csv_400_page_is_not_run_through_the_csv_neutraliser(al
 
 
 @async_test
-async def test_a_viewer_is_offered_no_sort_link_the_guard_would_refuse(allow_instance):
+async def test_a_viewer_is_offered_no_sort_or_facet_link_the_guard_would_refuse(
+    allow_instance, allow_home
+):
     """A table page's column headers (and its "Sort…" menu) offer a reader without
-    view_secrets a sort on the columns shown raw only: a sort on any other would answer 403
-    (secrets_guard.viewer_may_sort), so its link is a dead end. The auditor keeps them all,
+    view_secrets a sort on the columns shown raw only, and its suggested facets those and
+    the names an agent chose: any other would answer 403 (secrets_guard.viewer_may_sort,
+    viewer_may_facet), so its link is a dead end. The auditor keeps them all,
     and a database that is not Capsem's is Datasette's own page (test_good_citizen)."""
     datasette, session = allow_instance
+    home, root, _ = allow_home
     url = f"/{session['id']}/net_events"
     for actor in ("viewer", "operator"):
         page = (await _get(datasette, url, actor)).text
@@ -311,3 +315,13 @@ async def test_a_viewer_is_offered_no_sort_link_the_guard_would_refuse(allow_ins
     auditor = (await _get(datasette, url, "auditor")).text
     for column in ("domain", "process_name", "path", "query"):
         assert f"_sort={column}" in auditor and f'<option value="{column}"' in auditor, column
+    # Suggested facets (the team recipe turns them off; an instance that keeps Datasette's
+    # default suggests them): names an agent chose, never free text.
+    for view_secrets, cache in ((False, "suggest-masked"), (True, "suggest-open")):
+        suggesting = await make_datasette(home, root / cache, view_secrets=view_secrets)
+        page = (await suggesting.client.get(url)).text
+        assert "Suggested facets" in page and "_facet=domain" in page, view_secrets
+        assert ("_facet=path" in page) is view_secrets
+        if not view_secrets:
+            assert (await suggesting.client.get(f"{url}?_facet=domain")).status_code == 200
+            assert (await suggesting.client.get(f"{url}?_facet=path")).status_code == 403

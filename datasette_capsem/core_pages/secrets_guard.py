@@ -53,7 +53,9 @@ async def request_actor(datasette, scope, receive) -> dict | None:
 
 
 SQL_PARAMETERS = ("sql", "_where")
-COLUMN_VALUE_PARAMETERS = ("_sort", "_sort_desc", "_facet", "_facet_array", "_facet_date")
+SORT_PARAMETERS = frozenset({"_sort", "_sort_desc"})
+FACET_PARAMETERS = frozenset({"_facet", "_facet_array", "_facet_date"})
+COLUMN_VALUE_PARAMETERS = SORT_PARAMETERS | FACET_PARAMETERS
 
 
 def hides_free_text(datasette) -> bool:
@@ -124,8 +126,6 @@ def probe_refusal(column: str, kind: str, table: str | None, what: str) -> str:
 NAMED_OPERATORS = frozenset(
     {"exact", "not", "in", "notin", "isnull", "notnull", "isblank", "notblank"}
 )
-NAMED_PARAMETERS = frozenset({"_facet", "_facet_array", "_facet_date"})
-SORT_PARAMETERS = frozenset({"_sort", "_sort_desc"})
 
 
 def names_a_whole_value(operator: str, values: list[str]) -> bool:
@@ -153,6 +153,12 @@ def viewer_may_sort(database: str, table: str | None, column: str) -> bool:
     return tables.column_kind(database, table, column) == tables.SHOWN
 
 
+def viewer_may_facet(database: str, table: str | None, column: str) -> bool:
+    """May a reader without view_secrets facet `table` by `column`? A column shown raw, or a
+    name an agent chose (NAMED: its facet values are masked, each a whole value)."""
+    return tables.column_kind(database, table, column) in (tables.SHOWN, tables.NAMED)
+
+
 def sort_links_for_viewer(database: str, table: str, columns: list[dict]) -> list[dict]:
     """Datasette's display columns of a table page, with no sort link (and so no column
     menu) on a column the guard would refuse to sort for this reader: a link that answers
@@ -161,6 +167,11 @@ def sort_links_for_viewer(database: str, table: str, columns: list[dict]) -> lis
         {**c, "sortable": c.get("sortable") and viewer_may_sort(database, table, c["name"])}
         for c in columns
     ]
+
+
+def facet_links_for_viewer(database: str, table: str, suggested: list[dict]) -> list[dict]:
+    """Datasette's suggested facets of a table page without those the guard would refuse."""
+    return [f for f in suggested if viewer_may_facet(database, table, f.get("name", ""))]
 
 
 def column_probe(scope, receive, database: str, table: str | None) -> str | None:
@@ -172,10 +183,8 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
     args = Request(scope, receive).args
     known = table is not None and table in tables.COLUMNS_OF_DATABASE.get(database, {})
     for key in args:
-        named_allowed = False
         if key in COLUMN_VALUE_PARAMETERS:
             what, candidates = "Sorting or faceting", []
-            named_allowed = key in NAMED_PARAMETERS
             for value in args.getlist(key):
                 candidates += _facet_column(value).split()
         elif key == "_through":
@@ -206,8 +215,10 @@ def column_probe(scope, receive, database: str, table: str | None) -> str | None
             )
             if key in SORT_PARAMETERS:
                 allowed = viewer_may_sort(database, table, name)
+            elif key in FACET_PARAMETERS:
+                allowed = name != "*" and viewer_may_facet(database, table, name)
             else:
-                allowed = kind == tables.SHOWN or (kind == tables.NAMED and named_allowed)
+                allowed = kind == tables.SHOWN
             if not allowed:
                 return probe_refusal(name, kind, table, what)
     return None
