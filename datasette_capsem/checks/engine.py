@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from datasette_capsem.catalog.catalog import session_database_name
+from datasette_capsem.checks import fused
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
 from datasette_capsem.checks.profiles import for_profile
 from datasette_capsem.findings import KINDS
@@ -59,14 +60,28 @@ def database_name_for(session: Any) -> str | None:
 
 
 def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:
+    """Rows of each of COUNTED_TABLES the file has: one statement for all of them (preparing
+    a statement costs more than counting a small table), else one per table, leaving out a
+    table SQLite cannot count."""
+    present = [table for table in COUNTED_TABLES if table in schema.tables]
+    if not present:
+        return {}
+    counts = [render_sql("(SELECT COUNT(*) FROM {table})", table=table) for table in present]
+    try:
+        row = conn.execute("SELECT " + ", ".join(counts)).fetchone()
+    except sqlite3.DatabaseError:
+        return _table_counts_one_by_one(conn, present)
+    return dict(zip(present, row, strict=True))
+
+
+def _table_counts_one_by_one(conn: sqlite3.Connection, present: list[str]) -> dict[str, int]:
     counts = {}
-    for table in COUNTED_TABLES:
-        if table in schema.tables:
-            try:
-                sql = render_sql("SELECT COUNT(*) FROM {table}", table=table)
-                counts[table] = conn.execute(sql).fetchone()[0]
-            except sqlite3.DatabaseError:
-                continue
+    for table in present:
+        try:
+            sql = render_sql("SELECT COUNT(*) FROM {table}", table=table)
+            counts[table] = conn.execute(sql).fetchone()[0]
+        except sqlite3.DatabaseError:
+            continue
     return counts
 
 
@@ -217,6 +232,7 @@ def check_session(
     )
     chosen = _profile_checks(ctx.memo, every, profile)
     with page_cache(conn):
+        fused.read_shared(chosen, ctx)
         findings = _run_checks(chosen, ctx, reopen)
     return Report(
         findings=findings,

@@ -106,6 +106,12 @@ class CheckContext:
     # the rule book and the registered plugins are unchanged (`engine._shared_memo`), so a
     # plugin registered between calls still takes effect at once.
     memo: dict[Any, Any] = field(default_factory=dict)
+    # Offending rows already read for a check on a table, by (check id, table): distinct ids
+    # in order and the reasons of the sampled ones, as `SqlCheck` collects them. Filled by
+    # `fused.read_shared` (one statement for a table's simple row checks) before they run.
+    answered: dict[tuple[str, str | None], tuple[dict[Any, None], dict[str, str]]] = field(
+        default_factory=dict
+    )
     _schema_key: frozenset | None = field(default=None, init=False, repr=False)
 
     def schema_key(self) -> frozenset:
