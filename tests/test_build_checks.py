@@ -71,3 +71,73 @@ def test_checks_in_worker_processes_equal_checks_opening_the_file(
     alone, _ = build(capsem_home, tmp_path / "alone")
     assert dump(shared.path) == dump(alone.path)
     assert _reports(tmp_path / "shared") == _reports(tmp_path / "alone")
+
+
+RECORD_TABLE_READS = r"""
+import importlib.util, json, sys
+from pathlib import Path
+# ledger/tables.py loaded first, its LedgerTable recording each field read from the rule
+# book's own code (checks/, queries/, ledger/ but tables.py), before anything imports it.
+package = Path(sys.argv[1])
+spec = importlib.util.spec_from_file_location(
+    "datasette_capsem.ledger.tables", package / "ledger" / "tables.py"
+)
+tables = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = tables
+spec.loader.exec_module(tables)
+read = set()
+real = tables.LedgerTable.__getattribute__
+ours = tuple(str(package / part) for part in ("checks", "queries", "ledger"))
+def recorded(self, name):
+    caller = sys._getframe(1).f_code.co_filename
+    if caller.startswith(ours) and not caller.endswith("tables.py"):
+        read.add(name)
+    return real(self, name)
+tables.LedgerTable.__getattribute__ = recorded
+from datasette_capsem import readonly
+from datasette_capsem.checks.engine import check_session
+for path in sys.argv[3:]:
+    conn = readonly.open_readonly(Path(path), Path(sys.argv[2]))
+    check_session(conn, main_row={"id": "x", "status": "stopped"})
+    conn.close()
+print(json.dumps(sorted(read)))
+"""
+
+
+def test_the_rule_book_digest_covers_what_the_checks_read_of_the_tables_registry(
+    capsem_home, tmp_path, monkeypatch
+):
+    """An edit of `ledger/tables.py` that the checks do not read (a label, a lane) leaves the
+    stored reports valid: the digest holds the fields the rule book reads of each table
+    instead of the file. Those fields are recorded here, in a fresh interpreter importing the
+    rule book and running every check (the full profile) on a few ledgers."""
+    import json
+    import subprocess
+    import sys
+    from dataclasses import replace
+    from pathlib import Path
+
+    from datasette_capsem.checks import cache
+    from datasette_capsem.ledger import tables
+
+    ledgers = sorted(str(p) for p in capsem_home.rglob("session.db"))[:5]
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD_TABLE_READS, str(Path(cache.__file__).parents[1])]
+        + [str(tmp_path), *ledgers],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    read = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "required_columns" in read and "rollup" in read  # the file checks' own
+    assert read <= set(cache.RULE_BOOK_TABLE_FIELDS)
+    assert "ledger/tables.py" not in cache.RULE_BOOK_PARTS and "ledger" not in cache.RULE_BOOK_PARTS
+
+    facts = cache._table_facts()
+    relabelled = tuple(replace(t, lane=t.lane + "-x") for t in tables.TABLES)
+    monkeypatch.setattr(tables, "TABLES", relabelled)
+    assert cache._table_facts() == facts
+    first = tables.TABLES[0]
+    required = (replace(first, required_columns=(*first.required_columns, "x")), *relabelled[1:])
+    monkeypatch.setattr(tables, "TABLES", required)
+    assert cache._table_facts() != facts

@@ -12,8 +12,10 @@ checks of one table are read together:
 and each check takes the rows its own condition holds for (`CheckContext.answered`). A
 condition is true in a CASE exactly when it is in a WHERE (the same truth test), so each
 check gets the very ids, in the same order, its own statement gives. The conditions are the
-checks' own rendered SQL, taken as they are: nothing of the rule is written twice. A check
-whose SQL has another shape, takes parameters, is not applicable or not run for this session
+checks' own rendered SQL, taken as they are: nothing of the rule is written twice; their
+parameters are bound as each check binds them (a check whose parameter name another check
+of the table binds to another value runs alone). A check whose SQL has another shape, is
+not applicable or not run for this session
 runs its own statement as before; if the shared statement fails (a damaged table, a condition
 that does not parse on its own), every check of that table runs its own statement, so a
 failure is reported by the check it belongs to.
@@ -50,26 +52,33 @@ def _simple_condition(sql: str, table: str) -> str | None:
     return match["where"] if named == table else None
 
 
-def _plan(chosen: list[Check], ctx: CheckContext) -> list[tuple[str, list[tuple[str, str]]]]:
-    """(shared SQL, [(check id, table)]) per table with at least AT_LEAST simple checks,
+def _plan(
+    chosen: list[Check], ctx: CheckContext
+) -> list[tuple[str, dict[str, Any], list[tuple[str, str]]]]:
+    """(shared SQL, its parameters, [(check id, table)]) per table with at least AT_LEAST simple checks,
     worked out once per file shape, liveness and list of checks (`ctx.memo`)."""
     key = ("fused", ctx.schema_key(), ctx.live, tuple(id(check) for check in chosen))
     plan = ctx.memo.get(key)
     if plan is not None:
         return plan
     by_table: dict[str, list[tuple[str, str]]] = {}
+    bound: dict[str, dict[str, Any]] = {}  # a table's parameters, one value per name
     for check in chosen:
         if not isinstance(check, SqlCheck) or (check.only_when_stopped and ctx.live):
             continue
         for table in check.targets(ctx.schema):
-            if table is None or check.params or check.table_params.get(table):
+            if table is None:
                 continue
             variant = check._memo_variant(ctx, table)
             if isinstance(variant, str):
                 continue
             condition = _simple_condition(variant[1], table)
-            if condition is not None:
-                by_table.setdefault(table, []).append((check.id, condition))
+            params = {**check.params, **check.table_params.get(table, {})}
+            given = bound.setdefault(table, {})
+            if condition is None or any(given.get(k, v) != v for k, v in params.items()):
+                continue
+            given.update(params)
+            by_table.setdefault(table, []).append((check.id, condition))
     plan = []
     for table, checks in by_table.items():
         if len(checks) < AT_LEAST:
@@ -81,7 +90,7 @@ def _plan(chosen: list[Check], ctx: CheckContext) -> list[tuple[str, list[tuple[
             f"-- The simple row checks of one table in one pass (checks/fused.py).\n"
             f"SELECT id, {flags}\nFROM {quoted}\nWHERE {' OR '.join(conditions)}\nORDER BY id"
         )
-        plan.append((sql, [(check_id, table) for check_id, _ in checks]))
+        plan.append((sql, bound[table], [(check_id, table) for check_id, _ in checks]))
     ctx.memo[key] = plan
     return plan
 
@@ -90,9 +99,11 @@ def read_shared(chosen: list[Check], ctx: CheckContext) -> None:
     """Fill `ctx.answered` for the simple checks of every table that has several of them."""
     if ctx.conn is None:
         return
-    for sql, checks in _plan(chosen, ctx):
+    for sql, params, checks in _plan(chosen, ctx):
         try:
-            rows = readonly.tolerant(ctx.conn, lambda sql=sql: ctx.conn.execute(sql).fetchall())
+            rows = readonly.tolerant(
+                ctx.conn, lambda sql=sql, params=params: ctx.conn.execute(sql, params).fetchall()
+            )
         except sqlite3.Error:
             continue  # each check runs its own statement and reports its own failure
         for place, check in enumerate(checks, 1):
