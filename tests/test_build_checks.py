@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from pathlib import Path
 
 from datasette_capsem import readonly
 from datasette_capsem.checks import runner
@@ -115,7 +116,6 @@ def test_the_rule_book_digest_covers_what_the_checks_read_of_the_tables_registry
     import subprocess
     import sys
     from dataclasses import replace
-    from pathlib import Path
 
     from datasette_capsem.checks import cache
     from datasette_capsem.ledger import tables
@@ -141,3 +141,65 @@ def test_the_rule_book_digest_covers_what_the_checks_read_of_the_tables_registry
     required = (replace(first, required_columns=(*first.required_columns, "x")), *relabelled[1:])
     monkeypatch.setattr(tables, "TABLES", required)
     assert cache._table_facts() != facts
+
+
+def test_a_changed_row_over_an_unchanged_ledger_runs_only_the_checks_that_read_it(
+    capsem_home, tmp_path, monkeypatch
+):
+    """The verdict pass after a session's main.db row changed (its ledger did not) runs the
+    checks that read the row (here the rollup's, whose verdict the change flips) and takes
+    the ~30 that judge the file alone, quick_check included, from the stored report of that
+    file version: none of their statements reach the ledger. The index and the stored
+    reports are then those of a build of the changed home from scratch."""
+    import shutil
+    import sqlite3
+
+    from datasette_capsem.catalog import Catalog
+    from datasette_capsem.config import load_settings
+    from tests.test_index_build import _reports
+
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)  # one process: the trace sees all
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home)
+    service, _ = build(home, tmp_path / "cache")
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(tmp_path / "x")})
+    chosen = next(
+        s
+        for s in Catalog(settings).sessions()
+        if s.ledger_path is not None
+        and s.ledger_path.suffix == ".db"
+        and not s.live
+        and s.main_row is not None
+        and s.main_row["status"] == "stopped"
+        and not Path(f"{s.ledger_path}-wal").exists()
+        and "rollup_mismatch" not in service.snapshot().checks[s.id].get("kinds", "")
+    )
+    main_db = next(p for p in settings.main_db_candidates if p.exists())
+    with sqlite3.connect(main_db) as conn:
+        conn.execute(
+            "UPDATE sessions SET total_file_events = total_file_events + 7 WHERE id = ?",
+            (chosen.id,),
+        )
+    conn.close()
+
+    sent: list[str] = []
+    connect = readonly.connect
+
+    def traced(state, cache_dir):
+        conn = connect(state, cache_dir)
+        if Path(state.path) == chosen.ledger_path:
+            conn.set_trace_callback(sent.append)
+        return conn
+
+    monkeypatch.setattr(readonly, "connect", traced)
+    service.refresh()
+    monkeypatch.setattr(readonly, "connect", connect)
+    assert any("main.db rollup figure" in s for s in sent)  # the rollup check read the ledger
+    assert not any("quick_check" in s or "quick consistency" in s for s in sent)
+    assert not any("checks/fused.py" in s or "julianday" in s for s in sent)
+    assert not any("SELECT COUNT(*) FROM" in s and "rollup" not in s for s in sent)
+    assert "rollup_mismatch" in service.snapshot().checks[chosen.id]["kinds"]
+
+    fresh, _ = build(home, tmp_path / "fresh")
+    assert dump(service.path) == dump(fresh.path)
+    assert _reports(tmp_path / "cache") == _reports(tmp_path / "fresh")

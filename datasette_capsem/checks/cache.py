@@ -210,12 +210,18 @@ ROW_VERDICTS_JSON = Codec(encode=_encode_row_verdicts, decode=_decode_row_verdic
 
 
 def save_report(
-    store: VersionedStore, key: StoreKey, validator: Hashable, computed_at: float, report: Any
+    store: VersionedStore,
+    key: StoreKey,
+    validator: Hashable,
+    computed_at: float,
+    report: Any,
+    parts: dict[str, Hashable] | None = None,
 ) -> bool:
     """Store a report computed outside a `ReportCache` (the index refresh's quick one), under
-    the current rule book; `validator` must have been taken before it ran."""
+    the current rule book; `validator` (and `parts`, see `VersionedStore.save`) must have
+    been taken before it ran."""
     entry = CachedEntry(validator, computed_at, report, timeless=True)
-    return store.save(key, entry, rule_book_version())
+    return store.save(key, entry, rule_book_version(), parts)
 
 
 class ReportCache:

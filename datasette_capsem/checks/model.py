@@ -68,6 +68,26 @@ class Finding:
     def problem(self) -> bool:
         return self.applicable and (self.count > 0 or self.failed is not None)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        """The finding `to_dict` gave (its offending rows are the sample it kept)."""
+        return cls(
+            kind=data["kind"],
+            severity=data["severity"],
+            count=data["count"],
+            title=data["title"],
+            explanation=data["explanation"],
+            link=data["link"],
+            applicable=data["applicable"],
+            row_ids=list(data["row_ids"]),
+            table=data["table"],
+            check=data["check"],
+            note=data["note"],
+            details=dict(data["details"]),
+            failed=data["failed"],
+            offending=tuple(data["row_ids"]),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
