@@ -58,7 +58,35 @@ def source_digest(home: Path) -> str:
     return digest.hexdigest()
 
 
-def captured(home: Path) -> tuple[str, int]:
+# Captures the statements of the plugin at argv[1] (`captured(home, source)`).
+CAPTURE_BOOT = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+    "if 'editable' not in repr(f).lower()]; sys.path.insert(0, sys.argv[1]); "
+    "sys.path.insert(1, sys.argv[2]); "
+    "import datasette_capsem; assert datasette_capsem.__file__.startswith(sys.argv[1]); "
+    "import bench_build; from pathlib import Path; "
+    "print(bench_build.captured_file(Path(sys.argv[3])))"
+)
+
+
+def captured(home: Path, source: Path | None = None) -> tuple[str, int]:
+    """The CLI script of the statements a build of `home` sends (and how many), by this
+    checkout's plugin or, with `source`, by that checkout's (captured in a subprocess)."""
+    if source is None:
+        kept = captured_file(home)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-c", CAPTURE_BOOT, str(source), str(HERE), str(home)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        kept = Path(done.stdout.strip().splitlines()[-1])
+    text = kept.read_text()
+    return text, int(text.split("\n", 1)[0].split(":")[1])
+
+
+def captured_file(home: Path) -> Path:
     kept = OUT / f"{home.name}.{source_digest(home)}.build.sql"
     if not kept.exists():
         capture = Path(tempfile.mkdtemp(prefix="bench-build-capture-"))
@@ -69,18 +97,30 @@ def captured(home: Path) -> tuple[str, int]:
             shutil.rmtree(capture, ignore_errors=True)
         OUT.mkdir(exist_ok=True)
         kept.write_text(f"-- statements: {count}\n{script}")
-    text = kept.read_text()
-    return text, int(text.split("\n", 1)[0].split(":")[1])
+    return kept
+
+
+# Runs `datasette` with the plugin imported from argv[1] (see build_once).
+BEFORE_BOOT = (
+    "import sys; sys.meta_path[:] = [f for f in sys.meta_path "
+    "if 'editable' not in repr(f).lower()]; sys.path.insert(0, sys.argv.pop(1)); "
+    "sys.argv[0] = 'datasette'; "
+    "import datasette_capsem; assert datasette_capsem.__file__.startswith(sys.path[0]); "
+    "from datasette.cli import cli; cli()"
+)
 
 
 def build_once(home: Path, source: Path | None = None) -> tuple[float, float, str]:
     """(wall s, CPU s, what it said) of one `datasette capsem index` into an empty cache;
     `source`: a checkout of the plugin to run instead of this one (put first on PYTHONPATH)."""
     env = dict(os.environ)
-    if source is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(source), env.get("PYTHONPATH")]))
     with tempfile.TemporaryDirectory(prefix="bench-build-") as cache:
         command = [sys.executable, "-m", "datasette", "capsem", "index"]
+        if source is not None:
+            # Not PYTHONPATH: an editable install (`pip install -e`) finds the package through
+            # a finder on sys.meta_path, before any sys.path entry, so PYTHONPATH alone ran
+            # this checkout's build as the "before" one too.
+            command[1:3] = ["-c", BEFORE_BOOT, str(source)]
         command += ["--home", str(home), "--cache-dir", cache]
         before, started = children_cpu(), time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
@@ -130,9 +170,10 @@ def main() -> None:
     if not home.is_dir():
         sys.exit(f"no home at {home} (make it with scale_home.py)")
     script, statements = captured(home)
+    before_script, before_statements = captured(home, args.before) if args.before else ("", 0)
     cli = sqlite3_cli()
     loads, builds, build_cpu, shells, shell_cpu, servers = [], [], [], [], [], []
-    befores, before_cpu = [], []
+    befores, before_cpu, before_shells, before_shell_cpu = [], [], [], []
     said = ""
     for _ in range(args.repeat):
         loads.append(load())
@@ -140,6 +181,9 @@ def main() -> None:
             wall, cpu, _said = build_once(home, args.before.resolve())
             befores.append(wall)
             before_cpu.append(cpu)
+            before = children_cpu()
+            before_shells.append(cli_run(cli, [":memory:"], before_script))
+            before_shell_cpu.append(children_cpu() - before)
         wall, cpu, said = build_once(home)
         builds.append(wall)
         build_cpu.append(cpu)
@@ -153,9 +197,33 @@ def main() -> None:
     def each(values):
         return ", ".join(f"{v:.1f}" for v in values)
 
+    ledgers = max(1, script.count("\n.open '") + script.startswith(".open '"))
+
+    def per_ledger(cpu):
+        return f"{statistics.median(cpu) / ledgers * 1000:.2f}" if cpu else ""
+
     ratio = statistics.median(builds) / statistics.median(shells)
-    rows = [["sqlite3 CLI, same reads", each(shells), each(shell_cpu), "1.00x", ""]]
+    rows = [
+        [
+            "sqlite3 CLI, same reads",
+            each(shells),
+            each(shell_cpu),
+            "1.00x",
+            "",
+            per_ledger(shell_cpu),
+        ]
+    ]
     if befores:
+        rows.append(
+            [
+                f"sqlite3 CLI, {args.before.name}'s {before_statements:,} statements",
+                each(before_shells),
+                each(before_shell_cpu),
+                f"{statistics.median(before_shells) / statistics.median(shells):.2f}x",
+                "",
+                per_ledger(before_shell_cpu),
+            ]
+        )
         rows.append(
             [
                 f"datasette capsem index of {args.before.name}",
@@ -163,6 +231,7 @@ def main() -> None:
                 each(before_cpu),
                 f"{statistics.median(befores) / statistics.median(shells):.2f}x",
                 ", ".join(f"{b / s:.2f}" for b, s in zip(befores, shells, strict=True)),
+                per_ledger(before_cpu),
             ]
         )
     rows += [
@@ -172,6 +241,7 @@ def main() -> None:
             each(build_cpu),
             f"{ratio:.2f}x",
             ", ".join(f"{b / s:.2f}" for b, s in zip(builds, shells, strict=True)),
+            per_ledger(build_cpu),
         ],
     ]
     if servers:
@@ -182,12 +252,20 @@ def main() -> None:
                 "",
                 f"{statistics.median(servers) / statistics.median(shells):.2f}x",
                 ", ".join(f"{b / s:.2f}" for b, s in zip(servers, shells, strict=True)),
+                "",
             ]
         )
     print_table(
         f"First index build of {home.name} vs the sqlite3 CLI ({statements:,} statements; "
         f"{os.cpu_count()} cores; load before each run and after: {' | '.join(loads)})",
-        ["what", "wall s (each run)", "CPU s (each run)", "median ratio", "same-run ratios"],
+        [
+            "what",
+            "wall s (each run)",
+            "CPU s (each run)",
+            "median ratio",
+            "same-run ratios",
+            f"CPU ms a ledger ({ledgers:,})",
+        ],
         rows,
     )
     print(said)

@@ -126,16 +126,20 @@ class VersionedStore:
     def path_of(self, key: StoreKey) -> Path:
         return self.directory / key.filename
 
-    def load(self, key: StoreKey, validator: Hashable, version: str) -> CachedEntry | None:
-        """The stored report for `key` if it was computed at `validator` by this rule book."""
+    def load(
+        self, key: StoreKey, validator: Hashable, version: str, part: str | None = None
+    ) -> CachedEntry | None:
+        """The stored report for `key` if it was computed at `validator` by this rule book;
+        with `part`, if that part of it was (`save`'s `parts`), whatever the whole was."""
         try:
             head, _, body = self.path_of(key).read_bytes().partition(b"\n")
             header = json.loads(head)
+            held = header.get("validator") if part is None else header.get("parts", {}).get(part)
             if (
                 header.get("format") != STORE_FORMAT
                 or header.get("ledger") != key.ledger
                 or header.get("profile") != key.profile
-                or header.get("validator") != _digest(validator, version)
+                or held != _digest(validator, version)
             ):
                 return None
             report = key.codec.decode(json.loads(zlib.decompress(body)))
@@ -148,10 +152,17 @@ class VersionedStore:
         self.loaded += 1
         return entry
 
-    def save(self, key: StoreKey, entry: CachedEntry, version: str) -> bool:
+    def save(
+        self,
+        key: StoreKey,
+        entry: CachedEntry,
+        version: str,
+        parts: dict[str, Hashable] | None = None,
+    ) -> bool:
         """Write `entry` for `key` atomically; False when it cannot be (and nothing changed).
         The file is a one-line JSON header (what it is of, for `load` and `prune`), then the
-        report as zlib-compressed JSON."""
+        report as zlib-compressed JSON. `parts`: validators of parts of the report a reader
+        may take alone (`load(part=...)`), e.g. the findings that depend on the file only."""
         header = {
             "format": STORE_FORMAT,
             "ledger": key.ledger,
@@ -159,6 +170,8 @@ class VersionedStore:
             "validator": _digest(entry.validator, version),
             "computed_at": entry.computed_at,
         }
+        if parts:
+            header["parts"] = {name: _digest(held, version) for name, held in parts.items()}
         try:
             report = json.dumps(key.codec.encode(entry.report), separators=(",", ":"))
             data = (

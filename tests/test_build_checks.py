@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from pathlib import Path
 
 from datasette_capsem import readonly
 from datasette_capsem.checks import runner
@@ -71,3 +72,133 @@ def test_checks_in_worker_processes_equal_checks_opening_the_file(
     alone, _ = build(capsem_home, tmp_path / "alone")
     assert dump(shared.path) == dump(alone.path)
     assert _reports(tmp_path / "shared") == _reports(tmp_path / "alone")
+
+
+RECORD_TABLE_READS = r"""
+import importlib.util, json, sys
+from pathlib import Path
+# ledger/tables.py loaded first, its LedgerTable recording each field read from the rule
+# book's own code (checks/, queries/, ledger/ but tables.py), before anything imports it.
+package = Path(sys.argv[1])
+spec = importlib.util.spec_from_file_location(
+    "datasette_capsem.ledger.tables", package / "ledger" / "tables.py"
+)
+tables = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = tables
+spec.loader.exec_module(tables)
+read = set()
+real = tables.LedgerTable.__getattribute__
+ours = tuple(str(package / part) for part in ("checks", "queries", "ledger"))
+def recorded(self, name):
+    caller = sys._getframe(1).f_code.co_filename
+    if caller.startswith(ours) and not caller.endswith("tables.py"):
+        read.add(name)
+    return real(self, name)
+tables.LedgerTable.__getattribute__ = recorded
+from datasette_capsem import readonly
+from datasette_capsem.checks.engine import check_session
+for path in sys.argv[3:]:
+    conn = readonly.open_readonly(Path(path), Path(sys.argv[2]))
+    check_session(conn, main_row={"id": "x", "status": "stopped"})
+    conn.close()
+print(json.dumps(sorted(read)))
+"""
+
+
+def test_the_rule_book_digest_covers_what_the_checks_read_of_the_tables_registry(
+    capsem_home, tmp_path, monkeypatch
+):
+    """An edit of `ledger/tables.py` that the checks do not read (a label, a lane) leaves the
+    stored reports valid: the digest holds the fields the rule book reads of each table
+    instead of the file. Those fields are recorded here, in a fresh interpreter importing the
+    rule book and running every check (the full profile) on a few ledgers."""
+    import json
+    import subprocess
+    import sys
+    from dataclasses import replace
+
+    from datasette_capsem.checks import cache
+    from datasette_capsem.ledger import tables
+
+    ledgers = sorted(str(p) for p in capsem_home.rglob("session.db"))[:5]
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD_TABLE_READS, str(Path(cache.__file__).parents[1])]
+        + [str(tmp_path), *ledgers],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    read = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "required_columns" in read and "rollup" in read  # the file checks' own
+    assert read <= set(cache.RULE_BOOK_TABLE_FIELDS)
+    assert "ledger/tables.py" not in cache.RULE_BOOK_PARTS and "ledger" not in cache.RULE_BOOK_PARTS
+
+    facts = cache._table_facts()
+    relabelled = tuple(replace(t, lane=t.lane + "-x") for t in tables.TABLES)
+    monkeypatch.setattr(tables, "TABLES", relabelled)
+    assert cache._table_facts() == facts
+    first = tables.TABLES[0]
+    required = (replace(first, required_columns=(*first.required_columns, "x")), *relabelled[1:])
+    monkeypatch.setattr(tables, "TABLES", required)
+    assert cache._table_facts() != facts
+
+
+def test_a_changed_row_over_an_unchanged_ledger_runs_only_the_checks_that_read_it(
+    capsem_home, tmp_path, monkeypatch
+):
+    """The verdict pass after the sessions' main.db rows changed (their ledgers did not) runs the
+    checks that read the row (here the rollup's, whose verdict the change flips) and takes
+    the ~30 that judge the file alone, quick_check included, from the stored report of that
+    file version: none of their statements reach the ledger. The index and the stored
+    reports are then those of a build of the changed home from scratch."""
+    import shutil
+    import sqlite3
+
+    from datasette_capsem.catalog import Catalog
+    from datasette_capsem.config import load_settings
+    from tests.test_index_build import _reports
+
+    monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)  # one process: the trace sees all
+    home = tmp_path / "home"
+    shutil.copytree(capsem_home, home)
+    service, _ = build(home, tmp_path / "cache")
+    settings = load_settings({"capsem_home": str(home), "cache_dir": str(tmp_path / "x")})
+    chosen = next(
+        s
+        for s in Catalog(settings).sessions()
+        if s.ledger_path is not None
+        and s.ledger_path.suffix == ".db"
+        and not s.live
+        and s.main_row is not None
+        and s.main_row["status"] == "stopped"
+        and not Path(f"{s.ledger_path}-wal").exists()
+        and "rollup_mismatch" not in service.snapshot().checks[s.id].get("kinds", "")
+    )
+    main_db = next(p for p in settings.main_db_candidates if p.exists())
+    with sqlite3.connect(main_db) as conn:
+        # Every row changes (the hostile and broken ledgers' sessions too): each is checked
+        # again in the verdict pass; the statements are watched on the chosen one.
+        conn.execute("UPDATE sessions SET total_file_events = total_file_events + 7")
+    conn.close()
+
+    sent: list[str] = []
+    connect = readonly.connect
+
+    def traced(state, cache_dir):
+        conn = connect(state, cache_dir)
+        if Path(state.path) == chosen.ledger_path:
+            conn.set_trace_callback(sent.append)
+        return conn
+
+    monkeypatch.setattr(readonly, "connect", traced)
+    service.refresh()
+    monkeypatch.setattr(readonly, "connect", connect)
+    assert any("main.db rollup figure" in s for s in sent)  # the rollup check read the ledger
+    assert not any("quick_check" in s or "quick consistency" in s for s in sent)
+    assert not any("checks/fused.py" in s or "julianday" in s for s in sent)
+    assert not any("SELECT COUNT(*) FROM" in s and "rollup" not in s for s in sent)
+    assert "rollup_mismatch" in service.snapshot().checks[chosen.id]["kinds"]
+
+    fresh, _ = build(home, tmp_path / "fresh")
+    assert dump(service.path) == dump(fresh.path)
+    assert _reports(tmp_path / "cache") == _reports(tmp_path / "fresh")

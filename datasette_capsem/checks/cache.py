@@ -65,9 +65,39 @@ REPORT_MAX_AGE_SECONDS = 300.0
 STORE_DIRECTORY = "reports"  # under the plugin's cache dir
 TRACE_STORE_DIRECTORY = "traces"  # beside it: trace answers (views/trace_cache.py)
 # What the rule book is made of besides its registered checks: changing any of these files
-# (an edited .sql, a new finding kind, the dialect) makes every stored report stale.
-RULE_BOOK_PARTS = ("checks", "ledger", "queries", "findings.py", "sqlfiles.py")
+# (an edited .sql, a new finding kind, the dialect) makes every stored report stale. Of
+# `ledger/`, the modules the checks and their queries import (and the SQL `read_schema`
+# runs); not `ledger/tables.py` as a file: it is mostly what pages draw (labels, lanes,
+# spans), so an edit there made every stored report stale. What the checks take from it
+# (each table's name and order, legacy mark, required columns and rollup sources) is in the
+# digest instead (`RULE_BOOK_TABLE_FIELDS`; tests/test_build_checks.py records what the rule
+# book reads of it).
+RULE_BOOK_PARTS = (
+    "checks",
+    "queries",
+    "findings.py",
+    "sqlfiles.py",
+    "ledger/__init__.py",
+    "ledger/bodies.py",
+    "ledger/dialect.py",
+    "ledger/eras.py",
+    "ledger/rollup.py",
+    "ledger/schema.py",
+    "ledger/sql",
+)
 RULE_BOOK_SUFFIXES = (".py", ".sql", ".json")
+RULE_BOOK_TABLE_FIELDS = ("name", "legacy", "required_columns", "rollup")
+
+
+def _table_facts() -> bytes:
+    """The rule book's part of `ledger/tables.py`: RULE_BOOK_TABLE_FIELDS of every table, in
+    order."""
+    from datasette_capsem.ledger.tables import TABLES
+
+    facts = [[repr(getattr(table, name)) for name in RULE_BOOK_TABLE_FIELDS] for table in TABLES]
+    return repr(facts).encode()
+
+
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # object addresses differ from run to run
 
 
@@ -120,6 +150,7 @@ def rule_book_version(checks: list[Check] | None = None) -> str:
     if held is not None:
         return held[1]
     digest = hashlib.blake2b(source_digest(RULE_BOOK_PARTS, RULE_BOOK_SUFFIXES), digest_size=16)
+    digest.update(_table_facts())
     for check in checks:
         kind = type(check)
         digest.update(f"{kind.__module__}.{kind.__qualname__}\0".encode())
@@ -179,12 +210,18 @@ ROW_VERDICTS_JSON = Codec(encode=_encode_row_verdicts, decode=_decode_row_verdic
 
 
 def save_report(
-    store: VersionedStore, key: StoreKey, validator: Hashable, computed_at: float, report: Any
+    store: VersionedStore,
+    key: StoreKey,
+    validator: Hashable,
+    computed_at: float,
+    report: Any,
+    parts: dict[str, Hashable] | None = None,
 ) -> bool:
     """Store a report computed outside a `ReportCache` (the index refresh's quick one), under
-    the current rule book; `validator` must have been taken before it ran."""
+    the current rule book; `validator` (and `parts`, see `VersionedStore.save`) must have
+    been taken before it ran."""
     entry = CachedEntry(validator, computed_at, report, timeless=True)
-    return store.save(key, entry, rule_book_version())
+    return store.save(key, entry, rule_book_version(), parts)
 
 
 class ReportCache:

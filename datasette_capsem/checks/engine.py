@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from datasette_capsem.catalog.catalog import session_database_name
+from datasette_capsem.checks import fused
 from datasette_capsem.checks.model import DEFAULT_SAMPLE_LIMIT, Check, CheckContext, Finding, Report
-from datasette_capsem.checks.profiles import for_profile
+from datasette_capsem.checks.profiles import for_profile, judges_file_alone
 from datasette_capsem.findings import KINDS
 from datasette_capsem.ledger.bodies import hash_verdict
 from datasette_capsem.ledger.dialect import render_sql
@@ -59,14 +60,28 @@ def database_name_for(session: Any) -> str | None:
 
 
 def table_counts(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, int]:
+    """Rows of each of COUNTED_TABLES the file has: one statement for all of them (preparing
+    a statement costs more than counting a small table), else one per table, leaving out a
+    table SQLite cannot count."""
+    present = [table for table in COUNTED_TABLES if table in schema.tables]
+    if not present:
+        return {}
+    counts = [render_sql("(SELECT COUNT(*) FROM {table})", table=table) for table in present]
+    try:
+        row = conn.execute("SELECT " + ", ".join(counts)).fetchone()
+    except sqlite3.DatabaseError:
+        return _table_counts_one_by_one(conn, present)
+    return dict(zip(present, row, strict=True))
+
+
+def _table_counts_one_by_one(conn: sqlite3.Connection, present: list[str]) -> dict[str, int]:
     counts = {}
-    for table in COUNTED_TABLES:
-        if table in schema.tables:
-            try:
-                sql = render_sql("SELECT COUNT(*) FROM {table}", table=table)
-                counts[table] = conn.execute(sql).fetchone()[0]
-            except sqlite3.DatabaseError:
-                continue
+    for table in present:
+        try:
+            sql = render_sql("SELECT COUNT(*) FROM {table}", table=table)
+            counts[table] = conn.execute(sql).fetchone()[0]
+        except sqlite3.DatabaseError:
+            continue
     return counts
 
 
@@ -134,7 +149,7 @@ def _run_one(check: Check, ctx: CheckContext) -> list[Finding]:
 
 def _run_checks(
     chosen: list[Check], ctx: CheckContext, reopen: Callable[[], sqlite3.Connection] | None
-) -> list[Finding]:
+) -> dict[int, list[Finding]]:
     """Every check's findings, in the rule book's order. With `reopen` (a second read-only
     connection to the same file), the checks that read the whole file run on it in a second
     thread meanwhile: SQLite lets go of the GIL while it reads, so a big session's report
@@ -142,7 +157,7 @@ def _run_checks(
     of a 1,000,000-row session's)."""
     aside = [check for check in chosen if check.reads_whole_file]
     if reopen is None or ctx.conn is None or not aside or len(aside) == len(chosen):
-        return [f for check in chosen for f in _run_one(check, ctx)]
+        return {id(check): _run_one(check, ctx) for check in chosen}
     with ThreadPoolExecutor(1) as pool:
         there = pool.submit(_run_on_another_connection, aside, ctx, reopen)
         here = {id(check): _run_one(check, ctx) for check in chosen if not check.reads_whole_file}
@@ -150,7 +165,7 @@ def _run_checks(
             here.update(there.result())
         except (LedgerUnavailable, sqlite3.Error):  # the file changed since: read it here
             here.update({id(check): _run_one(check, ctx) for check in aside})
-    return [f for check in chosen for f in here[id(check)]]
+    return here
 
 
 def _run_on_another_connection(
@@ -164,6 +179,23 @@ def _run_on_another_connection(
             return {id(check): _run_one(check, aside) for check in checks}
     finally:
         conn.close()
+
+
+def _reused(chosen: list[Check], reuse: dict[str, Any] | None) -> dict[int, list[Finding]] | None:
+    """{id(check): its findings in `reuse`} for every check of `chosen` that judges the file
+    alone; None (run everything) unless `reuse` has findings for each of them."""
+    if reuse is None:
+        return None
+    stored: dict[str, list[Finding]] = {}
+    for finding in reuse["findings"]:
+        stored.setdefault(finding["check"], []).append(Finding.from_dict(finding))
+    reused = {}
+    for check in chosen:
+        if judges_file_alone(check):
+            if check.id not in stored:
+                return None
+            reused[id(check)] = stored[check.id]
+    return reused
 
 
 def check_session(
@@ -180,6 +212,7 @@ def check_session(
     memo: dict[Any, Any] | None = None,
     reopen: Callable[[], sqlite3.Connection] | None = None,
     schema: LedgerSchema | None = None,
+    reuse: dict[str, Any] | None = None,
 ) -> Report:
     """Check one session's ledger (`conn`, or None when it has none on disk).
 
@@ -196,6 +229,10 @@ def check_session(
     second connection to the same file for the checks that read all of it (`_run_checks`):
     for one session checked alone; a run over many sessions keeps its cores busy already.
     `schema`: `read_schema(conn)` when the caller has just read it (the index build).
+    `reuse`: a report dict (`Report.to_dict`) of the same profile over the same file version,
+    session and database, whose main.db row or liveness may differ: the findings of the
+    checks that judge the file alone (`profiles.judges_file_alone`) and the row counts are
+    taken from it, and only the others run (the index's verdict pass after a changed row).
     """
     started = time.perf_counter()
     if main_row is None and session is not None:
@@ -216,8 +253,16 @@ def check_session(
         memo=_shared_memo(every) if memo is None else memo,
     )
     chosen = _profile_checks(ctx.memo, every, profile)
+    reused = _reused(chosen, reuse)
+    if reused is not None:
+        tables = dict(reuse["tables"])
+    running = [check for check in chosen if reused is None or id(check) not in reused]
     with page_cache(conn):
-        findings = _run_checks(chosen, ctx, reopen)
+        fused.read_shared(running, ctx)
+        found = _run_checks(running, ctx, reopen)
+    if reused is not None:
+        found.update(reused)
+    findings = [f for check in chosen for f in found[id(check)]]
     return Report(
         findings=findings,
         era=schema.era if conn is not None else "no ledger",

@@ -68,6 +68,26 @@ class Finding:
     def problem(self) -> bool:
         return self.applicable and (self.count > 0 or self.failed is not None)
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        """The finding `to_dict` gave (its offending rows are the sample it kept)."""
+        return cls(
+            kind=data["kind"],
+            severity=data["severity"],
+            count=data["count"],
+            title=data["title"],
+            explanation=data["explanation"],
+            link=data["link"],
+            applicable=data["applicable"],
+            row_ids=list(data["row_ids"]),
+            table=data["table"],
+            check=data["check"],
+            note=data["note"],
+            details=dict(data["details"]),
+            failed=data["failed"],
+            offending=tuple(data["row_ids"]),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -106,6 +126,12 @@ class CheckContext:
     # the rule book and the registered plugins are unchanged (`engine._shared_memo`), so a
     # plugin registered between calls still takes effect at once.
     memo: dict[Any, Any] = field(default_factory=dict)
+    # Offending rows already read for a check on a table, by (check id, table): distinct ids
+    # in order and the reasons of the sampled ones, as `SqlCheck` collects them. Filled by
+    # `fused.read_shared` (one statement for a table's simple row checks) before they run.
+    answered: dict[tuple[str, str | None], tuple[dict[Any, None], dict[str, str]]] = field(
+        default_factory=dict
+    )
     _schema_key: frozenset | None = field(default=None, init=False, repr=False)
 
     def schema_key(self) -> frozenset:

@@ -16,9 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from datasette_capsem.checks.filechecks import (
+    CapsemReadyCheck,
+    LegacyTablesCheck,
     SchemaReadyCheck,
 )
 from datasette_capsem.checks.model import Check, CheckContext, Finding
+from datasette_capsem.checks.sqlcheck import SqlCheck
 
 FULL, QUICK, ROWS = "full", "quick", "rows"
 PROFILES = (FULL, QUICK, ROWS)
@@ -76,3 +79,22 @@ def for_profile(checks: list[Check], profile: str) -> list[Check]:
         else:
             chosen.append(check)
     return chosen
+
+
+# Checks of the whole file that read nothing of the session but its id and database name.
+FILE_ONLY_TYPES = (SchemaReadyCheck, CapsemReadyCheck, LegacyTablesCheck)
+
+
+def judges_file_alone(check: Check) -> bool:
+    """Whether `check`'s findings depend on the ledger file (and the session's id and
+    database name) alone, not on its main.db row, status or liveness: a SQL check that is
+    neither `only_when_stopped` nor has a `live_severity`, the schema and legacy-table
+    checks, and a profile's stand-in (a constant "not run"). The rollup, stale-running and
+    WAL checks read the row; a plugin's check is never taken as file-only (it may read it).
+    Their findings can be taken from a report of the same file version
+    (`check_session(reuse=...)`) when only the row changed."""
+    if isinstance(check, SkippedCheck):
+        return True
+    if type(check) is SqlCheck:
+        return not (check.only_when_stopped or check.live_severity)
+    return type(check) in FILE_ONLY_TYPES

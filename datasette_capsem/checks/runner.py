@@ -59,11 +59,13 @@ def check_catalog_session(
     checks: list[Check] | None = None,
     memo: dict[Any, Any] | None = None,
     alone: bool = False,
+    reuse: dict[str, Any] | None = None,
 ) -> Report:
     """The report of one session; raises LedgerUnavailable when its ledger cannot be read.
     `checks` and `memo`: see `check_session` (a run over many sessions passes them). `alone`:
     nothing else is being checked, so the checks that read the whole file get a second
-    connection and the second core (`check_session`'s `reopen`)."""
+    connection and the second core (`check_session`'s `reopen`). `reuse`: see
+    `check_session`."""
     options = {
         "session": session,
         "live": session.live,
@@ -71,6 +73,7 @@ def check_catalog_session(
         "profile": profile,
         "checks": checks,
         "memo": memo,
+        "reuse": reuse,
     }
     if session.ledger_path is None:
         return check_session(None, **options)

@@ -313,20 +313,97 @@ def _id_query(
     return "ledger_ids_grouped", columns
 
 
+ID_KINDS = (*EACH_ROW_KINDS, *GROUPED_KINDS, "turn_id")
+DIGITS = "0123456789"
+
+
 def read_ids(
     conn: sqlite3.Connection, schema: LedgerSchema, inherited: Inherited | None = None
 ) -> list[tuple[str, str, str, int]]:
     """Every trace, turn, event, call and message id, with the table and row it points at.
-    A fork's inherited rows are left to its parent, so a copied id points at the parent."""
+    A fork's inherited rows are left to its parent, so a copied id points at the parent.
+
+    A table's identifiers are read in one pass (`_scanned_ids`) where Python compares them
+    exactly as the SQL of each kind would (`ledger_ids_*.sql`): a file's own rows, TEXT
+    decoded in C (so every value is valid UTF-8 and equal strings are equal bytes), no
+    declared collation, integer row ids. Anything else is read with the SQL of each kind."""
     found: list[tuple[str, str, str, int]] = []
+    scan = inherited is None and conn.text_factory is str
+    collated = _collated_tables(conn) if scan else set()
     for table, columns in sorted(schema.tables.items()):
         if "id" not in columns:
             continue
-        for kind in (*EACH_ROW_KINDS, *GROUPED_KINDS, "turn_id"):
-            if kind not in columns:
-                continue
+        kinds = tuple(kind for kind in ID_KINDS if kind in columns)
+        if not kinds:
+            continue
+        scanned = (
+            _scanned_ids(conn, schema, table, kinds) if table not in collated and scan else None
+        )
+        if scanned is not None:
+            found += scanned
+            continue
+        for kind in kinds:
             name, mapping = _id_query(kind, table, schema, inherited)
             found += [(value, kind, table, row_id) for value, row_id in _query(conn, name, mapping)]
+    return found
+
+
+def _collated_tables(conn: sqlite3.Connection) -> set[str]:
+    return {row[0] for row in conn.execute(load_sql(__package__, "ledger_collated_tables"))}
+
+
+def _scanned_ids(
+    conn: sqlite3.Connection, schema: LedgerSchema, table: str, kinds: tuple[str, ...]
+) -> list[tuple[str, str, str, int]] | None:
+    """`read_ids` of one table from one read of its rows (in the order the SQL of each kind
+    gives them: rows in table order, grouped values sorted); None where a value would not
+    compare in Python as in SQL (a row id that is not an integer, a trace_id beside a turn_id
+    that is neither TEXT nor NULL): that table is read with the SQL of each kind."""
+    columns = Columns(schema, table)
+    projection = ", ".join(quote_identifier(kind) for kind in kinds)
+    sql = render_once(
+        ("ids-scan", kinds),
+        columns,
+        lambda: columns.render(load_sql(__package__, "ledger_ids_scan"), columns=projection),
+    )
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    rows = cursor.execute(sql).fetchall()
+    if any(type(row[0]) is not int for row in rows):
+        return None
+    found: list[tuple[str, str, str, int]] = []
+    for place, kind in enumerate(kinds, 1):
+        if kind in EACH_ROW_KINDS:
+            found += [
+                (value, kind, table, row[0])
+                for row in rows
+                if type(value := row[place]) is str and value not in NOT_AN_EVENT_ID
+            ]
+            continue
+        first: dict[str, int] = {}
+        if kind == "turn_id":
+            trace = kinds.index("trace_id") + 1 if "trace_id" in kinds else None
+            if trace is not None and any(
+                row[trace] is not None and type(row[trace]) is not str for row in rows
+            ):
+                return None
+            chosen = (
+                (row[place], row[0])
+                for row in rows
+                if type(row[place]) is str
+                and row[place] != ""
+                and (trace is None or row[place] != row[trace])
+            )
+        else:  # GROUPED_KINDS: all-digit values are JSON-RPC ids (`numeric_ok` is 0)
+            chosen = (
+                (row[place], row[0])
+                for row in rows
+                if type(row[place]) is str and row[place].strip(DIGITS) != ""
+            )
+        for value, row_id in chosen:
+            if value not in first or row_id < first[value]:
+                first[value] = row_id
+        found += [(value, kind, table, first[value]) for value in sorted(first)]
     return found
 
 

@@ -26,7 +26,8 @@ from datasette_capsem.index.extract import (
 from datasette_capsem.index.extract import read_facts as read_figures
 from datasette_capsem.index.plan import Parent
 from datasette_capsem.index.text import read_texts
-from datasette_capsem.ledger.schema import LedgerSchema, read_schema
+from datasette_capsem.ledger.schema import LedgerSchema
+from datasette_capsem.mount.ledger_db import read_shared_schema
 
 
 @dataclass
@@ -104,8 +105,10 @@ def _read_once(
     try:
         try:
             # Table and column names decoded in C (readonly.tolerant): a Python call per name
-            # was a tenth of the CPU of reading a small ledger.
-            schema = readonly.tolerant(conn, lambda: read_schema(conn))
+            # was a tenth of the CPU of reading a small ledger. Introspected once per schema
+            # text (`read_shared_schema`): its `pragma_table_info` per table was the costliest
+            # statement a small ledger's build sent.
+            schema = readonly.tolerant(conn, lambda: read_shared_schema(conn))
         except sqlite3.Error as error:
             return LedgerRead(problem=f"unreadable: {error}")
         checked = None

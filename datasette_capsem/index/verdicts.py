@@ -24,7 +24,12 @@ from typing import Any
 
 from datasette_capsem import readonly
 from datasette_capsem.catalog import Session
-from datasette_capsem.checks.cache import STORE_DIRECTORY, report_validator, save_report
+from datasette_capsem.checks.cache import (
+    STORE_DIRECTORY,
+    report_validator,
+    rule_book_version,
+    save_report,
+)
 from datasette_capsem.checks.engine import database_name_for
 from datasette_capsem.checks.model import Report
 from datasette_capsem.checks.profiles import QUICK
@@ -104,14 +109,38 @@ def _json_ids(ids: list[Any]) -> str:
     return json.dumps([i if isinstance(i, (int, float, str)) else str(i) for i in ids])
 
 
+FILE_PART = "file"  # the stored report's findings that judge the file alone
+
+
+def file_validator(session: Session, validator: tuple) -> tuple:
+    """What the findings of the checks that judge the file alone depend on
+    (`profiles.judges_file_alone`): the ledger's files, the database name of their links and
+    the session's id (from `report_validator`'s), not the main.db row nor liveness."""
+    files, _live, _row, database = validator
+    return (files, database, session.id)
+
+
 def check(session: Session, settings: Settings) -> Checked:
     """The quick profile's verdict of one session (the overview's), or 'unreadable'. The report
-    is the overview's very one (same profile, sample and links), and is stored for it."""
+    is the overview's very one (same profile, sample and links), and is stored for it.
+
+    A session whose stored report is of the same ledger file version (its row changed, or
+    its liveness: the verdict pass) has only the checks that read the row run again; the
+    file's own findings and row counts are the stored report's (`check_session(reuse=...)`),
+    which it stored with the validator of that part (`file_validator`)."""
     started, computed_at = time.perf_counter(), time.time()
     key = store_key(session, session.ledger_path, PROFILE)
     validator = report_validator(session, session.ledger_path, database_name_for(session))
+    store, reuse, parts = None, None, None
+    if key is not None:
+        store = VersionedStore.in_cache(settings.cache_dir, STORE_DIRECTORY)
+        parts = {FILE_PART: file_validator(session, validator)}
+        prior = store.load(key, parts[FILE_PART], rule_book_version(), part=FILE_PART)
+        reuse = prior.report if prior is not None else None
     try:
-        report = check_catalog_session(session, settings, profile=PROFILE, **run_options())
+        report = check_catalog_session(
+            session, settings, profile=PROFILE, reuse=reuse, **run_options()
+        )
     except readonly.LedgerUnavailable as problem:
         return Checked(
             "unreadable",
@@ -119,9 +148,8 @@ def check(session: Session, settings: Settings) -> Checked:
             check_ms=(time.perf_counter() - started) * 1000,
         )
     checked = Checked.of_report(report, (time.perf_counter() - started) * 1000)
-    if key is not None:
-        store = VersionedStore.in_cache(settings.cache_dir, STORE_DIRECTORY)
-        save_report(store, key, validator, computed_at, report.to_dict())
+    if store is not None and key is not None:
+        save_report(store, key, validator, computed_at, report.to_dict(), parts)
     return checked
 
 
