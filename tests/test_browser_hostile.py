@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import goto, live_server, open_page
+from tests.browser import live_server, open_page, tab_through
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -62,20 +62,12 @@ def server(capsem_home, tmp_path_factory):
 async def test_no_planted_payload_runs_on_any_page(browser, server, manifest, part):
     pages = hostile_pages(manifest)
     assert len(pages) > 20
-    # One tab walks the part's pages: each navigation is a new document with its own `window`
-    # (a payload that ran sets the flag of its own page), and the dialog handler stays on; a
-    # tab per page cost a renderer process each, half the test's time.
-    page = problems = None
-    for path in pages[part::PARTS]:
-        if page is None:
-            page, problems = await open_page(browser, server + path)
-        else:
-            await goto(page, server + path)
+    paths = pages[part::PARTS]
+    async for page, problems in tab_through(browser, [server + path for path in paths]):
+        path = paths.pop(0)
         pwned = await page.evaluate("() => window.__pwned")
         assert pwned is None, f"payload ran on {path}"
         assert not [p for p in problems if p.startswith("dialog")], (path, problems)
-        del problems[:]  # what the next page does is its own
-    await page.close()
 
 
 async def test_plugin_pages_send_a_csp_that_forbids_inline_script(browser, server):
