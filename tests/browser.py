@@ -2,7 +2,7 @@
 
 The `browser` fixture is registered in conftest.py; test modules import the helpers:
 
-    from tests.browser import goto, live_server, open_page, settle
+    from tests.browser import goto, live_server, open_page, settle, tab_through
 
 Pages are waited for with `settle` (what `open_page` and `goto` do), never Playwright's
 `networkidle`: that one always waits a fixed 500 ms after the last request, about a minute of
@@ -207,6 +207,25 @@ async def settle(page, *, loaded: bool = False) -> None:
     await network.quiet(QUIET)
     await page.wait_for_selector(PENDING, state="detached", timeout=HANG_GUARD * 1000)
     await network.quiet(QUIET)
+
+
+async def tab_through(browser, urls):
+    """Open each of `urls` in turn in one tab: yields (page, problems) per URL, `problems`
+    holding what that page did (as `open_page`'s). Each navigation is a new document with its
+    own `window`, so a flag a page's script sets is that page's; the tab is closed at the end.
+    A tab per URL cost a renderer process each, about half of a page-walking test's time."""
+    page = problems = None
+    try:
+        for url in urls:
+            if page is None:
+                page, problems = await open_page(browser, url)
+            else:
+                del problems[:]
+                await goto(page, url)
+            yield page, problems
+    finally:
+        if page is not None:
+            await page.close()
 
 
 async def goto(page, url: str):

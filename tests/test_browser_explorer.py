@@ -19,7 +19,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, blake3_ref, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import goto, live_server, open_page, screenshot_dir
+from tests.browser import goto, live_server, open_page, screenshot_dir, tab_through
 from tests.test_browser_trace import LONG_CALLS, long_trace  # noqa: F401 (fixture)
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
@@ -229,8 +229,8 @@ async def test_findings_lead_to_their_rows(browser, base, manifest):
 @pytest.mark.heavy  # tens of seconds: its module is scheduled first (conftest.py)
 async def test_hostile_content_stays_text_in_the_explorer(browser, base, manifest):
     session = hostile_session(manifest)
-    for trace in session["traces"]:
-        page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+    urls = [base + trace_url(session["id"], trace) for trace in session["traces"]]
+    async for page, problems in tab_through(browser, urls):
         await ready(page)
         await page.click(".capsem-tree-expand")
         for lane in ("item",):
@@ -262,7 +262,6 @@ async def test_hostile_content_stays_text_in_the_explorer(browser, base, manifes
         )
         assert await ready_count.count() == len(buttons)
         assert await page.evaluate("window.__pwned") is None
-        await page.close()
         assert problems == []
 
 

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.browser import live_server, open_page
+from tests.browser import live_server, open_page, tab_through
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -62,10 +62,10 @@ def server(capsem_home, tmp_path_factory):
 async def test_no_planted_payload_runs_on_any_page(browser, server, manifest, part):
     pages = hostile_pages(manifest)
     assert len(pages) > 20
-    for path in pages[part::PARTS]:
-        page, problems = await open_page(browser, server + path)
+    paths = pages[part::PARTS]
+    async for page, problems in tab_through(browser, [server + path for path in paths]):
+        path = paths.pop(0)
         pwned = await page.evaluate("() => window.__pwned")
-        await page.close()
         assert pwned is None, f"payload ran on {path}"
         assert not [p for p in problems if p.startswith("dialog")], (path, problems)
 

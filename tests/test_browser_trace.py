@@ -14,7 +14,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import goto, live_server, open_page, screenshot_dir
+from tests.browser import goto, live_server, open_page, screenshot_dir, tab_through
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -194,28 +194,25 @@ async def test_no_label_overlaps_a_node_or_a_label(browser, base, manifest):
         s for s, _ in defect_sessions(manifest, "orphan_tool_response")[:1]
     ]
     sessions += [s for s, _ in defect_sessions(manifest, "tool_call_without_response")[:1]]
+    urls = [base + trace_url(s["id"], trace) for s in sessions for trace in s["traces"][:3]]
     checked = 0
-    for session in sessions:
-        for trace in session["traces"][:3]:
-            page, problems = await open_page(browser, base + trace_url(session["id"], trace))
-            await page.set_viewport_size({"width": 1500, "height": 1100})
-            await graph_ready(page)
-            await assert_no_overlap(page)
-            await page.click("#capsem-graph .capsem-expand-all")
-            await assert_no_overlap(page)
-            await page.close()
-            assert problems == []
-            checked += 1
+    async for page, problems in tab_through(browser, urls):
+        await page.set_viewport_size({"width": 1500, "height": 1100})
+        await graph_ready(page)
+        await assert_no_overlap(page)
+        await page.click("#capsem-graph .capsem-expand-all")
+        await assert_no_overlap(page)
+        assert problems == [], urls[checked]
+        checked += 1
     assert checked
 
 
 async def test_hostile_text_stays_text(browser, base, manifest):
     session = hostile_session(manifest)
-    for trace in session["traces"]:
-        page, problems = await open_page(browser, base + trace_url(session["id"], trace))
+    urls = [base + trace_url(session["id"], trace) for trace in session["traces"]]
+    async for page, problems in tab_through(browser, urls):
         await graph_ready(page)
         assert await page.evaluate("window.__pwned") is None
-        await page.close()
         assert problems == []
     huge = next(
         h

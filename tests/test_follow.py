@@ -25,7 +25,8 @@ import pytest
 
 from datasette_capsem.generate.live import LiveWriter
 from datasette_capsem.state import get_state
-from tests.browser import live_server, open_page
+from datasette_capsem.views.follow import FOLLOW_POLL_SECONDS
+from tests.browser import goto, live_server, open_page
 from tests.helpers import documentation, make_datasette
 from tests.test_live import live_candidate
 
@@ -339,28 +340,27 @@ async def test_browser_sees_new_rows_arrive_without_reload_and_following_stops(
     try:
         wait_for_writer(ledger)
         with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
-            page, problems = await open_page(browser, f"{base}/-/capsem/sessions/{sid}")
+            page, problems = await open_page(browser, f"{base}/-/versions.json")
+            # The page's clock is Playwright's: the live panel's next poll (every
+            # FOLLOW_POLL_SECONDS) is fired at once, where a real clock waited it out, twice.
+            await page.clock.install()
+            await goto(page, f"{base}/-/capsem/sessions/{sid}")
             try:
                 assert await page.locator("[data-capsem-follow]").count() == 1
                 marker = page.locator("h1")
                 await marker.evaluate("node => node.setAttribute('data-no-reload', '1')")
                 before = await page.locator("[data-capsem-count='model_items']").inner_text()
-                # Deadlines bound hangs only: new rows appear, highlighted, in the same page.
-                await page.wait_for_selector(
-                    "[data-capsem-follow] tbody tr.capsem-new", timeout=HANG_GUARD * 1000
-                )
+                # New rows appear, highlighted, in the same page.
+                new_rows = page.locator("[data-capsem-follow] tbody tr.capsem-new")
+                await next_polls(page, lambda: new_rows.count())
                 assert await marker.get_attribute("data-no-reload") == "1"  # same document
                 # The overview's row count grows in place (polled through a locator: the
                 # page's CSP forbids the string evaluation wait_for_function would need).
                 count = page.locator("[data-capsem-count='model_items']")
-                deadline = time.monotonic() + HANG_GUARD
-                while await count.inner_text() == before:
-                    assert time.monotonic() < deadline
-                    await asyncio.sleep(0.1)
+                await next_polls(page, lambda: count.inner_text(), lambda text: text != before)
                 assert writer.stop() == 0, writer.errors
-                await page.wait_for_selector(
-                    "[data-capsem-follow][data-state='stopped']", timeout=HANG_GUARD * 1000
-                )
+                stopped = page.locator("[data-capsem-follow][data-state='stopped']")
+                await next_polls(page, lambda: stopped.count())
                 assert await marker.get_attribute("data-no-reload") == "1"  # same document
                 hrefs = await page.eval_on_selector_all(
                     "[data-capsem-follow] tbody a", "els => els.map(e => e.getAttribute('href'))"
@@ -371,6 +371,16 @@ async def test_browser_sees_new_rows_arrive_without_reload_and_following_stops(
                 await page.close()
     finally:
         writer.stop()
+
+
+async def next_polls(page, read, done=bool) -> None:
+    """Until `done(await read())`: the page's clock is moved on a poll interval at a time (its
+    timers fire, its fetches are real); the deadline bounds a hang only."""
+    deadline = time.monotonic() + HANG_GUARD
+    while not done(await read()):
+        assert time.monotonic() < deadline
+        await page.clock.fast_forward(FOLLOW_POLL_SECONDS * 1000)
+        await asyncio.sleep(0.05)
 
 
 @async_test
