@@ -174,6 +174,22 @@ class Session:
         self._ledger = LEDGER_NAMES[name] if in_dir else path
 
     @property
+    def dir_location(self) -> str | None:
+        """The session's directory as the string it holds (no `Path` made)."""
+        return self._dir
+
+    @property
+    def ledger_location(self) -> str | None:
+        """The ledger's path as a string (made on each access, no `Path`: the index's watch
+        stats every ledger every round)."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        if self._dir is not None and ledger in LEDGER_NAMES:
+            return os.path.join(self._dir, ledger)
+        return ledger
+
+    @property
     def short_id(self) -> str:
         """The id as Capsem wrote it (the address without its home label)."""
         return self.local_id or self.id

@@ -32,6 +32,7 @@ import copy
 import functools
 import json
 import marshal
+import os
 import sqlite3
 import sys
 import threading
@@ -150,6 +151,7 @@ class IndexService:
         self._refresh_lock = threading.Lock()
         self._snapshot: IndexSnapshot | None = None
         self._load_lock = threading.Lock()
+        self._loading = threading.Lock()  # held while the stored figures are read
         self.finding_hits = FINDING_HITS
         # The findings page's reads, by the index file's stat when they were read.
         self._findings: tuple[tuple, list[dict[str, Any]]] | None = None
@@ -162,18 +164,13 @@ class IndexService:
         self._phase = "changed ledgers read"
         self._refreshing = False
         self._last: dict[str, Any] = {}
-        # (catalog snapshot, digest of the ledger stats) of the last refresh: the stats
-        # themselves (a key and two tuples per ledger, ~20 MB at 30,000) are not kept
+        # (catalog snapshot, digest of the ledger stats) of the last refresh (`_watch`): the
+        # stats themselves (a key and two tuples per ledger, ~20 MB at 30,000) are not kept
         self._watched: tuple | None = None
         self._watch_seconds = 0.0  # what the last round of watching stats cost
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
-        # session id -> hash of (fingerprint, signature) of its stored verdict, as this process
-        # last read or wrote it (reading 10,000 back per refresh costs ~30 ms; a hash, not the
-        # tuple, saves 2 MB there: a collision, at odds of 2**-60, would keep a verdict until
-        # the next full refresh reads the real ones back); see refresh().
-        self._stored_checks: dict[str, int] | None = None
-        self._watched_dirs: tuple[Any, set[Path]] | None = None  # (catalog snapshot, dirs)
+        self._watched_dirs: tuple[Any, set[str]] | None = None  # (catalog snapshot, dirs)
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
         self.after_refresh: list[Callable[[], None]] = []
@@ -196,15 +193,10 @@ class IndexService:
             self._refreshing = True
             try:
                 # Taken before reading: a change while reading is seen by the next watch.
-                # A refresh the watch asked for trusts the checks it stored itself; any other
-                # (the timer, a CLI run) reads them back from the file.
-                if watched is None:
-                    self._stored_checks = None
                 watched = watched or self._watch()
-                report = self._refresh(progress, watched[1])
-                self._watched = (watched[0], _stats_digest(watched[1]))
+                report = self._refresh(progress)
+                self._watched = watched
             except BaseException as error:
-                self._stored_checks = None  # it may hold verdicts never committed
                 if isinstance(error, (sqlite3.Error, OSError)):
                     self.record_error(str(error))
                 raise
@@ -228,10 +220,11 @@ class IndexService:
             trim_malloc()
         return report
 
-    def _refresh(self, progress: Progress | None, stats: dict[Path, tuple]) -> RefreshReport:
+    def _refresh(self, progress: Progress | None) -> RefreshReport:
         started = time.perf_counter()
         sessions = self.catalog.snapshot().sessions
-        plan = plan_files(sessions, stats)
+        # The ledgers stat'ed again (the watch keeps one number of them, not a dict)
+        plan = plan_files(sessions)
         wanted = plan.owners
         report = RefreshReport(total=len(wanted))
         conn = store.connect_writer(self.path)
@@ -242,6 +235,8 @@ class IndexService:
             for session_id in report.removed:
                 store.forget(conn, session_id)
             unchecked, removed_checks = self._checks_wanted(conn, sessions, plan)
+            if todo or unchecked:
+                store.cache_for_writes(conn)
             runner.new_run()  # the rule book of this refresh, taken once (index/verdicts.py)
             self._index_all(conn, todo, report, progress, unchecked)
             aliases_changed = store.replace_aliases(conn, plan.aliases)
@@ -263,29 +258,36 @@ class IndexService:
             self._snapshot = self._reload(changed)
         return report
 
-    def _checks_wanted(self, conn, sessions: dict, plan: FilePlan) -> tuple[dict, set[str]]:
+    def _checks_wanted(self, conn, sessions: dict, plan: FilePlan) -> tuple[dict, list[str]]:
         """The sessions whose ledger file or main.db row changed since their stored verdict
         (verdicts.py), as {id: (session, fingerprint, signature)} in catalog order, and the
-        sessions gone since, whose stored verdicts this forgets."""
-        if self._stored_checks is None:
-            self._stored_checks = {  # the catalog's own id strings, not a copy each
-                sys.intern(sid): hash(inputs) for sid, inputs in store.stored_checks(conn).items()
-            }
-        stored = self._stored_checks
-        gone = set(stored) - set(sessions)
+        sessions gone since, whose stored verdicts this forgets.
+
+        The stored verdicts' inputs are compared as they are read (`store.stored_checks`),
+        not kept between refreshes: at 100,000 sessions their hashes alone held ~8 MB for
+        the life of the process, to save reading 100,000 short rows (~0.2 s) per refresh."""
+        current: set[str] = set()  # sessions whose stored verdict is of their current inputs
+        gone = []
+        for session_id, known in store.stored_checks(conn):
+            session = sessions.get(session_id)
+            if session is None:
+                gone.append(session_id)
+            elif known == store.check_key(*self._check_inputs(session, plan)):
+                current.add(session_id)
         for session_id in gone:
             store.forget_check(conn, session_id)
-            del stored[session_id]
         todo = {}
         for session_id, session in sessions.items():
-            fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
-            # kept on the session object while its row is unchanged (row_signature)
-            signature = verdicts.row_signature(session)
-            known = stored.get(session_id)
-            wanted = hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
-            if known is None or known != wanted:
-                todo[session_id] = (session, fingerprint, signature)
+            if session_id not in current:
+                todo[session_id] = (session, *self._check_inputs(session, plan))
         return todo, gone
+
+    @staticmethod
+    def _check_inputs(session, plan: FilePlan) -> tuple:
+        """(ledger fingerprint, row signature): what a session's verdict is computed from."""
+        fingerprint = plan.fingerprints.get(session.id) if session.has_ledger else None
+        # kept on the session object while its row is unchanged (row_signature)
+        return fingerprint, verdicts.row_signature(session)
 
     def _write_check(self, conn, job: tuple, checked, report: RefreshReport) -> None:
         session, fingerprint, signature = job
@@ -297,9 +299,6 @@ class IndexService:
             "created_at": session.created_at,
         }
         store.write_check(conn, described, fingerprint, signature, checked)
-        self._stored_checks[session.id] = hash(
-            (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
-        )
         report.checked.append(session.id)
 
     def _check_all(self, conn, todo: list, progress, report: RefreshReport) -> None:
@@ -325,13 +324,12 @@ class IndexService:
             fingerprint = plan.fingerprints.get(session_id)
             parent = plan.parents.get(session_id)
             current = (
-                {""} if parent is None else {parent.key, parent.unreadable_key}
+                ("",) if parent is None else (parent.key, parent.unreadable_key)
             )  # the unreadable key only matches while the parent's file is unchanged
             known = stored.get(session_id)
-            if (
-                known is not None
-                and known[:2] == (str(session.ledger_path), fingerprint)
-                and known[2] in current
+            path = str(session.ledger_path)
+            if known is not None and any(
+                known == store.ledger_key(path, fingerprint, key) for key in current
             ):
                 report.unchanged += 1
             elif fingerprint is not None:
@@ -389,42 +387,53 @@ class IndexService:
             progress(done, total)
         return last_commit
 
-    def _watch(self) -> tuple:
+    def _watch(self) -> tuple[CatalogSnapshot, int]:
         """What a refresh depends on, by stat alone: the catalog's scan (rescanned if its
         fingerprint changed) and each ledger file's identity and fingerprint (a session dir
-        without one is looked in again: its session.db may have been created since)."""
+        without one is looked in again: its session.db may have been created since), as
+        one number. Nothing per ledger is kept, nor made beyond its stat: a round that
+        built a `Path` and a dict entry per ledger made ~25 MB of objects at 30,000 ledgers
+        every round, whose scattered survivors kept that memory with the process."""
         started = time.perf_counter()
         # Not throttled: a request may have looked a moment before the change being watched.
         self.catalog.refresh(check_now=True)
         snapshot = self.catalog.snapshot()
-        files: dict[Path, tuple] = {}
+        digest = 0
+        recheck = self.catalog.recheck_ledger
         for session in snapshot.sessions.values():
-            path = self.catalog.recheck_ledger(session).ledger_path
-            if path is not None and path not in files:
-                files[path] = stat_ledger(path)
+            if not session.has_ledger:
+                if session.dir_location is None:  # vacuumed: nowhere to look
+                    continue
+                recheck(session)
+            location = session.ledger_location
+            if location is not None:
+                digest = hash((digest, stat_ledger(location)))
         self._watch_seconds = time.perf_counter() - started
-        return snapshot, files
+        return snapshot, digest
 
     def changed_since_refresh(self) -> tuple | None:
         """What the home looks like now, if a session came or went or a ledger file changed
         since the last refresh (to hand to `refresh`); else None."""
         watched = self._watch()
         known = self._watched
-        if known is None or watched[0] is not known[0] or _stats_digest(watched[1]) != known[1]:
+        if known is None or watched[0] is not known[0] or watched[1] != known[1]:
             return watched
         return None
 
-    def watched_directories(self) -> set[Path]:
+    def watched_directories(self) -> set[str]:
         """Where a change may matter to the index: the homes' layout dirs and each session's
-        dir (its ledger and -wal are written there), for `DirectoryNotifier`."""
+        dir (its ledger and -wal are written there), for `DirectoryNotifier`: as strings,
+        the sessions' own (a `Path` each cost ~700 bytes: 20 MB at 30,000 dirs, held for
+        as long as they are watched)."""
         snapshot = self.catalog.snapshot()
         if self._watched_dirs is None or self._watched_dirs[0] is not snapshot:
-            dirs = self.catalog.layout_dirs()
+            dirs = {os.fspath(path) for path in self.catalog.layout_dirs()}
             for session in snapshot.sessions.values():
-                if session.dir_path is not None:
-                    dirs.add(session.dir_path)
-                elif session.ledger_path is not None:
-                    dirs.add(session.ledger_path.parent)
+                folder = session.dir_location
+                if folder is None and session.has_ledger:
+                    folder = os.path.dirname(session.ledger_location)
+                if folder is not None:
+                    dirs.add(folder)
             self._watched_dirs = (snapshot, dirs)
         return self._watched_dirs[1]
 
@@ -506,14 +515,32 @@ class IndexService:
             if not wait:
                 self._load_soon()
                 return IndexSnapshot()
-            try:
-                loaded = self._load_snapshot()
-            except sqlite3.Error:
-                return IndexSnapshot()
-            with self._load_lock:
-                if self._snapshot is None:  # a refresh may have set a newer one meanwhile
-                    self._snapshot = loaded
+            # One read at a time: a second reader waits for the first's figures rather than
+            # reading its own copy beside them (100,000 sessions' rows, twice, at once).
+            with self._loading:
+                if self._snapshot is None:
+                    try:
+                        loaded = self._load_snapshot()
+                    except sqlite3.Error:
+                        return IndexSnapshot()
+                    with self._load_lock:
+                        if self._snapshot is None:  # a refresh may have set a newer one
+                            self._snapshot = loaded
         return self._snapshot
+
+    def prepare(self) -> None:
+        """Before the background thread's first refresh: the stored figures read and, if
+        there are any, the listeners run (the session list built), one after the other.
+        Run beside that refresh's own reads (what was stored, every session's row
+        signature), the three made their temporary objects at once: a peak of ~100 MB at
+        100,000 sessions, and the long-lived objects made meanwhile, scattered among them,
+        kept most of it with the process. A home without an index yet is built at once.
+        The catalog's first scan comes first too (the figures are keyed by its ids)."""
+        self.catalog.snapshot()
+        snapshot = self.snapshot()
+        if snapshot.ledgers or snapshot.checks:
+            for listener in self.after_refresh:
+                listener()
 
     def _load_soon(self) -> None:
         """Read the stored figures in a thread (once), then tell the listeners."""
@@ -720,6 +747,7 @@ def _background_loop(
 ) -> None:
     """Holds the service only weakly, so a discarded Datasette lets the thread end."""
     next_full = 0.0
+    prepared = False
     try:
         while not stop.is_set():
             service = ref()
@@ -729,6 +757,10 @@ def _background_loop(
             added = 0
             # A failure is recorded in freshness()["last_error"]; the next round retries.
             with contextlib.suppress(sqlite3.Error, OSError):
+                if not prepared:
+                    prepared = True
+                    service.prepare()
+                    began = time.monotonic()
                 watched = service.changed_since_refresh()
                 if began >= next_full or watched:
                     service.refresh(watched=watched or None)
@@ -780,12 +812,6 @@ def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
         sys.intern(sid) if type(sid) is str else sid: marshal.dumps(rows, CANONICAL)
         for sid, rows in days.items()
     }
-
-
-def _stats_digest(stats: dict[Path, tuple]) -> int:
-    """The watch's stats as one number: what `changed_since_refresh` compares with the next
-    watch of the same catalog snapshot (same sessions, so the same order)."""
-    return hash(tuple(stats.items()))
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
