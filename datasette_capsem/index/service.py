@@ -327,7 +327,7 @@ class IndexService:
                 ("",) if parent is None else (parent.key, parent.unreadable_key)
             )  # the unreadable key only matches while the parent's file is unchanged
             known = stored.get(session_id)
-            path = str(session.ledger_path)
+            path = session.ledger_location
             if known is not None and any(
                 known == store.ledger_key(path, fingerprint, key) for key in current
             ):
