@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -407,13 +407,21 @@ class PackedRows(dict):
     def packed(self, key, default=None):
         return dict.get(self, key, default)
 
+    def values(self):
+        """The rows, unpacked (`dict.values(rows)`: as held)."""
+        return (unpack_row(v) if is_packed(v) else v for v in dict.values(self))
+
+    def items(self):
+        """(key, row), the rows unpacked (`dict.items(rows)`: as held)."""
+        return ((k, unpack_row(v) if is_packed(v) else v) for k, v in dict.items(self))
+
     def __eq__(self, other: object) -> bool:
         """Equal rows by equal keys: two reads of a row are equal unpacked, wherever kept."""
         if not isinstance(other, dict):
             return NotImplemented
         if self.keys() != other.keys():
             return False
-        for key, value in self.items():
+        for key, value in dict.items(self):
             known = dict.get(other, key)
             if value is known or value == known:
                 continue
@@ -431,11 +439,15 @@ class PackedRows(dict):
 
 
 def packed_rows(
-    cursor, key: str, into: RowFile | None = None, previous: dict | None = None
+    cursor,
+    key: str,
+    into: RowFile | None = None,
+    previous: dict | None = None,
+    each: Callable[[tuple], None] | None = None,
 ) -> PackedRows:
     """A cursor's rows packed, by their `key` column's value (a string is interned: a
     session id is the catalog's own string); `into`: kept in that file, a row equal to its
-    `previous` one in its place."""
+    `previous` one in its place; `each` is called with every row as read."""
     columns: dict[str, int] = {}
     for i, d in enumerate(cursor.description):
         columns.setdefault(d[0], i)
@@ -445,6 +457,8 @@ def packed_rows(
     while batch := cursor.fetchmany(2000):
         packed = packer.pack(batch) if packer is not None else None
         for n, row in enumerate(batch):
+            if each is not None:
+                each(row)
             name = sys.intern(row[at]) if type(row[at]) is str else row[at]
             if packed is None:
                 found[name] = CompactRow(columns, tuple(row))

@@ -70,7 +70,7 @@ async def test_a_list_entry_is_a_place_in_columns_holding_its_inputs(capsem_home
     for entry in built.rows:
         session = entry.inputs[0]
         assert session is catalog.sessions[entry["id"]]
-        assert entry.inputs[1] is index.for_session(session.id)
+        assert entry.inputs[1] is index.held_for_session(session.id)
         assert not hasattr(entry, "__dict__")
     row = state.session_table.full_rows(built.rows[:1])[0]
     assert state.session_table.full_rows(built.rows[:1])[0] is row  # kept while inputs are

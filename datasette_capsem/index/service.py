@@ -55,12 +55,12 @@ from datasette_capsem.memory import (
     CompactRow,
     PackedRows,
     RowFile,
-    ValuePool,
     compact_rows,
+    is_packed,
     packed_rows,
     release_memory,
     trim_malloc,
-    with_values,
+    unpack_row,
 )
 from datasette_capsem.sqlfiles import load_sql
 
@@ -94,26 +94,32 @@ class IndexSnapshot:
     """What the index knew at one moment: per-session ledger figures and daily usage."""
 
     generation: int = 0
-    ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # session id -> its ledger file's figures (`load_totals`), held packed and kept in a file
+    # of the cache dir like the verdicts (memory.PackedRows: an int each, ~400 bytes a row as
+    # a compact row); a fork's row, with its whole file's totals as `file_totals`, whole
+    ledgers: dict[str, dict[str, Any]] = field(default_factory=PackedRows)
     # session id -> its (day, provider, input tokens, output tokens, cost) rows, marshalled
     # into one bytes object (a list of tuples costs three times as much): `days_of` reads them
     daily_usage: dict[str, bytes] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
     # session id -> its stored quick-check verdict (verdicts.py), for every checked session
     checks: dict[str, dict[str, Any]] = field(default_factory=PackedRows)  # held packed
+    # the sessions of `ledgers` whose row has a problem (their files could not be read)
+    unreadable: frozenset[str] = frozenset()
 
     @cached_property
     def covered(self) -> frozenset[str]:
         """Sessions whose ledgers were read without a problem, alias ids of their files
         included (the lookup answers for the file under its owner's id); once per snapshot."""
-        covered = {sid for sid, row in self.ledgers.items() if not row.get("problem")}
+        unreadable = self.unreadable
+        covered = {sid for sid in self.ledgers if sid not in unreadable}
         aliases = {alias for alias, owner in self.aliases.items() if owner in covered}
         return frozenset(covered | aliases)
 
-    @cached_property
+    @property
     def problems(self) -> int:
-        """Ledgers that could not be read (counted once per snapshot)."""
-        return sum(1 for row in self.ledgers.values() if row.get("problem"))
+        """Ledgers that could not be read."""
+        return len(self.unreadable)
 
     def days_of(self, session_id: str) -> list[tuple]:
         """A session's daily usage rows (day, provider, input, output tokens, cost)."""
@@ -121,10 +127,17 @@ class IndexSnapshot:
         return marshal.loads(packed) if packed is not None else []
 
     def for_session(self, session_id: str) -> dict[str, Any] | None:
-        """The indexed row of a session's ledger file, also for an alias id of that file."""
-        row = self.ledgers.get(session_id)
+        """The indexed row of a session's ledger file, also for an alias id of that file (a
+        new mapping each time: `held_for_session` is what the snapshot holds)."""
+        held = self.held_for_session(session_id)
+        return unpack_row(held) if is_packed(held) else held
+
+    def held_for_session(self, session_id: str) -> Any:
+        """The indexed row of a session's ledger file as the snapshot holds it (packed: the
+        same object until the row changes, what the session list compares and keeps)."""
+        row = dict.get(self.ledgers, session_id)
         if row is None and session_id in self.aliases:
-            row = self.ledgers.get(self.aliases[session_id])
+            row = dict.get(self.ledgers, self.aliases[session_id])
         return row
 
 
@@ -449,7 +462,7 @@ class IndexService:
             if conn is None:
                 return IndexSnapshot(generation=generation)
             sql = functools.partial(load_sql, store.__package__)
-            ledgers, checks = _read_rows(
+            ledgers, unreadable, checks = _read_rows(
                 conn,
                 sql("load_totals"),
                 sql("load_file_totals"),
@@ -470,13 +483,14 @@ class IndexService:
             daily_usage=usage,
             aliases=aliases,
             checks=checks,
+            unreadable=frozenset(unreadable),
         )
 
     def _reload(self, changed: set[str]) -> IndexSnapshot:
         """The current snapshot with the rows of `changed` sessions read again (the others
         are kept: reloading 10,000 sessions' rows costs 0.1-0.2 s)."""
         old = self._snapshot or IndexSnapshot()
-        ledgers, usage = dict(old.ledgers), dict(old.daily_usage)
+        ledgers, usage = PackedRows(old.ledgers), dict(old.daily_usage)
         checks = PackedRows(old.checks)
         for rows in (ledgers, usage, checks):
             for session_id in changed:
@@ -487,7 +501,9 @@ class IndexService:
                 return IndexSnapshot(generation=old.generation + 1)
             sql = functools.partial(load_sql, store.__package__)
             read = sql("load_totals_of"), sql("load_file_totals_of"), sql("load_checks_of")
-            changed_ledgers, changed_checks = _read_rows(conn, *read, params, self._kept_rows())
+            changed_ledgers, unreadable, changed_checks = _read_rows(
+                conn, *read, params, self._kept_rows()
+            )
             ledgers.update(changed_ledgers)
             checks.update(changed_checks)
             days: dict[str, list[tuple]] = {}
@@ -500,12 +516,18 @@ class IndexService:
             daily_usage=usage,
             aliases=old.aliases,
             checks=checks,
+            unreadable=(old.unreadable - changed) | unreadable,
         )
 
-    def _kept_rows(self) -> tuple[RowFile | None, dict | None]:
-        """Where the stored verdicts are kept (memory.RowFile), and the current ones."""
-        previous = self._snapshot.checks if self._snapshot is not None else None
-        return RowFile.for_dir(self.settings.cache_dir, "verdicts"), previous
+    def _kept_rows(self) -> tuple[tuple[RowFile | None, dict | None], ...]:
+        """Where the ledgers' figures and the stored verdicts are kept (memory.RowFile),
+        and the current ones of each."""
+        old = self._snapshot
+        cache = self.settings.cache_dir
+        return (
+            (RowFile.for_dir(cache, "ledger figures"), old.ledgers if old else None),
+            (RowFile.for_dir(cache, "verdicts"), old.checks if old else None),
+        )
 
     def snapshot(self, wait: bool = True) -> IndexSnapshot:
         """The latest in-memory figures (read from disk once if no refresh ran yet).
@@ -788,22 +810,34 @@ def _read_rows(
     file_totals: str,
     checks: str,
     params: dict | None = None,
-    kept: tuple[RowFile | None, dict | None] = (None, None),
-) -> tuple[dict[str, CompactRow], dict[str, CompactRow]]:
-    """The index's per-session figures (with a fork's whole-file totals as `file_totals`)
-    and stored verdicts, as compact rows sharing their repeated strings."""
-    pool = ValuePool()
-    ids = ("session_id",)  # the catalog's own strings (catalog.py interns them too)
-    ledgers = {
-        row["session_id"]: row
-        for row in compact_rows(conn.execute(totals, params or {}), pool, ("file_totals",), ids)
-    }
-    for row in compact_rows(conn.execute(file_totals, params or {}), pool):
-        if row["session_id"] in ledgers:
-            ledgers[row["session_id"]] = with_values(ledgers[row["session_id"]], file_totals=row)
-    # Verdicts, one per session (100,000 in a big home), are held packed (memory.PackedRows)
-    # kept in a file of the cache dir (kept: the file and the current verdicts)
-    return ledgers, packed_rows(conn.execute(checks, params or {}), "session_id", *kept)
+    kept: tuple = ((None, None), (None, None)),
+) -> tuple[PackedRows, set[str], PackedRows]:
+    """The index's per-session figures, the sessions among them whose ledger could not be
+    read, and the stored verdicts. Both kinds of rows are held packed (memory.PackedRows),
+    kept in files of the cache dir (`kept`: each kind's file and current rows); a fork's
+    figures, with its whole file's totals as `file_totals`, are a compact row."""
+    params = params or {}
+    forks = {row["session_id"]: row for row in compact_rows(conn.execute(file_totals, params))}
+    cursor = conn.execute(totals, params)
+    problem = [d[0] for d in cursor.description].index("problem")
+    unreadable: set[str] = set()
+
+    def note(row) -> None:
+        if row[problem]:
+            unreadable.add(sys.intern(row[0]))
+
+    ledgers = packed_rows(cursor, "session_id", *kept[0], each=note)
+    layout: dict[str, int] | None = None
+    for session_id, whole in forks.items():
+        held = dict.get(ledgers, session_id)
+        if held is None:
+            continue
+        row = unpack_row(held) if is_packed(held) else held
+        if layout is None:  # one column index for every fork's row
+            layout = {**row._columns, "file_totals": len(row._values)}
+        ledgers[session_id] = CompactRow(layout, (*row._values, whole))
+    # Verdicts, one per session (100,000 in a big home)
+    return ledgers, unreadable, packed_rows(conn.execute(checks, params), "session_id", *kept[1])
 
 
 def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
@@ -817,8 +851,8 @@ def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
     """`new` with each row equal to its `old` one replaced by that object, so what is built
     from a row (the session list's, listing.py) is rebuilt only for rows that changed."""
-    for key, row in new.items():
-        known = dict.get(old, key)  # as held (a PackedRows row stays packed)
+    for key, row in dict.items(new):  # as held (a PackedRows row stays packed)
+        known = dict.get(old, key)
         if known is not None and known == row:
             new[key] = known
     return new
