@@ -255,7 +255,7 @@ class IndexService:
             aliases_changed = store.replace_aliases(conn, plan.aliases)
             catalog = self.catalog.snapshot()
             if catalog is not self._named:  # names and kinds change only with a rescan
-                store.update_names(conn, {sid: (s.name, s.kind) for sid, s in wanted.items()})
+                store.update_names(conn, ((s.name, s.kind, sid) for sid, s in wanted.items()))
             conn.commit()
             self._check_all(conn, list(unchecked.values()), progress, report)
             self._named = catalog
@@ -328,7 +328,7 @@ class IndexService:
             last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
         if self.catalog.snapshot() is not self._named:
             store.update_check_names(
-                conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
+                conn, ((s.name, s.kind, s.created_at, sid) for sid, s in sessions.items())
             )
 
     def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
