@@ -326,3 +326,21 @@ async def test_the_first_refresh_after_a_start_waits_for_the_list(
         service.stop_background()
     assert calls[0] is None  # the list was built before any refresh
     assert calls[-1] is not None
+
+
+async def test_the_periodic_refresh_reads_nothing_while_nothing_changed(
+    capsem_home, built_cache, tmp_path
+):
+    """The full refresh every `index_refresh_seconds` is skipped while the watch sees no
+    change and the index file is as this process left it; another writer of the file (a
+    CLI refresh beside the server) makes it run again."""
+    cache = _copied_cache(built_cache, tmp_path)
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
+    service = IndexService(settings, Catalog(settings))
+    assert service.may_have_changed()  # nothing read yet
+    service.refresh()
+    assert service.changed_since_refresh() is None and not service.may_have_changed()
+    IndexService(settings, Catalog(settings)).refresh()  # another process's refresh
+    assert service.may_have_changed()
+    service.refresh()
+    assert not service.may_have_changed()
