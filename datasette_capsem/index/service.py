@@ -216,7 +216,7 @@ class IndexService:
                 watched = watched or self._watch()
                 report = self._refresh(progress)
                 self._watched = watched
-                self._left = _file_key(self.path)
+                self._left = _written_key(self.path)
             except BaseException as error:
                 if isinstance(error, (sqlite3.Error, OSError)):
                     self.record_error(str(error))
@@ -438,7 +438,7 @@ class IndexService:
         wrote it, or that refresh failed). A full refresh of an unchanged home of 100,000
         sessions took ~1 s of CPU every `index_refresh_seconds` and its temporary objects
         (~20 MB) left a few MB behind each time, among the requests' own."""
-        return self._left is None or self._left != _file_key(self.path)
+        return self._left is None or self._left != _written_key(self.path)
 
     def changed_since_refresh(self) -> tuple | None:
         """What the home looks like now, if a session came or went or a ledger file changed
@@ -893,6 +893,13 @@ def _file_key(path: Path) -> tuple:
         else:
             found.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
     return tuple(found)
+
+
+def _written_key(path: Path) -> tuple:
+    """`_file_key` with an empty -wal as none: a reader opening the file (`mode=ro`) creates
+    an empty one, which is no write."""
+    main, wal = _file_key(path)
+    return main, wal if wal is not None and wal[1] > 0 else None
 
 
 def _iso(epoch: float | None) -> str | None:
