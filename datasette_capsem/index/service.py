@@ -184,7 +184,6 @@ class IndexService:
         self._left: tuple | None = None  # the index file's stat after the last refresh
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
-        self._watched_dirs: tuple[Any, set[str]] | None = None  # (catalog snapshot, dirs)
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
         self.after_refresh: list[Callable[[], None]] = []
@@ -453,18 +452,17 @@ class IndexService:
         """Where a change may matter to the index: the homes' layout dirs and each session's
         dir (its ledger and -wal are written there), for `DirectoryNotifier`: as strings,
         the sessions' own (a `Path` each cost ~700 bytes: 20 MB at 30,000 dirs, held for
-        as long as they are watched)."""
+        as long as they are watched). Made anew on each call (the background thread asks
+        once per catalog scan): the notifier keeps what it watches."""
         snapshot = self.catalog.snapshot()
-        if self._watched_dirs is None or self._watched_dirs[0] is not snapshot:
-            dirs = {os.fspath(path) for path in self.catalog.layout_dirs()}
-            for session in snapshot.sessions.values():
-                folder = session.dir_location
-                if folder is None and session.has_ledger:
-                    folder = os.path.dirname(session.ledger_location)
-                if folder is not None:
-                    dirs.add(folder)
-            self._watched_dirs = (snapshot, dirs)
-        return self._watched_dirs[1]
+        dirs = {os.fspath(path) for path in self.catalog.layout_dirs()}
+        for session in snapshot.sessions.values():
+            folder = session.dir_location
+            if folder is None and session.has_ledger:
+                folder = os.path.dirname(session.ledger_location)
+            if folder is not None:
+                dirs.add(folder)
+        return dirs
 
     def watch_pause(self) -> float:
         """How long the background thread waits between two rounds of watching."""
@@ -786,7 +784,7 @@ def _background_loop(
     """Holds the service only weakly, so a discarded Datasette lets the thread end."""
     next_full = 0.0
     prepared = False
-    dirs: set[str] | None = None  # the directories last handed to the notifier
+    scanned = None  # the catalog scan whose directories the notifier watches
     try:
         while not stop.is_set():
             service = ref()
@@ -811,9 +809,9 @@ def _background_loop(
                 # more round at once sees that, and events see everything after. The same
                 # dirs as last round (the same catalog scan) are not handed over again: a
                 # set of 30,000 made and compared every round, for nothing.
-                if service.watched_directories() is not dirs:
-                    dirs = service.watched_directories()
-                    added = notifier.watch(dirs)
+                if service.catalog.snapshot() is not scanned:
+                    scanned = service.catalog.snapshot()
+                    added = notifier.watch(service.watched_directories())
             pause = service.watch_pause()
             if notifier.active and notifier.watching:
                 pause = max(pause, EVENTS_FALLBACK_SECONDS)
