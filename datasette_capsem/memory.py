@@ -438,6 +438,44 @@ class PackedRows(dict):
     __hash__ = None  # type: ignore[assignment]
 
 
+class StoredBytes(dict):
+    """key -> bytes, held as their place in a `RowFile` (an int) or, where they could not be
+    put there, as themselves: `bytes_of(key)` reads them back. Two mappings are equal when
+    their keys hold equal bytes, wherever kept."""
+
+    def bytes_of(self, key) -> bytes | None:
+        value = dict.get(self, key)
+        return RowFile.read(value) if type(value) is int else value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict):
+            return NotImplemented
+        if self.keys() != other.keys():
+            return False
+        read = other.bytes_of if isinstance(other, StoredBytes) else other.get
+        return all(
+            value is dict.get(other, key) or self.bytes_of(key) == read(key)
+            for key, value in dict.items(self)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def stored_bytes(items, into: RowFile | None = None, previous: dict | None = None) -> StoredBytes:
+    """(key, bytes) as a `StoredBytes`, kept in `into` (bytes equal to their `previous`
+    ones keep that place); a string key is interned (a session id: the catalog's string)."""
+    found = StoredBytes()
+    for key, value in items:
+        name = sys.intern(key) if type(key) is str else key
+        same = dict.get(previous, name) if previous is not None else None
+        found[name] = into.put(value, same) if into is not None else value
+    return found
+
+
 def packed_rows(
     cursor,
     key: str,

@@ -230,8 +230,9 @@ async def test_the_ledgers_figures_are_kept_packed_and_read_again_in_place(
     capsem_home, built_cache, tmp_path
 ):
     """Each ledger's figures are an int in the snapshot (its place in a file of the cache
-    dir), a fork's row whole with its file totals; reading the index again keeps every
-    unchanged row's very object, and the unreadable ledgers are known without a row each."""
+    dir), a fork's row whole with its file totals, and so is each session's daily usage;
+    reading the index again keeps every unchanged row's very object, and the unreadable
+    ledgers are known without a row each."""
     settings = load_settings(
         {"capsem_home": str(capsem_home), "cache_dir": str(_copied_cache(built_cache, tmp_path))}
     )
@@ -253,6 +254,11 @@ async def test_the_ledgers_figures_are_kept_packed_and_read_again_in_place(
     assert again.generation == first.generation + 1
     assert all(dict.get(again.ledgers, sid) is row for sid, row in held.items())
     assert again.ledgers == first.ledgers and again.unreadable == first.unreadable
+    usage = dict(dict.items(first.daily_usage))  # each session's days: an int too
+    assert usage and all(type(place) is int for place in usage.values())
+    assert all(dict.get(again.daily_usage, sid) is place for sid, place in usage.items())
+    some = next(iter(usage))
+    assert again.days_of(some) == first.days_of(some) != []
 
 
 async def test_a_refresh_keeps_nothing_per_session_and_watches_the_sessions_own_strings(

@@ -55,10 +55,12 @@ from datasette_capsem.memory import (
     CompactRow,
     PackedRows,
     RowFile,
+    StoredBytes,
     compact_rows,
     is_packed,
     packed_rows,
     release_memory,
+    stored_bytes,
     trim_malloc,
     unpack_row,
 )
@@ -99,8 +101,9 @@ class IndexSnapshot:
     # a compact row); a fork's row, with its whole file's totals as `file_totals`, whole
     ledgers: dict[str, dict[str, Any]] = field(default_factory=PackedRows)
     # session id -> its (day, provider, input tokens, output tokens, cost) rows, marshalled
-    # into one bytes object (a list of tuples costs three times as much): `days_of` reads them
-    daily_usage: dict[str, bytes] = field(default_factory=dict)
+    # into one bytes object (a list of tuples costs three times as much) kept in a file of the
+    # cache dir (memory.StoredBytes: an int each): `days_of` reads them
+    daily_usage: dict[str, bytes | int] = field(default_factory=StoredBytes)
     aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
     # session id -> its stored quick-check verdict (verdicts.py), for every checked session
     checks: dict[str, dict[str, Any]] = field(default_factory=PackedRows)  # held packed
@@ -123,7 +126,10 @@ class IndexSnapshot:
 
     def days_of(self, session_id: str) -> list[tuple]:
         """A session's daily usage rows (day, provider, input, output tokens, cost)."""
-        packed = self.daily_usage.get(session_id)
+        usage = self.daily_usage
+        packed = usage.bytes_of(session_id) if isinstance(usage, StoredBytes) else None
+        if packed is None and not isinstance(usage, StoredBytes):
+            packed = usage.get(session_id)
         return marshal.loads(packed) if packed is not None else []
 
     def for_session(self, session_id: str) -> dict[str, Any] | None:
@@ -487,7 +493,7 @@ class IndexService:
             for row in conn.execute(sql("load_daily_usage")):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
             aliases = dict(conn.execute(sql("load_aliases")).fetchall())
-        usage = _packed_days(usage)
+        usage = _packed_days(usage, *self._kept_days())
         if self._snapshot is not None:  # unchanged rows stay the same objects (see _same)
             ledgers = _same(self._snapshot.ledgers, ledgers)
             checks = _same(self._snapshot.checks, checks)
@@ -504,7 +510,7 @@ class IndexService:
         """The current snapshot with the rows of `changed` sessions read again (the others
         are kept: reloading 10,000 sessions' rows costs 0.1-0.2 s)."""
         old = self._snapshot or IndexSnapshot()
-        ledgers, usage = PackedRows(old.ledgers), dict(old.daily_usage)
+        ledgers, usage = PackedRows(old.ledgers), StoredBytes(old.daily_usage)
         checks = PackedRows(old.checks)
         for rows in (ledgers, usage, checks):
             for session_id in changed:
@@ -523,7 +529,7 @@ class IndexService:
             days: dict[str, list[tuple]] = {}
             for row in conn.execute(sql("load_daily_usage_of"), params):
                 days.setdefault(row[0], []).append(tuple(row[1:]))
-            usage.update(_packed_days(days))
+            usage.update(_packed_days(days, *self._kept_days()))
         return IndexSnapshot(
             generation=old.generation + 1,
             ledgers=ledgers,
@@ -541,6 +547,14 @@ class IndexService:
         return (
             (RowFile.for_dir(cache, "ledger figures"), old.ledgers if old else None),
             (RowFile.for_dir(cache, "verdicts"), old.checks if old else None),
+        )
+
+    def _kept_days(self) -> tuple[RowFile | None, dict | None]:
+        """Where the daily usage is kept (memory.RowFile), and the current one."""
+        old = self._snapshot
+        return (
+            RowFile.for_dir(self.settings.cache_dir, "daily usage"),
+            old.daily_usage if old else None,
         )
 
     def snapshot(self, wait: bool = True) -> IndexSnapshot:
@@ -862,12 +876,14 @@ def _read_rows(
     return ledgers, unreadable, packed_rows(conn.execute(checks, params), "session_id", *kept[1])
 
 
-def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
-    """Each session's daily usage rows as one marshalled bytes object (IndexSnapshot)."""
-    return {
-        sys.intern(sid) if type(sid) is str else sid: marshal.dumps(rows, CANONICAL)
-        for sid, rows in days.items()
-    }
+def _packed_days(
+    days: dict[str, list[tuple]], into: RowFile | None = None, previous: dict | None = None
+) -> StoredBytes:
+    """Each session's daily usage rows as one marshalled bytes object (IndexSnapshot), kept
+    in `into` (equal to its `previous` one: in its place)."""
+    return stored_bytes(
+        ((sid, marshal.dumps(rows, CANONICAL)) for sid, rows in days.items()), into, previous
+    )
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
