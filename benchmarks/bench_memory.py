@@ -11,10 +11,13 @@ plain Datasette (`datasette serve` of one ledger, the plugin unregistered) to it
 and an interpreter that only imports Datasette, then the plugin: what the plugin adds.
 
 With --rss: a real server over the home and cache (no background refresh), its RSS after the
-first `/`, once the whole list is built, and after --visits session table pages.
+first `/`, once the whole list is built, and after --visits session table pages; with
+--refresh the server's default background refresh runs, as a real instance's, and its RSS
+after the first refresh after the start is measured too (--timeline: RSS every 0.5 s).
 
 Usage: python benchmarks/bench_memory.py [--home DIR] [--cache DIR] [--top 25]
-       [--no-trace] [--server] [--starts 3] [--rss] [--visits 1000]
+       [--no-trace] [--server] [--starts 3] [--rss [--refresh] [--timeline]] [--visits 1000]
+       [--no-steps]
 """
 
 from __future__ import annotations
@@ -189,7 +192,9 @@ def server_rss(
                     time.sleep(0.5)
                 while _index_state(client).get("refreshing"):
                     time.sleep(0.5)
-                wait_until_idle(process.pid, seconds=120)
+                # after the refresh: the list built again, the session dirs handed to the
+                # notifier (a round of the background thread, then its pause)
+                wait_until_idle(process.pid, seconds=120, window=3.0)
                 while client.get("/-/capsem/sessions.json?_size=1").json().get("partial"):
                     time.sleep(0.5)
                 note("after the first refresh")
