@@ -11,15 +11,19 @@ plain Datasette (`datasette serve` of one ledger, the plugin unregistered) to it
 and an interpreter that only imports Datasette, then the plugin: what the plugin adds.
 
 With --rss: a real server over the home and cache (no background refresh), its RSS after the
-first `/`, once the whole list is built, and after --visits session table pages.
+first `/`, once the whole list is built, and after --visits session table pages; with
+--refresh the server's default background refresh runs, as a real instance's, and its RSS
+after the first refresh after the start is measured too (--timeline: RSS every 0.5 s).
 
 Usage: python benchmarks/bench_memory.py [--home DIR] [--cache DIR] [--top 25]
-       [--no-trace] [--server] [--starts 3] [--rss] [--visits 1000]
+       [--no-trace] [--server] [--starts 3] [--rss [--refresh] [--timeline]] [--visits 1000]
+       [--no-steps]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -27,12 +31,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
 
 import httpx
-from common import HERE, OUT, free_port, rss_mb
+from common import HERE, OUT, free_port, rss_mb, wait_until_idle
 
 
 def _rss() -> float:
@@ -120,17 +125,56 @@ def _first_page(args: list[str], path: str = "/") -> float:
         process.wait(timeout=10)
 
 
-def server_rss(home: Path, cache: Path, visits: int) -> dict[str, float]:
+def _status_mb(pid: int) -> dict[str, float]:
+    """RSS, its anonymous part (the heap: what the plugin holds) and the peak, in MB."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "RssAnon", "VmHWM"):
+            found[name] = int(value.split()[0]) / 1024
+    return found
+
+
+def _index_state(client: httpx.Client) -> dict:
+    return client.get("/-/capsem/index.json").json()
+
+
+def server_rss(
+    home: Path, cache: Path, visits: int, refresh: bool = False, timeline: bool = False
+) -> dict[str, float]:
     """A real server's RSS (MB) after its first `/`, once the whole list is built and after
-    `visits` session table pages; no background index refresh (the index as it is on disk)."""
+    `visits` session table pages. Without `refresh`: no background index refresh (the index
+    as it is on disk). With it: the server's default background refresh runs (as a real
+    instance's), and its RSS is measured after the first refresh after the start too (and
+    the list built again after it), then after the visits; `timeline` prints RSS every
+    half second meanwhile."""
     port = free_port()
-    args = ["--home", str(home), "--cache", str(cache), "--index-refresh-seconds", "0"]
+    args = ["--home", str(home), "--cache", str(cache)]
+    if not refresh:
+        args += ["--index-refresh-seconds", "0"]
     process = subprocess.Popen(
         [sys.executable, str(HERE / "_server.py"), "--port", str(port), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     found: dict[str, float] = {}
+    began = time.perf_counter()
+    samples: list[tuple[float, dict[str, float]]] = []
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(0.5):
+            with contextlib.suppress(OSError):
+                samples.append((time.perf_counter() - began, _status_mb(process.pid)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+
+    def note(name: str) -> None:
+        found[name] = rss_mb(process.pid)
+        if timeline:
+            print(f"  {time.perf_counter() - began:7.1f} s  {name}: {_status_mb(process.pid)}")
+
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as client:
             while True:
@@ -139,17 +183,36 @@ def server_rss(home: Path, cache: Path, visits: int) -> dict[str, float]:
                         break
                 except httpx.HTTPError:
                     time.sleep(0.05)
-            found["after the first /"] = rss_mb(process.pid)
+            note("after the first /")
             while client.get("/-/capsem/sessions.json?_size=1").json().get("partial"):
                 time.sleep(0.5)
-            found["whole list built"] = rss_mb(process.pid)
+            note("whole list built")
+            if refresh:  # the first refresh after the start, and the list built after it
+                while not _index_state(client).get("last_refresh_at"):
+                    time.sleep(0.5)
+                while _index_state(client).get("refreshing"):
+                    time.sleep(0.5)
+                # after the refresh: the list built again, the session dirs handed to the
+                # notifier (a round of the background thread, then its pause)
+                wait_until_idle(process.pid, seconds=120, window=3.0)
+                while client.get("/-/capsem/sessions.json?_size=1").json().get("partial"):
+                    time.sleep(0.5)
+                note("after the first refresh")
             names = [p.name for p in (home / "run" / "sessions").iterdir()][:visits]
             for name in names:
                 client.get(f"/{name}/model_calls.json?_size=5")
-            found[f"after {len(names):,} visits"] = rss_mb(process.pid)
+            if refresh:
+                wait_until_idle(process.pid, seconds=120)
+            note(f"after {len(names):,} visits")
+            found["peak"] = _status_mb(process.pid)["VmHWM"]
     finally:
+        sampling.set()
+        sampler.join()
         process.terminate()
         process.wait(timeout=10)
+    if timeline:
+        for at, status in samples:
+            print(f"  {at:7.1f} s  " + "  ".join(f"{k} {v:6.1f}" for k, v in status.items()))
     return found
 
 
@@ -192,6 +255,15 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--rss", action="store_true", help="a real server's RSS (needs --cache)")
     parser.add_argument("--visits", type=int, default=1000)
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="with --rss: the server's default background refresh runs (RSS after its first too)",
+    )
+    parser.add_argument("--timeline", action="store_true", help="with --rss: RSS every 0.5 s")
+    parser.add_argument(
+        "--no-steps", action="store_true", help="skip the in-process steps (and their trace)"
+    )
     parser.add_argument("--trace-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     home = args.home.resolve()
@@ -200,22 +272,26 @@ def main() -> None:
         if args.trace_only:
             traced(home, cache, args.top)
             return
-        found, _kept = steps(home, cache)
-        print(f"\n{'step':<16} {'RSS MB':>8} {'added':>8} {'seconds':>8}")
-        last = found[0][1]
-        for name, rss, seconds in found:
-            print(f"{name:<16} {rss:8.1f} {rss - last:8.1f} {seconds:8.2f}")
-            last = rss
-        print(json.dumps({name: round(rss, 1) for name, rss, _ in found}))
-        if not args.no_trace:
+        if not args.no_steps:
+            found, _kept = steps(home, cache)
+            print(f"\n{'step':<16} {'RSS MB':>8} {'added':>8} {'seconds':>8}")
+            last = found[0][1]
+            for name, rss, seconds in found:
+                print(f"{name:<16} {rss:8.1f} {rss - last:8.1f} {seconds:8.2f}")
+                last = rss
+            print(json.dumps({name: round(rss, 1) for name, rss, _ in found}))
+            del _kept
+        if not (args.no_trace or args.no_steps):
             command = [sys.executable, __file__, "--home", str(home), "--trace-only"]
             command += ["--top", str(args.top)] + (["--cache", str(cache)] if args.cache else [])
             subprocess.run(command, check=True)
         if args.server:
             server_start(home, cache, args.starts)
         if args.rss:
-            print("\nserver RSS (MB):")
-            for name, rss in server_rss(home, cache, args.visits).items():
+            which = "default background refresh" if args.refresh else "no background refresh"
+            print(f"\nserver RSS (MB, {which}):")
+            found = server_rss(home, cache, args.visits, args.refresh, args.timeline)
+            for name, rss in found.items():
                 print(f"  {rss:7.1f}  {name}")
 
 

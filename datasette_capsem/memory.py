@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -407,13 +407,21 @@ class PackedRows(dict):
     def packed(self, key, default=None):
         return dict.get(self, key, default)
 
+    def values(self):
+        """The rows, unpacked (`dict.values(rows)`: as held)."""
+        return (unpack_row(v) if is_packed(v) else v for v in dict.values(self))
+
+    def items(self):
+        """(key, row), the rows unpacked (`dict.items(rows)`: as held)."""
+        return ((k, unpack_row(v) if is_packed(v) else v) for k, v in dict.items(self))
+
     def __eq__(self, other: object) -> bool:
         """Equal rows by equal keys: two reads of a row are equal unpacked, wherever kept."""
         if not isinstance(other, dict):
             return NotImplemented
         if self.keys() != other.keys():
             return False
-        for key, value in self.items():
+        for key, value in dict.items(self):
             known = dict.get(other, key)
             if value is known or value == known:
                 continue
@@ -430,12 +438,54 @@ class PackedRows(dict):
     __hash__ = None  # type: ignore[assignment]
 
 
+class StoredBytes(dict):
+    """key -> bytes, held as their place in a `RowFile` (an int) or, where they could not be
+    put there, as themselves: `bytes_of(key)` reads them back. Two mappings are equal when
+    their keys hold equal bytes, wherever kept."""
+
+    def bytes_of(self, key) -> bytes | None:
+        value = dict.get(self, key)
+        return RowFile.read(value) if type(value) is int else value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict):
+            return NotImplemented
+        if self.keys() != other.keys():
+            return False
+        read = other.bytes_of if isinstance(other, StoredBytes) else other.get
+        return all(
+            value is dict.get(other, key) or self.bytes_of(key) == read(key)
+            for key, value in dict.items(self)
+        )
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def stored_bytes(items, into: RowFile | None = None, previous: dict | None = None) -> StoredBytes:
+    """(key, bytes) as a `StoredBytes`, kept in `into` (bytes equal to their `previous`
+    ones keep that place); a string key is interned (a session id: the catalog's string)."""
+    found = StoredBytes()
+    for key, value in items:
+        name = sys.intern(key) if type(key) is str else key
+        same = dict.get(previous, name) if previous is not None else None
+        found[name] = into.put(value, same) if into is not None else value
+    return found
+
+
 def packed_rows(
-    cursor, key: str, into: RowFile | None = None, previous: dict | None = None
+    cursor,
+    key: str,
+    into: RowFile | None = None,
+    previous: dict | None = None,
+    each: Callable[[tuple], None] | None = None,
 ) -> PackedRows:
     """A cursor's rows packed, by their `key` column's value (a string is interned: a
     session id is the catalog's own string); `into`: kept in that file, a row equal to its
-    `previous` one in its place."""
+    `previous` one in its place; `each` is called with every row as read."""
     columns: dict[str, int] = {}
     for i, d in enumerate(cursor.description):
         columns.setdefault(d[0], i)
@@ -445,6 +495,8 @@ def packed_rows(
     while batch := cursor.fetchmany(2000):
         packed = packer.pack(batch) if packer is not None else None
         for n, row in enumerate(batch):
+            if each is not None:
+                each(row)
             name = sys.intern(row[at]) if type(row[at]) is str else row[at]
             if packed is None:
                 found[name] = CompactRow(columns, tuple(row))

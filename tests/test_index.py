@@ -167,7 +167,7 @@ async def test_index_figures_equal_direct_sums_in_every_era(
         if session.get("alias_of"):  # one file, indexed once, under its current route id
             assert session["id"] not in ledgers
             assert snapshot.aliases[session["id"]] == session["alias_of"]
-            assert snapshot.for_session(session["id"]) is ledgers[session["alias_of"]]
+            assert snapshot.for_session(session["id"]) == ledgers[session["alias_of"]]
             continue
         row = ledgers[session["id"]]
         assert row["problem"] is None, (session["id"], row["problem"])

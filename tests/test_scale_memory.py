@@ -70,7 +70,7 @@ async def test_a_list_entry_is_a_place_in_columns_holding_its_inputs(capsem_home
     for entry in built.rows:
         session = entry.inputs[0]
         assert session is catalog.sessions[entry["id"]]
-        assert entry.inputs[1] is index.for_session(session.id)
+        assert entry.inputs[1] is index.held_for_session(session.id)
         assert not hasattr(entry, "__dict__")
     row = state.session_table.full_rows(built.rows[:1])[0]
     assert state.session_table.full_rows(built.rows[:1])[0] is row  # kept while inputs are
@@ -217,3 +217,136 @@ async def test_a_refresh_keeps_no_stats_per_ledger_and_still_sees_a_change(capse
     conn.commit()
     conn.close()
     assert service.changed_since_refresh() is not None
+
+
+def _copied_cache(built_cache: Path, tmp_path: Path) -> Path:
+    """A copy of the module's built index, for a service that refreshes (writes) it."""
+    cache = tmp_path / "cache"
+    shutil.copytree(built_cache, cache)
+    return cache
+
+
+async def test_the_ledgers_figures_are_kept_packed_and_read_again_in_place(
+    capsem_home, built_cache, tmp_path
+):
+    """Each ledger's figures are an int in the snapshot (its place in a file of the cache
+    dir), a fork's row whole with its file totals, and so is each session's daily usage;
+    reading the index again keeps every unchanged row's very object, and the unreadable
+    ledgers are known without a row each."""
+    settings = load_settings(
+        {"capsem_home": str(capsem_home), "cache_dir": str(_copied_cache(built_cache, tmp_path))}
+    )
+    service = IndexService(settings, Catalog(settings))
+    first = service.snapshot()
+    held = {sid: dict.get(first.ledgers, sid) for sid in first.ledgers}
+    assert held
+    forks = {sid for sid, row in held.items() if isinstance(row, CompactRow)}
+    for session_id, row in held.items():
+        if session_id in forks:
+            assert row["file_totals"] is not None
+        else:
+            assert type(row) is int
+            assert first.ledgers[session_id]["session_id"] == session_id
+        assert first.held_for_session(session_id) is row
+    problems = {sid for sid, row in first.ledgers.items() if row.get("problem")}
+    assert first.unreadable == problems and first.problems == len(problems)
+    service._snapshot = again = service._load_snapshot()  # the whole index read again
+    assert again.generation == first.generation + 1
+    assert all(dict.get(again.ledgers, sid) is row for sid, row in held.items())
+    assert again.ledgers == first.ledgers and again.unreadable == first.unreadable
+    usage = dict(dict.items(first.daily_usage))  # each session's days: an int too
+    assert usage and all(type(place) is int for place in usage.values())
+    assert all(dict.get(again.daily_usage, sid) is place for sid, place in usage.items())
+    some = next(iter(usage))
+    assert again.days_of(some) == first.days_of(some) != []
+
+
+async def test_a_refresh_keeps_nothing_per_session_and_watches_the_sessions_own_strings(
+    capsem_home, built_cache, tmp_path
+):
+    """Between refreshes the service holds no collection of its own with an entry per session
+    (the stored verdicts' keys were one: ~8 MB at 100,000 sessions), and the directories it
+    watches are the sessions' own strings, not a `Path` each (~700 bytes)."""
+    settings = load_settings(
+        {"capsem_home": str(capsem_home), "cache_dir": str(_copied_cache(built_cache, tmp_path))}
+    )
+    service = IndexService(settings, Catalog(settings))
+    service.snapshot()
+    service.refresh()
+    sessions = service.catalog.snapshot().sessions
+    kept = {
+        name: len(value)
+        for name, value in vars(service).items()
+        if isinstance(value, (dict, set, list)) and len(value) >= len(sessions) // 2
+    }
+    assert kept == {}
+    dirs = service.watched_directories()
+    assert dirs and all(type(folder) is str for folder in dirs)
+    own = [s.dir_location for s in sessions.values() if s.dir_location is not None]
+    assert own and set(own) <= dirs
+    layout = {str(path) for path in service.catalog.layout_dirs()}
+    mine = {id(folder) for folder in own}
+    assert all(id(folder) in mine or folder in layout for folder in dirs)
+
+
+async def test_a_ledger_location_is_its_path_as_a_string(capsem_home, cache_dir, tmp_path):
+    """What the watch and the refresh stat and compare (no Path made) is the ledger's path."""
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache_dir)})
+    sessions = list(Catalog(settings).snapshot().sessions.values())
+    assert any(s.ledger_location for s in sessions)
+    for session in sessions:
+        expected = None if session.ledger_path is None else str(session.ledger_path)
+        assert session.ledger_location == expected
+    odd = Session(
+        "x", "ephemeral", dir_path=f"{tmp_path}//a/", ledger_path=f"{tmp_path}/a/session.db"
+    )
+    assert odd.ledger_location == str(odd.ledger_path) == f"{tmp_path}/a/session.db"
+    here = Session("y", "ephemeral", dir_path=".", ledger_path="session.db")
+    assert here.ledger_location == str(here.ledger_path) == "session.db"
+
+
+async def test_the_first_refresh_after_a_start_waits_for_the_list(
+    capsem_home, built_cache, tmp_path
+):
+    """A server's background thread reads the stored figures and builds the list (its
+    listeners) before its first refresh, not beside it: the three at once made ~100 MB of
+    temporary objects at 100,000 sessions, most of which stayed with the process."""
+    cache = _copied_cache(built_cache, tmp_path)
+    settings = load_settings(
+        {"capsem_home": str(capsem_home), "cache_dir": str(cache), "index_refresh_seconds": 3600}
+    )
+    service = IndexService(settings, Catalog(settings))
+    calls = []
+    refreshed = threading.Event()
+
+    def listener():
+        calls.append(service.freshness()["last_refresh_at"])
+        if calls[-1] is not None:
+            refreshed.set()
+
+    service.after_refresh.append(listener)
+    service.start_background()
+    try:
+        assert refreshed.wait(HANG)
+    finally:
+        service.stop_background()
+    assert calls[0] is None  # the list was built before any refresh
+    assert calls[-1] is not None
+
+
+async def test_the_periodic_refresh_reads_nothing_while_nothing_changed(
+    capsem_home, built_cache, tmp_path
+):
+    """The full refresh every `index_refresh_seconds` is skipped while the watch sees no
+    change and the index file is as this process left it; another writer of the file (a
+    CLI refresh beside the server) makes it run again."""
+    cache = _copied_cache(built_cache, tmp_path)
+    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
+    service = IndexService(settings, Catalog(settings))
+    assert service.may_have_changed()  # nothing read yet
+    service.refresh()
+    assert service.changed_since_refresh() is None and not service.may_have_changed()
+    IndexService(settings, Catalog(settings)).refresh()  # another process's refresh
+    assert service.may_have_changed()
+    service.refresh()
+    assert not service.may_have_changed()

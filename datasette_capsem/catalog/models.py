@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from datasette_capsem.ledger.times import parse_time
@@ -151,7 +151,7 @@ class Session:
     def dir_path(self, value: Path | str | None) -> None:
         if self._ledger in LEDGER_NAMES and self._dir is not None:  # a name in the old dir
             self._ledger = os.path.join(self._dir, self._ledger)
-        self._dir = None if value is None else os.fspath(value)
+        self._dir = None if value is None else _as_path_string(value)
 
     @property
     def ledger_path(self) -> Path | None:
@@ -168,10 +168,26 @@ class Session:
         if value is None:
             self._ledger = None
             return
-        path = os.fspath(value)
+        path = _as_path_string(value)
         folder, name = os.path.split(path)
         in_dir = self._dir is not None and folder == self._dir and name in LEDGER_NAMES
         self._ledger = LEDGER_NAMES[name] if in_dir else path
+
+    @property
+    def dir_location(self) -> str | None:
+        """The session's directory as the string it holds (no `Path` made)."""
+        return self._dir
+
+    @property
+    def ledger_location(self) -> str | None:
+        """`str(ledger_path)`, made without a `Path` (the index's watch and refresh ask for
+        every ledger's, every round)."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+        if self._dir is not None and ledger in LEDGER_NAMES:
+            return ledger if self._dir == "." else os.path.join(self._dir, ledger)
+        return ledger
 
     @property
     def short_id(self) -> str:
@@ -230,3 +246,9 @@ class Session:
 
 
 SLOTS = tuple(Session.__slots__)
+
+
+def _as_path_string(value: Path | str) -> str:
+    """A path as `str(Path(value))` (normalised as a `Path` is: what `ledger_location`
+    joins equals what `ledger_path` makes); a `Path`'s own string, not a copy."""
+    return os.fspath(value if isinstance(value, PurePath) else PurePath(value))

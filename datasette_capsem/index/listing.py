@@ -203,11 +203,15 @@ def build_row(
     stored_check: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The public JSON of one session in the list; `database_href` is its Datasette db;
-    `stored_check` the index's quick-check verdict of the session (None: pending; packed bytes as the index snapshot holds it).
+    `stored_check` the index's quick-check verdict of the session (None: pending), and
+    `index_row` its ledger's figures, each as a mapping or packed, as the index snapshot
+    holds them (`IndexSnapshot.held_for_session`, memory.PackedRows).
 
     `index_row` is the index's row of the session's ledger file; for a fork its figures are
     its own rows, and `file_totals` the whole file, which is what this row shows and compares.
     """
+    if is_packed(index_row):
+        index_row = unpack_row(index_row)
     problem = index_row.get("problem") if index_row else None
     ledger = None
     if index_row and not problem:
@@ -544,7 +548,11 @@ class SessionTable:
         )
         columns = Columns()
         for session in newest:
-            inputs = (session, index.for_session(session.id), _held(index.checks, session.id))
+            inputs = (
+                session,
+                index.held_for_session(session.id),
+                _held(index.checks, session.id),
+            )
             columns.add(inputs, self._whole_row(inputs))
         partial = {"sessions": len(catalog.sessions), "shown": len(columns)}
         built = _Built(key=(), rows=Rows(columns), partial=partial)
@@ -560,7 +568,7 @@ class SessionTable:
         columns = Columns()
         made = 0
         for session in sessions:
-            inputs = (session, index.for_session(session.id), _held(checks, session.id))
+            inputs = (session, index.held_for_session(session.id), _held(checks, session.id))
             at = places.get(session.id)
             if at is not None and _same_inputs(old.inputs(at), inputs):
                 columns.copy(old, at)

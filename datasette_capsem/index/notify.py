@@ -60,8 +60,9 @@ class DirectoryNotifier:
     def __init__(self) -> None:
         self._libc = _libc()
         self._fd: int | None = None
+        # watched directory -> its watch descriptor (30,000 at 100,000 sessions: no map
+        # back from descriptors is kept, a dropped watch is looked for when dropped)
         self._wds: dict[Path, int] = {}
-        self._paths: dict[int, Path] = {}
         if self._libc is not None:
             fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             self._fd = fd if fd >= 0 else None
@@ -78,6 +79,11 @@ class DirectoryNotifier:
     def watched(self) -> frozenset[Path]:
         return frozenset(self._wds)
 
+    @property
+    def watching(self) -> bool:
+        """Whether any directory is watched (`watched` without a copy of 30,000 names)."""
+        return bool(self._wds)
+
     def watch(self, directories: Iterable[Path]) -> int:
         """Watch exactly these directories (those that exist and can be watched); how many
         were added (a change in one before now raised no event: look again by stat)."""
@@ -87,13 +93,11 @@ class DirectoryNotifier:
         wanted = set(directories)
         for path in [path for path in self._wds if path not in wanted]:
             wd = self._wds.pop(path)
-            self._paths.pop(wd, None)
             self._libc.inotify_rm_watch(self._fd, wd)  # type: ignore[union-attr]
         for path in wanted - self._wds.keys():
             wd = self._libc.inotify_add_watch(self._fd, os.fsencode(path), EVENTS)  # type: ignore[union-attr]
             if wd >= 0:  # a dir that is gone, or no watches left: the stat rounds see it
                 self._wds[path] = wd
-                self._paths[wd] = path
                 added += 1
         return added
 
@@ -122,20 +126,23 @@ class DirectoryNotifier:
         """Read every queued event; forget watches the kernel dropped. Whether any event
         was a change (not only the kernel confirming a watch this object removed)."""
         changed = False
+        dropped: set[int] = set()
         while True:
             try:
                 data = os.read(self._fd, 64 * 1024)  # type: ignore[arg-type]
             except BlockingIOError:
-                return changed
+                break
             offset = 0
             while offset + _HEADER.size <= len(data):
                 wd, mask, _cookie, length = _HEADER.unpack_from(data, offset)
                 offset += _HEADER.size + length
                 if mask & IN_IGNORED:
-                    path = self._paths.pop(wd, None)
-                    if path is not None and self._wds.get(path) == wd:
-                        del self._wds[path]
+                    dropped.add(wd)
                 changed = changed or bool(mask & ~IN_IGNORED)
+        if dropped:  # the kernel dropped these watches (their dirs are gone)
+            for path in [path for path, wd in self._wds.items() if wd in dropped]:
+                del self._wds[path]
+        return changed
 
     def close(self) -> None:
         if self._fd is not None:
@@ -147,4 +154,3 @@ class DirectoryNotifier:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._wds.clear()
-        self._paths.clear()

@@ -17,7 +17,7 @@ from datasette_capsem.config import qualify
 from datasette_capsem.index import store
 
 
-def stat_ledger(path: Path) -> tuple[tuple, store.Fingerprint | None]:
+def stat_ledger(path: Path | str) -> tuple[tuple, store.Fingerprint | None]:
     """(file identity, fingerprint) without opening the ledger. The identity is the inode, so
     two paths of one file are one file; a file that cannot be stat'ed is known by its path."""
     try:
@@ -104,10 +104,11 @@ def plan_files(sessions: dict[str, Session], stats: Mapping[Path, tuple] | None 
     file_of: dict[str, tuple] = {}
     known = stats or {}
     for session in sessions.values():
-        if session.ledger_path is None:
+        location = session.ledger_location  # a string: no Path per ledger per refresh
+        if location is None:
             continue
-        found = known.get(session.ledger_path)
-        identity, fingerprint = found if found is not None else stat_ledger(session.ledger_path)
+        found = known.get(Path(location)) if known else None
+        identity, fingerprint = found if found is not None else stat_ledger(location)
         by_file.setdefault(identity, []).append(session)
         file_of[session.id] = identity
         plan.fingerprints[session.id] = fingerprint

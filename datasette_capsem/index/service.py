@@ -32,6 +32,7 @@ import copy
 import functools
 import json
 import marshal
+import os
 import sqlite3
 import sys
 import threading
@@ -54,12 +55,14 @@ from datasette_capsem.memory import (
     CompactRow,
     PackedRows,
     RowFile,
-    ValuePool,
+    StoredBytes,
     compact_rows,
+    is_packed,
     packed_rows,
     release_memory,
+    stored_bytes,
     trim_malloc,
-    with_values,
+    unpack_row,
 )
 from datasette_capsem.sqlfiles import load_sql
 
@@ -93,37 +96,54 @@ class IndexSnapshot:
     """What the index knew at one moment: per-session ledger figures and daily usage."""
 
     generation: int = 0
-    ledgers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # session id -> its ledger file's figures (`load_totals`), held packed and kept in a file
+    # of the cache dir like the verdicts (memory.PackedRows: an int each, ~400 bytes a row as
+    # a compact row); a fork's row, with its whole file's totals as `file_totals`, whole
+    ledgers: dict[str, dict[str, Any]] = field(default_factory=PackedRows)
     # session id -> its (day, provider, input tokens, output tokens, cost) rows, marshalled
-    # into one bytes object (a list of tuples costs three times as much): `days_of` reads them
-    daily_usage: dict[str, bytes] = field(default_factory=dict)
+    # into one bytes object (a list of tuples costs three times as much) kept in a file of the
+    # cache dir (memory.StoredBytes: an int each): `days_of` reads them
+    daily_usage: dict[str, bytes | int] = field(default_factory=StoredBytes)
     aliases: dict[str, str] = field(default_factory=dict)  # id -> id its file is indexed under
     # session id -> its stored quick-check verdict (verdicts.py), for every checked session
     checks: dict[str, dict[str, Any]] = field(default_factory=PackedRows)  # held packed
+    # the sessions of `ledgers` whose row has a problem (their files could not be read)
+    unreadable: frozenset[str] = frozenset()
 
     @cached_property
     def covered(self) -> frozenset[str]:
         """Sessions whose ledgers were read without a problem, alias ids of their files
         included (the lookup answers for the file under its owner's id); once per snapshot."""
-        covered = {sid for sid, row in self.ledgers.items() if not row.get("problem")}
+        unreadable = self.unreadable
+        covered = {sid for sid in self.ledgers if sid not in unreadable}
         aliases = {alias for alias, owner in self.aliases.items() if owner in covered}
         return frozenset(covered | aliases)
 
-    @cached_property
+    @property
     def problems(self) -> int:
-        """Ledgers that could not be read (counted once per snapshot)."""
-        return sum(1 for row in self.ledgers.values() if row.get("problem"))
+        """Ledgers that could not be read."""
+        return len(self.unreadable)
 
     def days_of(self, session_id: str) -> list[tuple]:
         """A session's daily usage rows (day, provider, input, output tokens, cost)."""
-        packed = self.daily_usage.get(session_id)
+        usage = self.daily_usage
+        packed = usage.bytes_of(session_id) if isinstance(usage, StoredBytes) else None
+        if packed is None and not isinstance(usage, StoredBytes):
+            packed = usage.get(session_id)
         return marshal.loads(packed) if packed is not None else []
 
     def for_session(self, session_id: str) -> dict[str, Any] | None:
-        """The indexed row of a session's ledger file, also for an alias id of that file."""
-        row = self.ledgers.get(session_id)
+        """The indexed row of a session's ledger file, also for an alias id of that file (a
+        new mapping each time: `held_for_session` is what the snapshot holds)."""
+        held = self.held_for_session(session_id)
+        return unpack_row(held) if is_packed(held) else held
+
+    def held_for_session(self, session_id: str) -> Any:
+        """The indexed row of a session's ledger file as the snapshot holds it (packed: the
+        same object until the row changes, what the session list compares and keeps)."""
+        row = dict.get(self.ledgers, session_id)
         if row is None and session_id in self.aliases:
-            row = self.ledgers.get(self.aliases[session_id])
+            row = dict.get(self.ledgers, self.aliases[session_id])
         return row
 
 
@@ -150,6 +170,7 @@ class IndexService:
         self._refresh_lock = threading.Lock()
         self._snapshot: IndexSnapshot | None = None
         self._load_lock = threading.Lock()
+        self._loading = threading.Lock()  # held while the stored figures are read
         self.finding_hits = FINDING_HITS
         # The findings page's reads, by the index file's stat when they were read.
         self._findings: tuple[tuple, list[dict[str, Any]]] | None = None
@@ -162,18 +183,13 @@ class IndexService:
         self._phase = "changed ledgers read"
         self._refreshing = False
         self._last: dict[str, Any] = {}
-        # (catalog snapshot, digest of the ledger stats) of the last refresh: the stats
-        # themselves (a key and two tuples per ledger, ~20 MB at 30,000) are not kept
+        # (catalog snapshot, digest of the ledger stats) of the last refresh (`_watch`): the
+        # stats themselves (a key and two tuples per ledger, ~20 MB at 30,000) are not kept
         self._watched: tuple | None = None
         self._watch_seconds = 0.0  # what the last round of watching stats cost
+        self._left: tuple | None = None  # the index file's stat after the last refresh
         self._uncovered: tuple[tuple, list] | None = None  # (key, uncovered_ledgers())
         self._named: Any = None  # the catalog snapshot whose names the index last stored
-        # session id -> hash of (fingerprint, signature) of its stored verdict, as this process
-        # last read or wrote it (reading 10,000 back per refresh costs ~30 ms; a hash, not the
-        # tuple, saves 2 MB there: a collision, at odds of 2**-60, would keep a verdict until
-        # the next full refresh reads the real ones back); see refresh().
-        self._stored_checks: dict[str, int] | None = None
-        self._watched_dirs: tuple[Any, set[Path]] | None = None  # (catalog snapshot, dirs)
         # Called after every refresh, in the refreshing thread (e.g. to rebuild the session
         # list there rather than in the next request).
         self.after_refresh: list[Callable[[], None]] = []
@@ -187,6 +203,11 @@ class IndexService:
     def record_error(self, message: str) -> None:
         self._last = {**self._last, "error": message}
 
+    def record_current(self) -> None:
+        """The periodic full refresh found nothing to do without reading (`may_have_changed`):
+        the index is as current as a refresh would have left it, now."""
+        self._last = {**self._last, "at": time.time(), "error": None}
+
     def refresh(
         self, progress: Progress | None = None, watched: tuple | None = None
     ) -> RefreshReport:
@@ -196,15 +217,12 @@ class IndexService:
             self._refreshing = True
             try:
                 # Taken before reading: a change while reading is seen by the next watch.
-                # A refresh the watch asked for trusts the checks it stored itself; any other
-                # (the timer, a CLI run) reads them back from the file.
-                if watched is None:
-                    self._stored_checks = None
+                self._left = None
                 watched = watched or self._watch()
-                report = self._refresh(progress, watched[1])
-                self._watched = (watched[0], _stats_digest(watched[1]))
+                report = self._refresh(progress)
+                self._watched = watched
+                self._left = _written_key(self.path)
             except BaseException as error:
-                self._stored_checks = None  # it may hold verdicts never committed
                 if isinstance(error, (sqlite3.Error, OSError)):
                     self.record_error(str(error))
                 raise
@@ -228,10 +246,11 @@ class IndexService:
             trim_malloc()
         return report
 
-    def _refresh(self, progress: Progress | None, stats: dict[Path, tuple]) -> RefreshReport:
+    def _refresh(self, progress: Progress | None) -> RefreshReport:
         started = time.perf_counter()
         sessions = self.catalog.snapshot().sessions
-        plan = plan_files(sessions, stats)
+        # The ledgers stat'ed again (the watch keeps one number of them, not a dict)
+        plan = plan_files(sessions)
         wanted = plan.owners
         report = RefreshReport(total=len(wanted))
         conn = store.connect_writer(self.path)
@@ -242,12 +261,14 @@ class IndexService:
             for session_id in report.removed:
                 store.forget(conn, session_id)
             unchecked, removed_checks = self._checks_wanted(conn, sessions, plan)
+            if todo or unchecked:
+                store.cache_for_writes(conn)
             runner.new_run()  # the rule book of this refresh, taken once (index/verdicts.py)
             self._index_all(conn, todo, report, progress, unchecked)
             aliases_changed = store.replace_aliases(conn, plan.aliases)
             catalog = self.catalog.snapshot()
             if catalog is not self._named:  # names and kinds change only with a rescan
-                store.update_names(conn, {sid: (s.name, s.kind) for sid, s in wanted.items()})
+                store.update_names(conn, ((s.name, s.kind, sid) for sid, s in wanted.items()))
             conn.commit()
             self._check_all(conn, list(unchecked.values()), progress, report)
             self._named = catalog
@@ -263,29 +284,36 @@ class IndexService:
             self._snapshot = self._reload(changed)
         return report
 
-    def _checks_wanted(self, conn, sessions: dict, plan: FilePlan) -> tuple[dict, set[str]]:
+    def _checks_wanted(self, conn, sessions: dict, plan: FilePlan) -> tuple[dict, list[str]]:
         """The sessions whose ledger file or main.db row changed since their stored verdict
         (verdicts.py), as {id: (session, fingerprint, signature)} in catalog order, and the
-        sessions gone since, whose stored verdicts this forgets."""
-        if self._stored_checks is None:
-            self._stored_checks = {  # the catalog's own id strings, not a copy each
-                sys.intern(sid): hash(inputs) for sid, inputs in store.stored_checks(conn).items()
-            }
-        stored = self._stored_checks
-        gone = set(stored) - set(sessions)
+        sessions gone since, whose stored verdicts this forgets.
+
+        The stored verdicts' inputs are compared as they are read (`store.stored_checks`),
+        not kept between refreshes: at 100,000 sessions their hashes alone held ~8 MB for
+        the life of the process, to save reading 100,000 short rows (~0.2 s) per refresh."""
+        current: set[str] = set()  # sessions whose stored verdict is of their current inputs
+        gone = []
+        for session_id, known in store.stored_checks(conn):
+            session = sessions.get(session_id)
+            if session is None:
+                gone.append(session_id)
+            elif known == store.check_key(*self._check_inputs(session, plan)):
+                current.add(session_id)
         for session_id in gone:
             store.forget_check(conn, session_id)
-            del stored[session_id]
         todo = {}
         for session_id, session in sessions.items():
-            fingerprint = plan.fingerprints.get(session_id) if session.ledger_path else None
-            # kept on the session object while its row is unchanged (row_signature)
-            signature = verdicts.row_signature(session)
-            known = stored.get(session_id)
-            wanted = hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
-            if known is None or known != wanted:
-                todo[session_id] = (session, fingerprint, signature)
+            if session_id not in current:
+                todo[session_id] = (session, *self._check_inputs(session, plan))
         return todo, gone
+
+    @staticmethod
+    def _check_inputs(session, plan: FilePlan) -> tuple:
+        """(ledger fingerprint, row signature): what a session's verdict is computed from."""
+        fingerprint = plan.fingerprints.get(session.id) if session.has_ledger else None
+        # kept on the session object while its row is unchanged (row_signature)
+        return fingerprint, verdicts.row_signature(session)
 
     def _write_check(self, conn, job: tuple, checked, report: RefreshReport) -> None:
         session, fingerprint, signature = job
@@ -297,9 +325,6 @@ class IndexService:
             "created_at": session.created_at,
         }
         store.write_check(conn, described, fingerprint, signature, checked)
-        self._stored_checks[session.id] = hash(
-            (tuple(fingerprint) if fingerprint else (None,) * 4, signature)
-        )
         report.checked.append(session.id)
 
     def _check_all(self, conn, todo: list, progress, report: RefreshReport) -> None:
@@ -316,7 +341,7 @@ class IndexService:
             last_commit = self._step_done(conn, last_commit, done, len(todo), progress)
         if self.catalog.snapshot() is not self._named:
             store.update_check_names(
-                conn, {sid: (s.name, s.kind, s.created_at) for sid, s in sessions.items()}
+                conn, ((s.name, s.kind, s.created_at, sid) for sid, s in sessions.items())
             )
 
     def _changed(self, plan: FilePlan, stored: dict, report: RefreshReport) -> list:
@@ -325,13 +350,12 @@ class IndexService:
             fingerprint = plan.fingerprints.get(session_id)
             parent = plan.parents.get(session_id)
             current = (
-                {""} if parent is None else {parent.key, parent.unreadable_key}
+                ("",) if parent is None else (parent.key, parent.unreadable_key)
             )  # the unreadable key only matches while the parent's file is unchanged
             known = stored.get(session_id)
-            if (
-                known is not None
-                and known[:2] == (str(session.ledger_path), fingerprint)
-                and known[2] in current
+            path = session.ledger_location
+            if known is not None and any(
+                known == store.ledger_key(path, fingerprint, key) for key in current
             ):
                 report.unchanged += 1
             elif fingerprint is not None:
@@ -389,44 +413,62 @@ class IndexService:
             progress(done, total)
         return last_commit
 
-    def _watch(self) -> tuple:
+    def _watch(self) -> tuple[CatalogSnapshot, int]:
         """What a refresh depends on, by stat alone: the catalog's scan (rescanned if its
         fingerprint changed) and each ledger file's identity and fingerprint (a session dir
-        without one is looked in again: its session.db may have been created since)."""
+        without one is looked in again: its session.db may have been created since), as
+        one number. Nothing per ledger is kept, nor made beyond its stat: a round that
+        built a `Path` and a dict entry per ledger made ~25 MB of objects at 30,000 ledgers
+        every round, whose scattered survivors kept that memory with the process."""
         started = time.perf_counter()
         # Not throttled: a request may have looked a moment before the change being watched.
         self.catalog.refresh(check_now=True)
         snapshot = self.catalog.snapshot()
-        files: dict[Path, tuple] = {}
+        digest = 0
+        recheck = self.catalog.recheck_ledger
         for session in snapshot.sessions.values():
-            path = self.catalog.recheck_ledger(session).ledger_path
-            if path is not None and path not in files:
-                files[path] = stat_ledger(path)
+            if not session.has_ledger:
+                if session.dir_location is None:  # vacuumed: nowhere to look
+                    continue
+                recheck(session)
+            location = session.ledger_location
+            if location is not None:
+                digest = hash((digest, stat_ledger(location)))
         self._watch_seconds = time.perf_counter() - started
-        return snapshot, files
+        return snapshot, digest
+
+    def may_have_changed(self) -> bool:
+        """Whether the periodic full refresh may find anything the watch did not: only if
+        the index file is not as this process's last refresh left it (another process
+        wrote it, or that refresh failed). A full refresh of an unchanged home of 100,000
+        sessions took ~1 s of CPU every `index_refresh_seconds` and its temporary objects
+        (~20 MB) left a few MB behind each time, among the requests' own."""
+        return self._left is None or self._left != _written_key(self.path)
 
     def changed_since_refresh(self) -> tuple | None:
         """What the home looks like now, if a session came or went or a ledger file changed
         since the last refresh (to hand to `refresh`); else None."""
         watched = self._watch()
         known = self._watched
-        if known is None or watched[0] is not known[0] or _stats_digest(watched[1]) != known[1]:
+        if known is None or watched[0] is not known[0] or watched[1] != known[1]:
             return watched
         return None
 
-    def watched_directories(self) -> set[Path]:
+    def watched_directories(self) -> set[str]:
         """Where a change may matter to the index: the homes' layout dirs and each session's
-        dir (its ledger and -wal are written there), for `DirectoryNotifier`."""
+        dir (its ledger and -wal are written there), for `DirectoryNotifier`: as strings,
+        the sessions' own (a `Path` each cost ~700 bytes: 20 MB at 30,000 dirs, held for
+        as long as they are watched). Made anew on each call (the background thread asks
+        once per catalog scan): the notifier keeps what it watches."""
         snapshot = self.catalog.snapshot()
-        if self._watched_dirs is None or self._watched_dirs[0] is not snapshot:
-            dirs = self.catalog.layout_dirs()
-            for session in snapshot.sessions.values():
-                if session.dir_path is not None:
-                    dirs.add(session.dir_path)
-                elif session.ledger_path is not None:
-                    dirs.add(session.ledger_path.parent)
-            self._watched_dirs = (snapshot, dirs)
-        return self._watched_dirs[1]
+        dirs = {os.fspath(path) for path in self.catalog.layout_dirs()}
+        for session in snapshot.sessions.values():
+            folder = session.dir_location
+            if folder is None and session.has_ledger:
+                folder = os.path.dirname(session.ledger_location)
+            if folder is not None:
+                dirs.add(folder)
+        return dirs
 
     def watch_pause(self) -> float:
         """How long the background thread waits between two rounds of watching."""
@@ -440,7 +482,7 @@ class IndexService:
             if conn is None:
                 return IndexSnapshot(generation=generation)
             sql = functools.partial(load_sql, store.__package__)
-            ledgers, checks = _read_rows(
+            ledgers, unreadable, checks = _read_rows(
                 conn,
                 sql("load_totals"),
                 sql("load_file_totals"),
@@ -451,7 +493,7 @@ class IndexService:
             for row in conn.execute(sql("load_daily_usage")):
                 usage.setdefault(row[0], []).append(tuple(row[1:]))
             aliases = dict(conn.execute(sql("load_aliases")).fetchall())
-        usage = _packed_days(usage)
+        usage = _packed_days(usage, *self._kept_days())
         if self._snapshot is not None:  # unchanged rows stay the same objects (see _same)
             ledgers = _same(self._snapshot.ledgers, ledgers)
             checks = _same(self._snapshot.checks, checks)
@@ -461,13 +503,14 @@ class IndexService:
             daily_usage=usage,
             aliases=aliases,
             checks=checks,
+            unreadable=frozenset(unreadable),
         )
 
     def _reload(self, changed: set[str]) -> IndexSnapshot:
         """The current snapshot with the rows of `changed` sessions read again (the others
         are kept: reloading 10,000 sessions' rows costs 0.1-0.2 s)."""
         old = self._snapshot or IndexSnapshot()
-        ledgers, usage = dict(old.ledgers), dict(old.daily_usage)
+        ledgers, usage = PackedRows(old.ledgers), StoredBytes(old.daily_usage)
         checks = PackedRows(old.checks)
         for rows in (ledgers, usage, checks):
             for session_id in changed:
@@ -478,25 +521,41 @@ class IndexService:
                 return IndexSnapshot(generation=old.generation + 1)
             sql = functools.partial(load_sql, store.__package__)
             read = sql("load_totals_of"), sql("load_file_totals_of"), sql("load_checks_of")
-            changed_ledgers, changed_checks = _read_rows(conn, *read, params, self._kept_rows())
+            changed_ledgers, unreadable, changed_checks = _read_rows(
+                conn, *read, params, self._kept_rows()
+            )
             ledgers.update(changed_ledgers)
             checks.update(changed_checks)
             days: dict[str, list[tuple]] = {}
             for row in conn.execute(sql("load_daily_usage_of"), params):
                 days.setdefault(row[0], []).append(tuple(row[1:]))
-            usage.update(_packed_days(days))
+            usage.update(_packed_days(days, *self._kept_days()))
         return IndexSnapshot(
             generation=old.generation + 1,
             ledgers=ledgers,
             daily_usage=usage,
             aliases=old.aliases,
             checks=checks,
+            unreadable=(old.unreadable - changed) | unreadable,
         )
 
-    def _kept_rows(self) -> tuple[RowFile | None, dict | None]:
-        """Where the stored verdicts are kept (memory.RowFile), and the current ones."""
-        previous = self._snapshot.checks if self._snapshot is not None else None
-        return RowFile.for_dir(self.settings.cache_dir, "verdicts"), previous
+    def _kept_rows(self) -> tuple[tuple[RowFile | None, dict | None], ...]:
+        """Where the ledgers' figures and the stored verdicts are kept (memory.RowFile),
+        and the current ones of each."""
+        old = self._snapshot
+        cache = self.settings.cache_dir
+        return (
+            (RowFile.for_dir(cache, "ledger figures"), old.ledgers if old else None),
+            (RowFile.for_dir(cache, "verdicts"), old.checks if old else None),
+        )
+
+    def _kept_days(self) -> tuple[RowFile | None, dict | None]:
+        """Where the daily usage is kept (memory.RowFile), and the current one."""
+        old = self._snapshot
+        return (
+            RowFile.for_dir(self.settings.cache_dir, "daily usage"),
+            old.daily_usage if old else None,
+        )
 
     def snapshot(self, wait: bool = True) -> IndexSnapshot:
         """The latest in-memory figures (read from disk once if no refresh ran yet).
@@ -506,14 +565,32 @@ class IndexService:
             if not wait:
                 self._load_soon()
                 return IndexSnapshot()
-            try:
-                loaded = self._load_snapshot()
-            except sqlite3.Error:
-                return IndexSnapshot()
-            with self._load_lock:
-                if self._snapshot is None:  # a refresh may have set a newer one meanwhile
-                    self._snapshot = loaded
+            # One read at a time: a second reader waits for the first's figures rather than
+            # reading its own copy beside them (100,000 sessions' rows, twice, at once).
+            with self._loading:
+                if self._snapshot is None:
+                    try:
+                        loaded = self._load_snapshot()
+                    except sqlite3.Error:
+                        return IndexSnapshot()
+                    with self._load_lock:
+                        if self._snapshot is None:  # a refresh may have set a newer one
+                            self._snapshot = loaded
         return self._snapshot
+
+    def prepare(self) -> None:
+        """Before the background thread's first refresh: the stored figures read and, if
+        there are any, the listeners run (the session list built), one after the other.
+        Run beside that refresh's own reads (what was stored, every session's row
+        signature), the three made their temporary objects at once: a peak of ~100 MB at
+        100,000 sessions, and the long-lived objects made meanwhile, scattered among them,
+        kept most of it with the process. A home without an index yet is built at once.
+        The catalog's first scan comes first too (the figures are keyed by its ids)."""
+        self.catalog.snapshot()
+        snapshot = self.snapshot()
+        if snapshot.ledgers or snapshot.checks:
+            for listener in self.after_refresh:
+                listener()
 
     def _load_soon(self) -> None:
         """Read the stored figures in a thread (once), then tell the listeners."""
@@ -720,6 +797,8 @@ def _background_loop(
 ) -> None:
     """Holds the service only weakly, so a discarded Datasette lets the thread end."""
     next_full = 0.0
+    prepared = False
+    scanned = None  # the catalog scan whose directories the notifier watches
     try:
         while not stop.is_set():
             service = ref()
@@ -729,15 +808,26 @@ def _background_loop(
             added = 0
             # A failure is recorded in freshness()["last_error"]; the next round retries.
             with contextlib.suppress(sqlite3.Error, OSError):
+                if not prepared:
+                    prepared = True
+                    service.prepare()
+                    began = time.monotonic()
                 watched = service.changed_since_refresh()
-                if began >= next_full or watched:
+                if watched or (began >= next_full and service.may_have_changed()):
                     service.refresh(watched=watched or None)
-                    next_full = began + interval  # every refresh re-stats every ledger
+                elif began >= next_full:  # the index is current: as a refresh would find
+                    service.record_current()
+                if began >= next_full:
+                    next_full = began + interval
                 # A dir watched only now may have changed since this round's stats: one
-                # more round at once sees that, and events see everything after.
-                added = notifier.watch(service.watched_directories())
+                # more round at once sees that, and events see everything after. The same
+                # dirs as last round (the same catalog scan) are not handed over again: a
+                # set of 30,000 made and compared every round, for nothing.
+                if service.catalog.snapshot() is not scanned:
+                    scanned = service.catalog.snapshot()
+                    added = notifier.watch(service.watched_directories())
             pause = service.watch_pause()
-            if notifier.active and notifier.watched:
+            if notifier.active and notifier.watching:
                 pause = max(pause, EVENTS_FALLBACK_SECONDS)
             del service
             ended = time.monotonic()
@@ -756,43 +846,51 @@ def _read_rows(
     file_totals: str,
     checks: str,
     params: dict | None = None,
-    kept: tuple[RowFile | None, dict | None] = (None, None),
-) -> tuple[dict[str, CompactRow], dict[str, CompactRow]]:
-    """The index's per-session figures (with a fork's whole-file totals as `file_totals`)
-    and stored verdicts, as compact rows sharing their repeated strings."""
-    pool = ValuePool()
-    ids = ("session_id",)  # the catalog's own strings (catalog.py interns them too)
-    ledgers = {
-        row["session_id"]: row
-        for row in compact_rows(conn.execute(totals, params or {}), pool, ("file_totals",), ids)
-    }
-    for row in compact_rows(conn.execute(file_totals, params or {}), pool):
-        if row["session_id"] in ledgers:
-            ledgers[row["session_id"]] = with_values(ledgers[row["session_id"]], file_totals=row)
-    # Verdicts, one per session (100,000 in a big home), are held packed (memory.PackedRows)
-    # kept in a file of the cache dir (kept: the file and the current verdicts)
-    return ledgers, packed_rows(conn.execute(checks, params or {}), "session_id", *kept)
+    kept: tuple = ((None, None), (None, None)),
+) -> tuple[PackedRows, set[str], PackedRows]:
+    """The index's per-session figures, the sessions among them whose ledger could not be
+    read, and the stored verdicts. Both kinds of rows are held packed (memory.PackedRows),
+    kept in files of the cache dir (`kept`: each kind's file and current rows); a fork's
+    figures, with its whole file's totals as `file_totals`, are a compact row."""
+    params = params or {}
+    forks = {row["session_id"]: row for row in compact_rows(conn.execute(file_totals, params))}
+    cursor = conn.execute(totals, params)
+    problem = [d[0] for d in cursor.description].index("problem")
+    unreadable: set[str] = set()
+
+    def note(row) -> None:
+        if row[problem]:
+            unreadable.add(sys.intern(row[0]))
+
+    ledgers = packed_rows(cursor, "session_id", *kept[0], each=note)
+    layout: dict[str, int] | None = None
+    for session_id, whole in forks.items():
+        held = dict.get(ledgers, session_id)
+        if held is None:
+            continue
+        row = unpack_row(held) if is_packed(held) else held
+        if layout is None:  # one column index for every fork's row
+            layout = {**row._columns, "file_totals": len(row._values)}
+        ledgers[session_id] = CompactRow(layout, (*row._values, whole))
+    # Verdicts, one per session (100,000 in a big home)
+    return ledgers, unreadable, packed_rows(conn.execute(checks, params), "session_id", *kept[1])
 
 
-def _packed_days(days: dict[str, list[tuple]]) -> dict[str, bytes]:
-    """Each session's daily usage rows as one marshalled bytes object (IndexSnapshot)."""
-    return {
-        sys.intern(sid) if type(sid) is str else sid: marshal.dumps(rows, CANONICAL)
-        for sid, rows in days.items()
-    }
-
-
-def _stats_digest(stats: dict[Path, tuple]) -> int:
-    """The watch's stats as one number: what `changed_since_refresh` compares with the next
-    watch of the same catalog snapshot (same sessions, so the same order)."""
-    return hash(tuple(stats.items()))
+def _packed_days(
+    days: dict[str, list[tuple]], into: RowFile | None = None, previous: dict | None = None
+) -> StoredBytes:
+    """Each session's daily usage rows as one marshalled bytes object (IndexSnapshot), kept
+    in `into` (equal to its `previous` one: in its place)."""
+    return stored_bytes(
+        ((sid, marshal.dumps(rows, CANONICAL)) for sid, rows in days.items()), into, previous
+    )
 
 
 def _same(old: dict[str, dict], new: dict[str, dict]) -> dict[str, dict]:
     """`new` with each row equal to its `old` one replaced by that object, so what is built
     from a row (the session list's, listing.py) is rebuilt only for rows that changed."""
-    for key, row in new.items():
-        known = dict.get(old, key)  # as held (a PackedRows row stays packed)
+    for key, row in dict.items(new):  # as held (a PackedRows row stays packed)
+        known = dict.get(old, key)
         if known is not None and known == row:
             new[key] = known
     return new
@@ -809,6 +907,13 @@ def _file_key(path: Path) -> tuple:
         else:
             found.append((stat.st_ino, stat.st_size, stat.st_mtime_ns))
     return tuple(found)
+
+
+def _written_key(path: Path) -> tuple:
+    """`_file_key` with an empty -wal as none: a reader opening the file (`mode=ro`) creates
+    an empty one, which is no write."""
+    main, wal = _file_key(path)
+    return main, wal if wal is not None and wal[1] > 0 else None
 
 
 def _iso(epoch: float | None) -> str | None:

@@ -7,8 +7,9 @@ one refresh at a time per process; SQLite's locking covers a CLI refresh beside 
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,6 @@ SCHEMA_VERSION = 6  # 2: forks' inherited rows left out, aliases indexed once; 3
 USER_VERSION = SCHEMA_VERSION * 100 + MASKER_VERSION
 WRITER_CACHE_KIB = 64 * 1024
 Fingerprint = tuple[int, int, int | None, int | None]
-StoredLedger = tuple[str, Fingerprint, str]  # ledger path, fingerprint, parent key
 
 
 def index_path(cache_dir: Path) -> Path:
@@ -43,17 +43,25 @@ def connect_writer(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    # A full build inserts into indexes keyed by random ids (id_lookup) and full-text
-    # segments all over a file of hundreds of MB: with SQLite's default 2 MB cache the writes
-    # at 10,000 sessions cost 7.3 s of CPU, 5.6 s with this one. Pages are only cached as
-    # they are touched (a small refresh touches few), and freed when the refresh closes the
-    # connection (the refresh then hands freed memory back, memory.release_memory).
-    conn.execute(f"PRAGMA cache_size = -{int(WRITER_CACHE_KIB)}")
     if conn.execute("PRAGMA user_version").fetchone()[0] != USER_VERSION:
         conn.executescript(load_sql(__package__, "drop"))
         conn.execute(f"PRAGMA user_version = {int(USER_VERSION)}")
     conn.executescript(load_sql(__package__, "create"))
     return conn
+
+
+def cache_for_writes(conn: sqlite3.Connection) -> None:
+    """Give the writer a big page cache, for a refresh that writes (ledgers read, verdicts).
+
+    A full build inserts into indexes keyed by random ids (id_lookup) and full-text
+    segments all over a file of hundreds of MB: with SQLite's default 2 MB cache the writes
+    at 10,000 sessions cost 7.3 s of CPU, 5.6 s with this one. Pages are only cached as
+    they are touched, and freed when the refresh closes the connection (the refresh then
+    hands freed memory back, memory.release_memory). A refresh that only compares (what
+    was stored against the home) keeps SQLite's default: it reads every row of `ledgers`
+    and `session_checks`, tens of MB of pages at 100,000 sessions, which a big cache kept
+    until the end of the refresh."""
+    conn.execute(f"PRAGMA cache_size = -{int(WRITER_CACHE_KIB)}")
 
 
 # Identifier rows (extract.read_ids): the same columns in both tables.
@@ -71,13 +79,25 @@ def connect_reader(path: Path) -> sqlite3.Connection:
     return conn
 
 
-def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, StoredLedger]:
-    """session id -> (ledger path, fingerprint, parent key) of what was indexed."""
+def stored_fingerprints(conn: sqlite3.Connection) -> dict[str, int]:
+    """session id -> `ledger_key(ledger path, fingerprint, parent key)` of what was indexed.
+    A number per ledger, not the three values (a refresh of 30,000 ledgers held ~12 MB of
+    them at once for the comparison alone); the ids are interned (the catalog's strings)."""
     rows = conn.execute(
         "SELECT session_id, ledger_path, size, mtime_ns, wal_size, wal_mtime_ns, parent_key "
         "FROM ledgers"
     )
-    return {row[0]: (row[1], tuple(row[2:6]), row[6]) for row in rows}
+    return {
+        sys.intern(row[0]): ledger_key(row[1], (row[2], row[3], row[4], row[5]), row[6])
+        for row in rows
+    }
+
+
+def ledger_key(path: str, fingerprint: Fingerprint | None, parent_key: str) -> int:
+    """What `stored_fingerprints` keeps of one indexed ledger, and what a refresh compares
+    with it (a collision, at odds of 2**-64, would keep a ledger's figures until it changes
+    again)."""
+    return hash((path, tuple(fingerprint) if fingerprint is not None else None, parent_key))
 
 
 def forget(conn: sqlite3.Connection, session_id: str) -> None:
@@ -147,13 +167,23 @@ def write_ledger(
         )
 
 
-def stored_checks(conn: sqlite3.Connection) -> dict[str, tuple]:
-    """session id -> (ledger fingerprint, row signature) each stored verdict was computed from."""
+def stored_checks(conn: sqlite3.Connection) -> Iterator[tuple[str, int]]:
+    """(session id, `check_key(ledger fingerprint, row signature)`) of each stored verdict,
+    a row at a time: a refresh compares them as they are read rather than holding 100,000
+    verdicts' inputs (tuples: ~35 MB at once; their hashes: a dict of ~8 MB for good). The
+    ids are interned (the catalog's own strings)."""
     rows = conn.execute(
         "SELECT session_id, ledger_size, ledger_mtime_ns, ledger_wal_size, ledger_wal_mtime_ns, "
         "row_sig FROM session_checks"
     )
-    return {row[0]: (tuple(row[1:5]), row[5]) for row in rows}
+    for row in rows:
+        yield sys.intern(row[0]), check_key((row[1], row[2], row[3], row[4]), row[5])
+
+
+def check_key(fingerprint: Fingerprint | None, signature: str | None) -> int:
+    """What `stored_checks` keeps of a stored verdict's inputs (a hash: a collision, at odds
+    of 2**-64, would keep a verdict until the next full refresh)."""
+    return hash((tuple(fingerprint) if fingerprint else (None,) * 4, signature))
 
 
 def forget_check(conn: sqlite3.Connection, session_id: str) -> None:
@@ -197,12 +227,14 @@ def write_check(
     _insert_many(conn, load_sql(__package__, "insert_finding"), session_id, checked.findings)
 
 
-def update_check_names(conn: sqlite3.Connection, sessions: dict[str, tuple]) -> None:
-    """Keep the verdicts' names, kinds and creation times current (registry renames)."""
+def update_check_names(conn: sqlite3.Connection, sessions: Iterable[tuple]) -> None:
+    """Keep the verdicts' names, kinds and creation times current (registry renames):
+    `sessions` gives (name, kind, created_at, session id), one at a time (100,000 tuples
+    made at once, and a dict of them, were ~20 MB for a moment after every start)."""
     conn.executemany(
         "UPDATE session_checks SET session_name = ?1, kind = ?2, created_at = ?3 WHERE "
         "session_id = ?4 AND (session_name IS NOT ?1 OR kind IS NOT ?2 OR created_at IS NOT ?3)",
-        [(*values, sid) for sid, values in sessions.items()],
+        sessions,
     )
 
 
@@ -218,12 +250,13 @@ def replace_aliases(conn: sqlite3.Connection, aliases: dict[str, str]) -> bool:
     return True
 
 
-def update_names(conn: sqlite3.Connection, names: dict[str, tuple[str | None, str]]) -> None:
-    """Keep displayed names and kinds current without re-reading ledgers (registry renames)."""
+def update_names(conn: sqlite3.Connection, names: Iterable[tuple[str | None, str, str]]) -> None:
+    """Keep displayed names and kinds current without re-reading ledgers (registry renames):
+    `names` gives (name, kind, session id), one at a time."""
     conn.executemany(
         "UPDATE ledgers SET session_name = ?1, kind = ?2 "
         "WHERE session_id = ?3 AND (session_name IS NOT ?1 OR kind IS NOT ?2)",
-        [(name, kind, sid) for sid, (name, kind) in names.items()],
+        names,
     )
 
 
