@@ -675,7 +675,7 @@ async def test_a_traces_event_id_uses_come_from_the_event_map(home, manifest):
         locator = events.locate_events(conn, schema)
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
-        mapped = trace_rows.load_trace(conn, schema, trace, locator.uses_of)
+        mapped = trace_rows.load_trace(conn, schema, trace, locator)
         conn.set_trace_callback(None)
         plain = trace_rows.load_trace(conn, schema, trace)
         assert mapped.event_id_uses == plain.event_id_uses and plain.event_id_uses
