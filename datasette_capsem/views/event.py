@@ -266,9 +266,9 @@ async def event_page(datasette, request):
     locator = await _locator(opened)
     if pending.pending(locator):
         what = (
-            "The ledger's event ids are being read (its tables without an index on them, "
-            "and the tool results answered in another trace), once for this version of "
-            "the file"
+            "The ledger's event ids are being read (with the trace ids and model call ids "
+            "of its tables without an index on them, and the tool results answered in "
+            "another trace), once for this version of the file"
         )
         return await pending.page(datasette, request, opened, what, "Event")
 
