@@ -902,3 +902,60 @@ async def test_a_big_ledgers_trace_json_reads_the_map_once_and_answers_202_meanw
     assert len(runs) == 1
     assert located and all(located)
     monkeypatch.undo()
+
+
+async def test_a_changed_big_ledgers_trace_is_read_as_it_is_now_and_its_map_again(
+    home, manifest, tmp_path, monkeypatch
+):
+    """After the file changes (an item added to one of the trace's model calls with no trace
+    id: found only by its model call id), the trace's JSON is read without the last map (an
+    earlier version's), finds the new row, and the map of the changed file is read again."""
+    session = clean_current(manifest)[9]
+    path = home / session["ledger"]
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as conn:
+        trace, call = conn.execute(
+            "SELECT trace_id, id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()
+    url = trace_url(session["id"], trace, "/conversation.json")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    runs: list[int] = []
+    locate = event_view.locate_events
+
+    def counting(conn, schema):
+        runs.append(1)
+        return locate(conn, schema)
+
+    monkeypatch.setattr(event_view, "locate_events", counting)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    assert (await past_202(datasette, url)).status_code == 200
+    assert len(runs) == 1
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute(
+            "INSERT INTO model_items (event_id, model_call_id, timestamp, provider, model, path,"
+            " trace_id, kind, item_index, call_id, content_hash) SELECT 'abcdef000003',"
+            " model_call_id, timestamp, provider, model, path, NULL, kind, item_index + 1000,"
+            " 'changed-item', content_hash FROM model_items WHERE model_call_id = ? LIMIT 1",
+            (call,),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    tree = await past_202(datasette, trace_url(session["id"], trace, ".json"))
+    assert tree.status_code == 200
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as conn:
+        items = conn.execute(
+            "SELECT count(*) FROM model_items WHERE trace_id = ? OR model_call_id IN"
+            " (SELECT id FROM model_calls WHERE trace_id = ?)",
+            (trace, trace),
+        ).fetchone()[0]
+    assert tree.json()["trace"]["rows"]["model_items"] == items
+    for _ in range(1000):
+        if len(runs) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert len(runs) == 2
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = await other.client.get(trace_url(session["id"], trace, ".json"))
+    assert tree.json()["trace"] == expected.json()["trace"]

@@ -220,13 +220,19 @@ def locator_task(opened) -> tuple[asyncio.Future, EventLocator | None]:
 
 async def trace_locator(opened) -> EventLocator | None:
     """A big ledger's map of the file as it is now, for `load_trace` (None for a smaller
-    ledger, or when the map could not be read), waited for while it is read (started here):
-    it reads once the tables a trace's lookups would otherwise read whole for every trace
-    (`model_items` by model call id, the security tables by trace id, the event id uses),
-    and each later trace of the version finds its rows by index or row id."""
+    ledger, or when the map could not be read). The first map of a mounted file is waited
+    for while it is read (started here): it reads once the tables a trace's lookups would
+    otherwise read whole for every trace (`model_items` by model call id, the security
+    tables by trace id, the event id uses), and each later trace of the version finds its
+    rows by index or row id. While a changed file's map is read (a live ledger's, changing
+    every second), a trace is read without one, as a smaller ledger's: an earlier version's
+    map may miss a row changed since, and waiting for each version's map would hold every
+    view of a live ledger."""
     if opened.db is None or not big_ledger(opened):
         return None
-    task, _ = locator_task(opened)
+    task, last = locator_task(opened)
+    if _done(task) is None and last is not None:
+        return None
     try:
         return await asyncio.shield(task)
     except Exception:  # logged where it is read; the trace is read without it
