@@ -246,9 +246,9 @@ def _lookup(
                 column=column,
             )
         else:
-            params = {"values": wanted, "ids": lsql.json_list(ids), "after": locator.after[table]}
+            located = {"values": wanted, "ids": lsql.json_list(ids), "after": locator.after[table]}
             part = _fetch(
-                conn, "trace_rows_located", rows.schema, table, columns, params, column=column
+                conn, "trace_rows_located", rows.schema, table, columns, located, column=column
             )
         for row in part:
             found.setdefault(row["id"], row)
@@ -309,18 +309,22 @@ def _load_joined(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     schema = rows.schema
     if not any(schema.has(t, "event_id") for t in ("model_calls", "net_events", "tool_calls")):
         rows.notes.append("This file predates event ids (2026-06-06): no security or body joins.")
+    event_ids = trace_event_ids(rows)
     for table, columns in SECURITY_TABLES.items():
-        found = _joined(conn, rows, table, columns, locator)
+        found = _joined(conn, rows, (table, columns), event_ids, locator)
         if found:
             rows.security[table] = found
-    rows.bodies = _joined(conn, rows, "event_body_blobs", BODY_COLUMNS, locator)
+    rows.bodies = _joined(conn, rows, ("event_body_blobs", BODY_COLUMNS), event_ids, locator)
 
 
-def _joined(conn, rows: TraceRows, table: str, columns, locator: Locator | None) -> list[dict]:
-    schema = rows.schema
+def _joined(
+    conn, rows: TraceRows, read: tuple[str, tuple[str, ...]], event_ids: list[str], locator
+) -> list[dict]:
+    """The rows of a security table or of the blobs joined to the trace's `event_ids`, or
+    tagged with its trace id."""
+    (table, columns), schema = read, rows.schema
     if not schema.has(table, "event_id"):
         return []
-    event_ids = trace_event_ids(rows)
     params = {"trace_id": rows.trace_id, "event_ids": lsql.json_list(event_ids)}
     parts: dict[str, list[Any]] = {"event_id": event_ids}
     if schema.has(table, "trace_id"):
@@ -438,7 +442,9 @@ def _load_present_event_ids(conn, rows: TraceRows, locator: Locator | None = Non
     for table, event_ids in wanted.items():
         present = {r.get("event_id") for r in own.get(table, [])} & event_ids
         missing = event_ids - present
-        known = locator.uses_of(table, sorted(missing)) if locator and missing else None
+        known = None
+        if locator is not None and missing:
+            known = locator.uses_of(table, sorted(missing))
         if known is not None:
             present |= set(known)
         elif missing and rows.schema.has(table, "event_id"):
