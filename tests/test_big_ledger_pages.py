@@ -24,6 +24,7 @@ from datasette_capsem.mount import ledger_db
 from datasette_capsem.state import get_state
 from datasette_capsem.views import event as event_view
 from datasette_capsem.views import pending as pending_view
+from datasette_capsem.views import trace as trace_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
 from tests.helpers import actor_cookies, make_datasette
@@ -675,7 +676,7 @@ async def test_a_traces_event_id_uses_come_from_the_event_map(home, manifest):
         locator = events.locate_events(conn, schema)
         statements: list[str] = []
         conn.set_trace_callback(statements.append)
-        mapped = trace_rows.load_trace(conn, schema, trace, locator.uses_of)
+        mapped = trace_rows.load_trace(conn, schema, trace, locator)
         conn.set_trace_callback(None)
         plain = trace_rows.load_trace(conn, schema, trace)
         assert mapped.event_id_uses == plain.event_id_uses and plain.event_id_uses
@@ -685,3 +686,276 @@ async def test_a_traces_event_id_uses_come_from_the_event_map(home, manifest):
         assert locator.uses_of("tool_calls", list(plain.event_id_uses)) is None
     finally:
         conn.close()
+
+
+# A trace's rows through a big ledger's map (issue 29: a trace not viewed before read whole
+# tables, 0.6 to 2.6 s from a cold disk): model_items has no index on model_call_id, the
+# security tables and substitution_events none on trace_id.
+LEDGER_TABLES_SCANNED = re.compile(r"^SCAN (?!json_each)")
+
+
+def traces_of(conn: sqlite3.Connection, limit: int = 25) -> list[str]:
+    """Trace ids of a ledger: its model calls' and its security rows' (some only there)."""
+    found = []
+    for table in ("model_calls", "tool_calls", "security_rule_events", "fs_events"):
+        if not conn.execute(
+            "SELECT 1 FROM pragma_table_info(?) WHERE name = 'trace_id'", (table,)
+        ).fetchone():
+            continue
+        sql = f"SELECT DISTINCT trace_id FROM {table} WHERE trace_id IS NOT NULL LIMIT ?"
+        found += [row[0] for row in conn.execute(sql, (limit,))]
+    return list(dict.fromkeys(found))[:limit]
+
+
+def immutable(path: Path) -> sqlite3.Connection:
+    """A ledger opened as the plugin reads it (bad UTF-8 replaced, not an error)."""
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
+    return conn
+
+
+def scans(conn: sqlite3.Connection, statements: list[str]) -> list[tuple[str, str]]:
+    found = []
+    for sql in statements:
+        for row in conn.execute("EXPLAIN QUERY PLAN " + sql):
+            if LEDGER_TABLES_SCANNED.match(row[3]):
+                found.append((row[3], sql[:120]))
+    return found
+
+
+async def test_the_map_holds_every_trace_lookup_no_index_starts_with(manifest, capsem_home):
+    session = clean_current(manifest)[0]
+    conn = immutable(capsem_home / session["ledger"])
+    try:
+        schema = read_schema(conn)
+        assert events.unindexed_lookups(conn, schema) == {
+            "tool_calls": ["event_id"],
+            "model_items": ["event_id", "model_call_id"],
+            "substitution_events": ["trace_id"],
+            "security_rule_events": ["trace_id"],
+            "security_decision_events": ["trace_id"],
+            "security_ask_events": ["trace_id"],
+        }
+        locator = events.locate_events(conn, schema)
+        items = conn.execute("SELECT count(*) FROM model_items").fetchone()[0]
+        assert locator.mapped("model_items", "model_call_id") == items
+        tagged = conn.execute(
+            "SELECT count(*) FROM security_rule_events WHERE trace_id IS NOT NULL"
+        ).fetchone()[0]
+        assert locator.mapped("security_rule_events", "trace_id") == tagged
+    finally:
+        conn.close()
+
+
+async def test_a_trace_read_with_the_map_reads_no_table_whole(manifest, capsem_home, monkeypatch):
+    """With the map, every statement of a trace's rows searches an index or row ids: EXPLAIN
+    QUERY PLAN shows no SCAN of a ledger table (the old statements scanned model_items, the
+    security tables, substitution_events, and tool_calls and model_items for event id uses).
+    Without it, the statements are those of a small ledger (they do scan)."""
+    monkeypatch.setattr(trace_rows, "SCAN_SHARE", 0)  # the map however many rows a trace has
+    for session in clean_current(manifest)[:3]:
+        conn = immutable(capsem_home / session["ledger"])
+        try:
+            schema = read_schema(conn)
+            locator = events.locate_events(conn, schema)
+            for trace in traces_of(conn, 6):
+                statements: list[str] = []
+                conn.set_trace_callback(statements.append)
+                mapped = trace_rows.load_trace(conn, schema, trace, locator)
+                conn.set_trace_callback(None)
+                assert not scans(conn, statements), (session["id"], trace)
+                plain_statements: list[str] = []
+                conn.set_trace_callback(plain_statements.append)
+                plain = trace_rows.load_trace(conn, schema, trace)
+                conn.set_trace_callback(None)
+                assert mapped == plain
+                assert scans(conn, plain_statements)
+        finally:
+            conn.close()
+
+
+@pytest.mark.parametrize("share", [0, 8])
+async def test_every_trace_read_with_the_map_is_the_trace_read_plainly(
+    manifest, capsem_home, monkeypatch, share
+):
+    """Every readable ledger of the generated home (every era, defects injected): each trace
+    read with its map (split lookups, `SCAN_SHARE` 0; or the table read whole past a share of
+    its rows, 8) is the trace the plain statements read, field for field."""
+    monkeypatch.setattr(trace_rows, "SCAN_SHARE", share)
+    compared = 0
+    for session in readable(manifest):
+        conn = immutable(capsem_home / session["ledger"])
+        try:
+            try:
+                schema = read_schema(conn)
+            except sqlite3.DatabaseError:  # not a database (a session whose file is not)
+                continue
+            locator = events.locate_events(conn, schema)
+            for trace in traces_of(conn, 8):
+                mapped = trace_rows.load_trace(conn, schema, trace, locator)
+                assert mapped == trace_rows.load_trace(conn, schema, trace), (session["id"], trace)
+                compared += 1
+        finally:
+            conn.close()
+    assert compared > 50
+
+
+async def test_rows_found_only_by_the_map_and_a_shared_hash_are_the_plain_rows(
+    manifest, capsem_home, tmp_path, monkeypatch
+):
+    """An item of one of the trace's model calls tagged with no trace id (found by its model
+    call id alone), a security row tagged with the trace and no event of it (by its trace id
+    alone), and every trace id given the same key in the map (a hash shared by all: the rows
+    found are checked again in SQL): the rows of the plain statements, no more."""
+    session = clean_current(manifest)[3]
+    path = tmp_path / "session.db"
+    shutil.copy(capsem_home / session["ledger"], path)
+    conn = sqlite3.connect(path)
+    conn.text_factory = lambda data: data.decode("utf-8", "replace")
+    try:
+        trace, call = conn.execute(
+            "SELECT trace_id, id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()
+        conn.execute(
+            "INSERT INTO model_items (event_id, model_call_id, timestamp, provider, model, path,"
+            " trace_id, kind, item_index, call_id, content_hash) SELECT 'abcdef000001',"
+            " model_call_id, timestamp, provider, model, path, NULL, kind, item_index + 1000,"
+            " 'untagged-item', content_hash FROM model_items WHERE model_call_id = ? LIMIT 1",
+            (call,),
+        )
+        conn.execute(
+            "INSERT INTO security_rule_events (timestamp_unix_ms, event_id, event_type, rule_id,"
+            " rule_action, rule_json, event_json, trace_id) VALUES (1, 'abcdef000002',"
+            " 'dns.query', 'r', 'allow', '{}', '{}', ?)",
+            (trace,),
+        )
+        conn.commit()
+        schema = read_schema(conn)
+        monkeypatch.setattr(trace_rows, "SCAN_SHARE", 0)
+        locator = events.locate_events(conn, schema)
+        plain = trace_rows.load_trace(conn, schema, trace)
+        assert "untagged-item" in {r["call_id"] for r in plain.model_items}
+        assert "abcdef000002" in {r["event_id"] for r in plain.security["security_rule_events"]}
+        assert trace_rows.load_trace(conn, schema, trace, locator) == plain
+        monkeypatch.setitem(events._KEYS, "trace_id", lambda value: 7 if value else None)
+        shared = events.locate_events(conn, schema)
+        assert len(shared.rowids_of("security_rule_events", "trace_id", [trace])) > len(
+            plain.security["security_rule_events"]
+        )
+        assert trace_rows.load_trace(conn, schema, trace, shared) == plain
+        shared.current = False  # an earlier version's map is not used for the rows
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        assert trace_rows.load_trace(conn, schema, trace, shared) == plain
+        conn.set_trace_callback(None)
+        assert not any("json_each(:ids)" in s for s in statements)
+    finally:
+        conn.close()
+
+
+async def test_a_big_ledgers_trace_json_reads_the_map_once_and_answers_202_meanwhile(
+    home, manifest, tmp_path, monkeypatch
+):
+    """On a big ledger a trace's conversation.json and tree.json answer 202 ("checking", with
+    the seconds to ask again after) while its rows are read; the map is read once for every
+    trace of the file version, each trace is read with it, and the answers are those of a
+    server that reads the file as a small ledger."""
+    session = clean_current(manifest)[4]
+    conn = sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True)
+    try:
+        traces = [t for t in traces_of(conn, 4)]
+    finally:
+        conn.close()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    suffixes = ("/conversation.json", "/tree.json")
+    expected = {}
+    for trace in traces:
+        for suffix in suffixes:
+            response = await other.client.get(trace_url(session["id"], trace, suffix))
+            expected[trace, suffix] = (response.status_code, response.json())
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    runs: list[int] = []
+    locate = event_view.locate_events
+
+    def counting(conn, schema):
+        runs.append(1)
+        return locate(conn, schema)
+
+    located: list[bool] = []
+    load = trace_view.load_trace
+
+    def loading(conn, schema, trace_id, locator=None):
+        located.append(locator is not None)
+        return load(conn, schema, trace_id, locator)
+
+    monkeypatch.setattr(event_view, "locate_events", counting)
+    monkeypatch.setattr(trace_view, "load_trace", loading)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
+    first = await datasette.client.get(trace_url(session["id"], traces[0], suffixes[0]))
+    assert first.status_code == 202
+    assert first.json()["checking"] is True and first.json()["reload_seconds"] == 2
+    for trace in traces:
+        for suffix in suffixes:
+            page = await past_202(datasette, trace_url(session["id"], trace, suffix))
+            assert (page.status_code, page.json()) == expected[trace, suffix], (trace, suffix)
+    assert len(runs) == 1
+    assert located and all(located)
+    monkeypatch.undo()
+
+
+async def test_a_changed_big_ledgers_trace_is_read_as_it_is_now_and_its_map_again(
+    home, manifest, tmp_path, monkeypatch
+):
+    """After the file changes (an item added to one of the trace's model calls with no trace
+    id: found only by its model call id), the trace's JSON is read without the last map (an
+    earlier version's), finds the new row, and the map of the changed file is read again."""
+    session = clean_current(manifest)[9]
+    path = home / session["ledger"]
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as conn:
+        trace, call = conn.execute(
+            "SELECT trace_id, id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()
+    url = trace_url(session["id"], trace, "/conversation.json")
+    datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
+    runs: list[int] = []
+    locate = event_view.locate_events
+
+    def counting(conn, schema):
+        runs.append(1)
+        return locate(conn, schema)
+
+    monkeypatch.setattr(event_view, "locate_events", counting)
+    monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
+    assert (await past_202(datasette, url)).status_code == 200
+    assert len(runs) == 1
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute(
+            "INSERT INTO model_items (event_id, model_call_id, timestamp, provider, model, path,"
+            " trace_id, kind, item_index, call_id, content_hash) SELECT 'abcdef000003',"
+            " model_call_id, timestamp, provider, model, path, NULL, kind, item_index + 1000,"
+            " 'changed-item', content_hash FROM model_items WHERE model_call_id = ? LIMIT 1",
+            (call,),
+        )
+        conn.commit()
+    finally:
+        conn.close()
+    tree = await past_202(datasette, trace_url(session["id"], trace, ".json"))
+    assert tree.status_code == 200
+    with sqlite3.connect(f"file:{path}?immutable=1", uri=True) as conn:
+        items = conn.execute(
+            "SELECT count(*) FROM model_items WHERE trace_id = ? OR model_call_id IN"
+            " (SELECT id FROM model_calls WHERE trace_id = ?)",
+            (trace, trace),
+        ).fetchone()[0]
+    assert tree.json()["trace"]["rows"]["model_items"] == items
+    for _ in range(1000):
+        if len(runs) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert len(runs) == 2
+    monkeypatch.undo()
+    other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
+    expected = await other.client.get(trace_url(session["id"], trace, ".json"))
+    assert tree.json()["trace"] == expected.json()["trace"]

@@ -7,6 +7,7 @@ and a view of the body chosen by content type.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from array import array
@@ -15,7 +16,7 @@ from typing import Any
 
 from datasette_capsem.graph import ledgersql as lsql
 from datasette_capsem.graph.bodies import body_summary, decode_body
-from datasette_capsem.graph.trace_rows import PRIMARY_TABLES, pairs_elsewhere
+from datasette_capsem.graph.trace_rows import LOOKUP_COLUMNS, PRIMARY_TABLES, pairs_elsewhere
 from datasette_capsem.graph.values import clip
 from datasette_capsem.ledger.schema import LedgerSchema
 from datasette_capsem.ledger.tables import joined_by
@@ -50,26 +51,52 @@ def pretty_json(value: Any) -> str | None:
         return None
 
 
+def _leading_index_columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The columns that some index of `table` starts with (a lookup by them is a search)."""
+    indexes = [row[0] for row in conn.execute("SELECT name FROM pragma_index_list(?)", (table,))]
+    return {
+        row[0]
+        for name in indexes
+        for row in conn.execute("SELECT name FROM pragma_index_info(?) WHERE seqno = 0", (name,))
+    }
+
+
+def _id_is_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether `table`'s id is its INTEGER PRIMARY KEY (every id an integer row id)."""
+    keys = conn.execute(
+        "SELECT name, upper(type) FROM pragma_table_info(?) WHERE pk > 0", (table,)
+    ).fetchall()
+    return keys == [("id", "INTEGER")]
+
+
 def unindexed_event_tables(conn: sqlite3.Connection, schema: LedgerSchema) -> list[str]:
     """The primary tables with an event id and no index that starts with it (Capsem's
     `tool_calls` and `model_items`): finding an event id there reads the whole table."""
-    unindexed = []
-    for table in PRIMARY_TABLES:
-        if not schema.has(table, "event_id"):
+    return [
+        table
+        for table in PRIMARY_TABLES
+        if schema.has(table, "event_id") and "event_id" not in _leading_index_columns(conn, table)
+    ]
+
+
+def unindexed_lookups(conn: sqlite3.Connection, schema: LedgerSchema) -> dict[str, list[str]]:
+    """Per table, the columns a trace's rows are found by (`trace_rows.LOOKUP_COLUMNS`: event
+    id, trace id, model call id) that no index starts with, in tables whose id is the row id
+    (Capsem's `model_items.model_call_id`, and the security tables' and
+    `substitution_events`' `trace_id`): each such lookup reads the whole table."""
+    found: dict[str, list[str]] = {}
+    for table, columns in LOOKUP_COLUMNS.items():
+        present = [c for c in columns if schema.has(table, c)]
+        if not present or not _id_is_rowid(conn, table):
             continue
-        indexes = [
-            row[0] for row in conn.execute("SELECT name FROM pragma_index_list(?)", (table,))
-        ]
-        leading = {
-            row[0]
-            for name in indexes
-            for row in conn.execute(
-                "SELECT name FROM pragma_index_info(?) WHERE seqno = 0", (name,)
-            )
-        }
-        if "event_id" not in leading:
-            unindexed.append(table)
-    return unindexed
+        leading = _leading_index_columns(conn, table)
+        missing = [c for c in present if c not in leading]
+        if missing:
+            found[table] = missing
+    for table in unindexed_event_tables(conn, schema):  # as before, whatever the id's kind
+        if "event_id" not in found.setdefault(table, []):
+            found[table].insert(0, "event_id")
+    return found
 
 
 def _hex_key(event_id: Any) -> int | None:
@@ -82,15 +109,38 @@ def _hex_key(event_id: Any) -> int | None:
     return None
 
 
+def _int_key(value: Any) -> int | None:
+    """A model call id as itself (an integer of 64 bits); None for any other value."""
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return value
+    return None
+
+
+def _text_key(value: Any) -> int | None:
+    """Any text (a trace id) as 64 bits of its blake2b: two texts may share a key, so a row
+    found by it is checked again in SQL (`trace_rows_located.sql`); None for a non-text."""
+    if not isinstance(value, str):
+        return None
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+# How each column's values become the map's numbers: exact for event ids (the uses counted
+# from the map) and model call ids; hashed for trace ids (the rows found are checked again).
+_KEYS = {"event_id": _hex_key, "model_call_id": _int_key, "trace_id": _text_key}
+_Map = tuple[array, array, dict[Any, list[int]]]
+
+
 class EventLocator:
-    """Where the rows of each event id are in the tables that have no index on event_id:
-    read once per file version (`locate_events`), so an event page finds its rows there by
-    row id instead of reading those whole tables (seconds from a cold disk on a big ledger).
-    Compact: Capsem's 12-hex-digit ids as sorted numbers beside their row ids (16 bytes a
-    row); any other id (an older era's, a broken row's) in a small dict."""
+    """Where the rows of each event id (and, for a trace, of each trace id and model call id)
+    are in the tables that have no index on that column: read once per file version
+    (`locate_events`), so an event page and a trace's rows find their rows there by row id
+    instead of reading those whole tables (seconds from a cold disk on a big ledger).
+    Compact: each value as a number (`_KEYS`) sorted beside its row id (16 bytes a row); any
+    other value (an older era's, a broken row's) in a small dict."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, tuple[array, array, dict[Any, list[int]]]] = {}
+        self.maps: dict[tuple[str, str], _Map] = {}
         # The rule book's pairing across traces of the whole file (spec §4.4; a few rows),
         # by the tool call's row id: what a tool call's event page lists as answered
         # elsewhere, without the whole-file query on each view.
@@ -101,62 +151,91 @@ class EventLocator:
         self.after: dict[str, int] = {}
         self.current = True  # of the file as it is now (else `elsewhere` is not used)
 
-    def add(self, table: str, pairs: list[tuple[Any, int]]) -> None:
+    @property
+    def tables(self) -> dict[str, _Map]:
+        """The event id maps, by table."""
+        return {table: m for (table, column), m in self.maps.items() if column == "event_id"}
+
+    def add(self, table: str, pairs: list[tuple[Any, int]], column: str = "event_id") -> None:
+        """`pairs`: (value, row id) of every row of `table` (a NULL value is never looked for)."""
+        key_of = _KEYS[column]
         keyed, other = [], {}
-        for event_id, row_id in pairs:
-            key = _hex_key(event_id)
+        for value, row_id in pairs:
+            key = key_of(value)
             if key is None:
-                other.setdefault(event_id, []).append(row_id)
+                if value is not None:
+                    other.setdefault(value, []).append(row_id)
             else:
                 keyed.append((key, row_id))
         keyed.sort()
-        self.after[table] = max((r for _, r in pairs if isinstance(r, int)), default=0)
-        self.tables[table] = (
+        top = max((r for _, r in pairs if isinstance(r, int)), default=0)
+        self.after[table] = max(self.after.get(table, 0), top)
+        self.maps[(table, column)] = (
             array("q", (k for k, _ in keyed)),
             array("q", (r for _, r in keyed)),
             other,
         )
 
+    def _rowids(self, table: str, column: str, value: Any) -> list[int] | None:
+        if (table, column) not in self.maps:
+            return None
+        keys, rows, other = self.maps[(table, column)]
+        key = _KEYS[column](value)
+        if key is None:
+            return sorted(other.get(value, ()))
+        return list(rows[bisect_left(keys, key) : bisect_right(keys, key)])
+
     def rowids(self, table: str, event_id: str, limit: int) -> list[int] | None:
         """The first `limit` row ids of `table` carrying `event_id` (None: not located here)."""
-        if table not in self.tables:
+        found = self._rowids(table, "event_id", event_id)
+        return None if found is None else found[:limit]
+
+    def holds(self, table: str, column: str) -> bool:
+        return (table, column) in self.maps
+
+    def rowids_of(self, table: str, column: str, values: list[Any]) -> list[int] | None:
+        """The row ids of `table` whose `column` may be one of `values` (a superset: trace
+        ids are hashed), sorted; None for a column it does not hold. Rows written after the
+        map was read (ids above `after[table]`) are not in it."""
+        if (table, column) not in self.maps:
             return None
-        keys, rows, other = self.tables[table]
-        key = _hex_key(event_id)
-        if key is None:
-            return sorted(other.get(event_id, ()))[:limit]
-        start, end = bisect_left(keys, key), bisect_right(keys, key)
-        return list(rows[start : min(end, start + limit)])
+        found: set[int] = set()
+        for value in dict.fromkeys(values):
+            found.update(self._rowids(table, column, value) or ())
+        return sorted(found)
+
+    def mapped(self, table: str, column: str) -> int:
+        """How many rows of `table` the map of `column` holds (0 for a column it does not)."""
+        keys, _, other = self.maps.get((table, column), ((), (), {}))
+        return len(keys) + sum(len(ids) for ids in other.values())
 
     def uses_of(self, table: str, event_ids: list[str]) -> dict[str, int] | None:
         """How many rows of `table` carry each of `event_ids` (those carried at least once),
         for a map of the file as it is now; None for a table it does not hold or an earlier
         version's map (rows written since are not counted in it)."""
-        if table not in self.tables or not self.current:
+        if (table, "event_id") not in self.maps or not self.current:
             return None
-        keys, _, other = self.tables[table]
         found = {}
         for event_id in dict.fromkeys(event_ids):
-            key = _hex_key(event_id)
-            if key is None:
-                uses = len(other.get(event_id, ()))
-            else:
-                uses = bisect_right(keys, key) - bisect_left(keys, key)
+            uses = len(self._rowids(table, "event_id", event_id) or ())
             if uses:
                 found[event_id] = uses
         return found
 
     @property
     def rows(self) -> int:
-        return sum(len(keys) + len(other) for keys, _, other in self.tables.values())
+        return sum(len(keys) + len(other) for keys, _, other in self.maps.values())
 
 
 def locate_events(conn: sqlite3.Connection, schema: LedgerSchema) -> EventLocator:
-    """The `EventLocator` of a ledger as it is now (every row of the unindexed tables)."""
+    """The `EventLocator` of a ledger as it is now (every row of the tables whose lookup
+    columns have no index: one read of each such table for all its columns)."""
     locator = EventLocator()
-    for table in unindexed_event_tables(conn, schema):
-        pairs = [(r[0], r[1]) for r in conn.execute(lsql.query_text("event_id_map", table=table))]
-        locator.add(table, pairs)
+    for table, columns in unindexed_lookups(conn, schema).items():
+        sql = lsql.query_text("event_id_map", schema=schema, table=table, columns=columns)
+        rows = conn.execute(sql).fetchall()
+        for place, column in enumerate(columns, start=1):
+            locator.add(table, [(row[place], row[0]) for row in rows], column)
     for pair in pairs_elsewhere(conn, schema, None, None):
         locator.elsewhere.setdefault(pair.get("call_row"), []).append(pair)
     return locator

@@ -6,7 +6,8 @@ column. The `.sql` files hold the queries; three markers of the one renderer
 
 * ``{columns}``: a projection built from column specs; a column the file lacks reads NULL.
 * ``{table}``: a ledger table name from `LEDGER_TABLES`, quoted.
-* ``{column}``: an identifier column from `ID_COLUMNS`, quoted (search only).
+* ``{column}``: an identifier column from `ID_COLUMNS` (search) or `model_call_id` (a trace's
+  rows, `trace_rows_with.sql`), quoted.
 
 Every value is bound as a parameter. Lists of values travel as one JSON parameter, read back
 with ``json_each``, so no query text depends on how many values there are.
@@ -33,6 +34,8 @@ LEDGER_TABLES = frozenset(ALL_LEDGER_TABLES)
 
 # Columns a search may compare with a value.
 ID_COLUMNS = frozenset({"trace_id", "turn_id", "event_id", "call_id", "message_id", "ask_id"})
+# Columns a statement may name with `{column}`: those, and the one a trace's rows are found by.
+KEY_COLUMNS = ID_COLUMNS | {"model_call_id"}
 
 
 def _column(schema: LedgerSchema, table: str, spec: str) -> str:
@@ -83,7 +86,7 @@ def query_text(
     """
     if table is not None and table not in LEDGER_TABLES and table not in file_tables:
         raise ValueError(f"not a ledger table: {table!r}")
-    if column is not None and column not in ID_COLUMNS:
+    if column is not None and column not in KEY_COLUMNS:
         raise ValueError(f"not an id column: {column!r}")
     fragments = {}
     if columns is not None:

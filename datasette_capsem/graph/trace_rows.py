@@ -9,9 +9,8 @@ Only short projections are read: previews are cut in SQL and blob bodies are nev
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from datasette_capsem import redaction
 from datasette_capsem.graph import ledgersql as lsql
@@ -39,12 +38,35 @@ SECURITY_TABLES: dict[str, tuple[str, ...]] = {
 BODY_COLUMNS = TABLE["event_body_blobs"].trace_columns
 # Primary tables whose rows carry an event_id that security rows and blobs join to.
 PRIMARY_TABLES = tuple(table.name for table in TABLES if table.primary)
+
+
+def _lookup_columns() -> dict[str, tuple[str, ...]]:
+    """The columns a trace's rows are found by, per table (its event ids' uses and presence,
+    its trace id, its model calls' ids): a big ledger's map (graph/events.EventLocator) holds
+    those no index starts with, so no lookup of a trace reads a whole table."""
+    found: dict[str, list[str]] = {}
+    for table in PRIMARY_TABLES:
+        found.setdefault(table, []).append("event_id")
+    for table in ("tool_calls", "tool_responses", "model_items"):  # trace_children.sql
+        found.setdefault(table, []).extend(("trace_id", "model_call_id"))
+    for table in TRACE_TABLES:  # trace_rows.sql
+        found.setdefault(table, []).append("trace_id")
+    for table in (*SECURITY_TABLES, "event_body_blobs"):  # trace_joined.sql
+        found.setdefault(table, []).extend(("event_id", "trace_id"))
+    return {table: tuple(dict.fromkeys(columns)) for table, columns in found.items()}
+
+
+LOOKUP_COLUMNS = _lookup_columns()
 # Spec §6.2 check 11: which primary table a security event type points at.
 EVENT_TYPE_TABLES: dict[str, str] = {
     event_type: table.name for table in TABLES for event_type in table.event_types
 }
 
 START_KEY = "_start_ms"  # parsed start of a row, added by the loader
+# A lookup through a map reads its rows by row id, page by page: past one row in SCAN_SHARE of
+# the table (a trace holding half the security rows, the ambient one), one read of the whole
+# table in order costs less, and is made instead.
+SCAN_SHARE = 8
 HASH_BUDGET_BYTES = 16 * 1024 * 1024  # bodies hashed per trace; the event page checks the rest
 
 
@@ -130,9 +152,11 @@ def without_free_text(rows: TraceRows) -> TraceRows:
     )
 
 
-def _fetch(conn, name: str, schema: LedgerSchema, table: str, columns, params) -> list[dict]:
+def _fetch(
+    conn, name: str, schema: LedgerSchema, table: str, columns, params, **markers
+) -> list[dict]:
     """Rows, cut to size, each with its start time parsed once (`START_KEY`)."""
-    rows = lsql.run(conn, name, params, schema=schema, table=table, columns=columns)
+    rows = lsql.run(conn, name, params, schema=schema, table=table, columns=columns, **markers)
     found = []
     for row in rows:
         row = clip_row(row)
@@ -147,27 +171,91 @@ def _start_ms(row: dict[str, Any]) -> float | None:
     return parse_ms(row.get("timestamp") if "timestamp" in row else row.get("created_at"))
 
 
-# How many rows of a table carry each of some event ids, when known without reading the
-# table (a big ledger's event id map, graph/events.EventLocator.uses_of); None: not known.
-UsesOf = Callable[[str, list[str]], dict[str, int] | None]
+class Locator(Protocol):
+    """A big ledger's map of the values of its columns without an index, read once per file
+    version (graph/events.EventLocator): what `load_trace` finds rows with, for a map of the
+    file as it is now (`current`)."""
+
+    current: bool
+    after: dict[str, int]
+    elsewhere: dict[Any, list[dict[str, Any]]]
+
+    def holds(self, table: str, column: str) -> bool: ...
+
+    def rowids_of(self, table: str, column: str, values: list[Any]) -> list[int] | None: ...
+
+    def mapped(self, table: str, column: str) -> int: ...
+
+    def uses_of(self, table: str, event_ids: list[str]) -> dict[str, int] | None: ...
 
 
 def load_trace(
-    conn: sqlite3.Connection, schema: LedgerSchema, trace_id: str, uses_of: UsesOf | None = None
+    conn: sqlite3.Connection,
+    schema: LedgerSchema,
+    trace_id: str,
+    locator: Locator | None = None,
 ) -> TraceRows:
-    """Read one trace; an unknown trace id gives an empty `TraceRows`. `uses_of`: the event
-    id uses of the tables it knows (else each table is asked, a scan where it has no index
-    on event_id)."""
+    """Read one trace; an unknown trace id gives an empty `TraceRows`. `locator`: a big
+    ledger's map of the file as it is now; with it, a lookup by a column no index starts
+    with (each a read of the whole table) is made by the row ids it holds instead."""
+    if locator is not None and not locator.current:
+        locator = None  # rows written or changed since it was read are not in it
     rows = TraceRows(trace_id=trace_id, schema=schema)
-    _load_calls(conn, rows)
-    _load_other(conn, rows)
-    _load_joined(conn, rows)
-    _load_link_targets(conn, rows, uses_of)
+    _load_calls(conn, rows, locator)
+    _load_other(conn, rows, locator)
+    _load_joined(conn, rows, locator)
+    _load_link_targets(conn, rows, locator)
     _check_body_hashes(conn, rows)
     return rows
 
 
-def _load_calls(conn, rows: TraceRows) -> None:
+def _lookup(
+    conn,
+    rows: TraceRows,
+    locate: tuple[str, tuple[str, ...], str, dict[str, Any]],
+    parts: dict[str, list[Any]],
+    locator: Locator | None,
+) -> list[dict]:
+    """The rows of one table that the statement `name` finds (a `WHERE` of `parts`' columns
+    joined by `OR`, in id order). Where `locator` holds one of those columns (no index starts
+    with it: the `OR` would read the whole table), the `OR` is split: each column is looked up
+    apart (an index, or the row ids the map holds), the rows merged by id."""
+    table, columns, name, params = locate
+    held = {}
+    for column, values in parts.items() if locator is not None else ():
+        ids = locator.rowids_of(table, column, list(dict.fromkeys(values)))
+        if ids is not None:
+            held[column] = ids
+    many = any(len(ids) * SCAN_SHARE > locator.mapped(table, c) for c, ids in held.items())
+    if not held or many:  # no map, or rows enough that one read of the table costs less
+        return _fetch(conn, name, rows.schema, table, columns, params)
+    found: dict[Any, dict] = {}
+    for column, values in parts.items():
+        wanted = lsql.json_list(values)
+        if wanted == "[]":
+            continue
+        ids = held.get(column)
+        if ids is None:
+            part = _fetch(
+                conn,
+                "trace_rows_with",
+                rows.schema,
+                table,
+                columns,
+                {"values": wanted},
+                column=column,
+            )
+        else:
+            located = {"values": wanted, "ids": lsql.json_list(ids), "after": locator.after[table]}
+            part = _fetch(
+                conn, "trace_rows_located", rows.schema, table, columns, located, column=column
+            )
+        for row in part:
+            found.setdefault(row["id"], row)
+    return [found[key] for key in sorted(found)]
+
+
+def _load_calls(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     schema, params = rows.schema, {"trace_id": rows.trace_id}
     if schema.has("model_calls", "trace_id"):
         rows.model_calls = _fetch(
@@ -186,16 +274,21 @@ def _load_calls(conn, rows: TraceRows) -> None:
             continue
         by_trace = schema.has(table, "trace_id")
         name = "trace_children" if by_trace else "trace_children_by_call"
-        setattr(rows, table, _fetch(conn, name, schema, table, columns, params))
+        calls = [r["id"] for r in rows.model_calls]
+        parts = {"trace_id": [rows.trace_id], "model_call_id": calls} if by_trace else {}
+        parts = parts or {"model_call_id": calls}
+        found = _lookup(conn, rows, (table, columns, name, params), parts, locator)
+        setattr(rows, table, found)
     if "model_items" not in schema.tables and rows.model_calls:
         rows.notes.append("This file predates model_items (2026-06-14): no item nodes.")
 
 
-def _load_other(conn, rows: TraceRows) -> None:
+def _load_other(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     schema = rows.schema
     for table, columns in TRACE_TABLES.items():
         if schema.has(table, "trace_id"):
-            found = _fetch(conn, "trace_rows", schema, table, columns, {"trace_id": rows.trace_id})
+            locate = (table, columns, "trace_rows", {"trace_id": rows.trace_id})
+            found = _lookup(conn, rows, locate, {"trace_id": [rows.trace_id]}, locator)
             if found:
                 rows.other[table] = found
         elif table == "mcp_calls" and table in schema.tables:
@@ -212,40 +305,49 @@ def trace_event_ids(rows: TraceRows) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _load_joined(conn, rows: TraceRows) -> None:
+def _load_joined(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     schema = rows.schema
     if not any(schema.has(t, "event_id") for t in ("model_calls", "net_events", "tool_calls")):
         rows.notes.append("This file predates event ids (2026-06-06): no security or body joins.")
-    params = {"trace_id": rows.trace_id, "event_ids": lsql.json_list(trace_event_ids(rows))}
+    event_ids = trace_event_ids(rows)
     for table, columns in SECURITY_TABLES.items():
-        found = _joined(conn, schema, table, columns, params)
+        found = _joined(conn, rows, (table, columns), event_ids, locator)
         if found:
             rows.security[table] = found
-    rows.bodies = _joined(conn, schema, "event_body_blobs", BODY_COLUMNS, params)
+    rows.bodies = _joined(conn, rows, ("event_body_blobs", BODY_COLUMNS), event_ids, locator)
 
 
-def _joined(conn, schema: LedgerSchema, table: str, columns, params) -> list[dict]:
+def _joined(
+    conn, rows: TraceRows, read: tuple[str, tuple[str, ...]], event_ids: list[str], locator
+) -> list[dict]:
+    """The rows of a security table or of the blobs joined to the trace's `event_ids`, or
+    tagged with its trace id."""
+    (table, columns), schema = read, rows.schema
     if not schema.has(table, "event_id"):
         return []
+    params = {"trace_id": rows.trace_id, "event_ids": lsql.json_list(event_ids)}
+    parts: dict[str, list[Any]] = {"event_id": event_ids}
+    if schema.has(table, "trace_id"):
+        parts["trace_id"] = [rows.trace_id]
     name = "trace_joined" if schema.has(table, "trace_id") else "trace_joined_by_event"
-    return _fetch(conn, name, schema, table, columns, params)
+    return _lookup(conn, rows, (table, columns, name, params), parts, locator)
 
 
-def _load_link_targets(conn, rows: TraceRows, uses_of: UsesOf | None = None) -> None:
+def _load_link_targets(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     """Look outside the trace for the targets of links the trace's rows cannot resolve."""
     _load_outside_model_calls(conn, rows)
-    _load_present_event_ids(conn, rows)
+    _load_present_event_ids(conn, rows, locator)
     _load_present_responses(conn, rows)
     _load_present_execs(conn, rows)
-    _load_event_id_uses(conn, rows, uses_of)
-    _load_pairs_elsewhere(conn, rows)
+    _load_event_id_uses(conn, rows, locator)
+    _load_pairs_elsewhere(conn, rows, locator)
 
 
 # Tool calls a model emitted, which a tool_responses row answers (spec §6.2 check 6).
 ANSWERED_ORIGINS = ("native", "local", "mcp_proxy")
 
 
-def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
+def _load_pairs_elsewhere(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     """The calls this trace's loose results answer, and the results that answer its loose
     calls, in other traces; read only when the trace has a result or call with no partner."""
     calls_here = {c.get("call_id") for c in rows.tool_calls}
@@ -256,7 +358,17 @@ def _load_pairs_elsewhere(conn, rows: TraceRows) -> None:
         for c in rows.tool_calls
         if c.get("origin", "native") in ANSWERED_ORIGINS and c.get("call_id") not in answers_here
     ]
-    for pair in pairs_elsewhere(conn, rows.schema, loose_results, loose_calls):
+    if locator is not None:  # the whole file's pairs, read with the map (a query over it)
+        results, calls = set(loose_results), set(loose_calls)
+        pairs = [
+            pair
+            for found in locator.elsewhere.values()
+            for pair in found
+            if pair["id"] in results or pair["call_row"] in calls
+        ]
+    else:
+        pairs = pairs_elsewhere(conn, rows.schema, loose_results, loose_calls)
+    for pair in pairs:
         if pair["id"] in loose_results:
             rows.paired_elsewhere[pair["id"]] = pair
         if pair["call_row"] in loose_calls:
@@ -315,7 +427,7 @@ def _load_outside_model_calls(conn, rows: TraceRows) -> None:
     rows.outside_model_calls = {mc_id: by_id.get(mc_id) for mc_id in wanted}
 
 
-def _load_present_event_ids(conn, rows: TraceRows) -> None:
+def _load_present_event_ids(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     """For security rows and blobs: which referenced event ids exist in which table."""
     wanted: dict[str, set[str]] = {}
     for rule in rows.security.get("security_rule_events", []):
@@ -330,7 +442,12 @@ def _load_present_event_ids(conn, rows: TraceRows) -> None:
     for table, event_ids in wanted.items():
         present = {r.get("event_id") for r in own.get(table, [])} & event_ids
         missing = event_ids - present
-        if missing and rows.schema.has(table, "event_id"):
+        known = None
+        if locator is not None and missing:
+            known = locator.uses_of(table, sorted(missing))
+        if known is not None:
+            present |= set(known)
+        elif missing and rows.schema.has(table, "event_id"):
             found = lsql.run(
                 conn,
                 "present_event_ids",
@@ -379,7 +496,7 @@ def _load_present_execs(conn, rows: TraceRows) -> None:
     rows.present_exec_ids = {r["id"] for r in found}
 
 
-def _load_event_id_uses(conn, rows: TraceRows, uses_of: UsesOf | None = None) -> None:
+def _load_event_id_uses(conn, rows: TraceRows, locator: Locator | None = None) -> None:
     """Spec §6.2 check 1 across the whole file: an event id names exactly one row."""
     wanted = trace_event_ids(rows)
     event_ids = lsql.json_list(wanted)
@@ -388,7 +505,7 @@ def _load_event_id_uses(conn, rows: TraceRows, uses_of: UsesOf | None = None) ->
     for table in PRIMARY_TABLES:
         if not rows.schema.has(table, "event_id"):
             continue
-        known = uses_of(table, wanted) if uses_of is not None else None
+        known = locator.uses_of(table, wanted) if locator is not None else None
         if known is not None:
             for event_id, uses in known.items():
                 rows.event_id_uses[event_id] = rows.event_id_uses.get(event_id, 0) + uses

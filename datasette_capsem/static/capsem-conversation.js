@@ -202,7 +202,18 @@
         if (!response.ok) {
           throw new Error("HTTP " + response.status);
         }
-        return response.json();
+        return response.json().then(function (data) {
+          /* 202: a big ledger's answer being computed (views/pending.py); asked again */
+          if (response.status === 202 && data && data.checking) {
+            var seconds = Number(data.reload_seconds) || 2;
+            return new Promise(function (resolve) {
+              setTimeout(resolve, seconds * 1000);
+            }).then(function () {
+              return getJson(url);
+            });
+          }
+          return data;
+        });
       });
   }
 

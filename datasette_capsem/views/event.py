@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import weakref
 from typing import Any
 
@@ -41,6 +42,8 @@ EXTENSIONS = {
     "application/x-ndjson": "ndjson",
     "text/html": "html.txt",
 }
+
+log = logging.getLogger(__name__)
 
 
 def body_links(links, event_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -215,15 +218,26 @@ def locator_task(opened) -> tuple[asyncio.Future, EventLocator | None]:
     return task, last
 
 
-def event_uses(opened):
-    """A big ledger's event id uses from its event id map of the file as it is now (its
-    `uses_of`, for `load_trace`), None while the map is read (started here: a trace's rows
-    then count the uses in the tables themselves, a scan of each without an index)."""
+async def trace_locator(opened) -> EventLocator | None:
+    """A big ledger's map of the file as it is now, for `load_trace` (None for a smaller
+    ledger, or when the map could not be read). The first map of a mounted file is waited
+    for while it is read (started here): it reads once the tables a trace's lookups would
+    otherwise read whole for every trace (`model_items` by model call id, the security
+    tables by trace id, the event id uses), and each later trace of the version finds its
+    rows by index or row id. While a changed file's map is read (a live ledger's, changing
+    every second), a trace is read without one, as a smaller ledger's: an earlier version's
+    map may miss a row changed since, and waiting for each version's map would hold every
+    view of a live ledger."""
     if opened.db is None or not big_ledger(opened):
         return None
-    task, _ = locator_task(opened)
-    current = _done(task)
-    return current.uses_of if current is not None else None
+    task, last = locator_task(opened)
+    if _done(task) is None and last is not None:
+        return None
+    try:
+        return await asyncio.shield(task)
+    except Exception:  # logged where it is read; the trace is read without it
+        log.warning("a big ledger's map could not be read", exc_info=True)
+        return None
 
 
 async def _locator(opened) -> EventLocator | None | object:
@@ -258,9 +272,9 @@ async def event_page(datasette, request):
     locator = await _locator(opened)
     if pending.pending(locator):
         what = (
-            "The ledger's event ids are being read (its tables without an index on them, "
-            "and the tool results answered in another trace), once for this version of "
-            "the file"
+            "The ledger's event ids are being read (with the trace ids and model call ids "
+            "of its tables without an index on them, and the tool results answered in "
+            "another trace), once for this version of the file"
         )
         return await pending.page(datasette, request, opened, what, "Event")
 

@@ -39,7 +39,7 @@ from datasette_capsem.graph.waterfall import waterfall_rows
 from datasette_capsem.state import get_state
 from datasette_capsem.urls import Urls
 from datasette_capsem.views import pending, render, trace_cache
-from datasette_capsem.views.event import body_links, event_uses
+from datasette_capsem.views.event import body_links, trace_locator
 from datasette_capsem.views.follow import follow_context
 from datasette_capsem.views.integrity import row_verdicts, row_verdicts_held, validator
 from datasette_capsem.views.opening import Opened, bad_value, open_session, url_value
@@ -256,8 +256,8 @@ async def load_rows(
     schema = opened.schema
 
     async def compute() -> TraceRows:
-        uses_of = event_uses(opened)  # a big ledger's event id map, once it is read
-        return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id, uses_of))
+        locator = await trace_locator(opened)  # a big ledger's map, read once per version
+        return await opened.db.execute_fn(lambda conn: load_trace(conn, schema, trace_id, locator))
 
     entry, _ = await get_state(datasette).traces.get(
         _rows_key(opened, trace_id), validator(opened), compute
@@ -441,10 +441,32 @@ async def trace_page(datasette, request):
         return await node_detail(datasette, request)
     if suffix == "":
         return await html_page(datasette, request)
-    opened, rows = await _load(datasette, request)
+    if suffix == ".otlp.json":  # a download: waited for
+        opened, rows = await _load(datasette, request)
+        return render.json_response(
+            export_trace(rows, opened.session.id), filename="trace.otlp.json"
+        )
+    opened = await open_session(datasette, request, need_ledger=True)
+    trace_id, exchange = _trace_id(request), _exchange(request)
+    rows = rows_held(datasette, opened, trace_id)
+    verdicts = suffix == "/conversation.json" or row_verdicts_held(datasette, opened)
+    held = rows is not None and (rows.empty or verdicts)
+    found = await pending.within_wait(
+        opened, json_answer(datasette, request, opened, trace_id, exchange, suffix), held
+    )
+    if pending.pending(found):  # a big ledger's trace rows or rule book verdicts, not held
+        return await pending.page(
+            datasette, request, opened, _pending_what(datasette, opened), "Trace", trace_id=trace_id
+        )
+    return found
+
+
+async def json_answer(
+    datasette, request, opened: Opened, trace_id: str, exchange: str | None, suffix: str
+):
+    """The answer of one of the trace's JSON suffixes but `.otlp.json` and `/node.json`."""
+    rows = await load_rows(datasette, opened, trace_id, exchange)
     links, session = opened.links, opened.session
-    if suffix == ".otlp.json":
-        return render.json_response(export_trace(rows, session.id), filename="trace.otlp.json")
     if suffix in JSON_ANSWERS:
         history = None
         if suffix == "/conversation.json":
@@ -459,6 +481,16 @@ async def trace_page(datasette, request):
     return render.json_response(
         {"session": session.summary(), "trace": summary, "graph": graph, "waterfall": waterfall}
     )
+
+
+def _pending_what(datasette, opened: Opened) -> str:
+    """What a big ledger's trace page or JSON waits for, said on its 202 page."""
+    if row_verdicts_held(datasette, opened):
+        return (
+            "The trace's rows are being read (the first trace of this version of the file "
+            "also reads the map of the ledger's columns without an index)"
+        )
+    return "The rule book is checking the rows of this session for its trace pages"
 
 
 def rows_held(datasette, opened: Opened, trace_id: str) -> TraceRows | None:
@@ -484,11 +516,7 @@ async def html_page(datasette, request):
     held = rows is not None and (rows.empty or row_verdicts_held(datasette, opened))
     found = await pending.within_wait(opened, rows_and_facts(), held)
     if pending.pending(found):  # a big ledger's trace rows or rule book verdicts, not held
-        what = (
-            "The trace's rows are being read"
-            if row_verdicts_held(datasette, opened)
-            else "The rule book is checking the rows of this session for its trace pages"
-        )
+        what = _pending_what(datasette, opened)
         return await pending.page(datasette, request, opened, what, "Trace", trace_id=trace_id)
     rows, facts = found
     links, session = opened.links, opened.session
