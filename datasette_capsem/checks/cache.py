@@ -44,6 +44,7 @@ from typing import Any
 
 from datasette_capsem.checks.engine import all_checks
 from datasette_capsem.checks.model import Check, Finding, RowVerdict, RowVerdicts
+from datasette_capsem.ledger import tables
 from datasette_capsem.readonly import file_fingerprint
 from datasette_capsem.versioned_store import (
     JSON_OBJECT,
@@ -92,9 +93,9 @@ RULE_BOOK_TABLE_FIELDS = ("name", "legacy", "required_columns", "rollup")
 def _table_facts() -> bytes:
     """The rule book's part of `ledger/tables.py`: RULE_BOOK_TABLE_FIELDS of every table, in
     order."""
-    from datasette_capsem.ledger.tables import TABLES
-
-    facts = [[repr(getattr(table, name)) for name in RULE_BOOK_TABLE_FIELDS] for table in TABLES]
+    facts = [
+        [repr(getattr(table, name)) for name in RULE_BOOK_TABLE_FIELDS] for table in tables.TABLES
+    ]
     return repr(facts).encode()
 
 

@@ -35,6 +35,8 @@ from typing import Any
 from datasette_capsem import readonly
 from datasette_capsem.checks.model import Check, CheckContext
 from datasette_capsem.checks.sqlcheck import SqlCheck, _collect
+from datasette_capsem.ledger.dialect import render_sql
+from datasette_capsem.sqlfiles import load_sql
 
 SIMPLE = re.compile(
     r"\A\s*(?:--[^\n]*\n\s*)*SELECT\s+id\s+FROM\s+"
@@ -46,6 +48,8 @@ SIMPLE = re.compile(
 # MOST of them (the bits of one integer).
 AT_LEAST = 2
 MOST = 62
+# Check i's term of the shared statement (sql/fused_rows.sql): its condition, as its own SQL.
+_BIT = "(CASE WHEN (\n{condition}\n) THEN {bit} ELSE 0 END)"
 
 
 def _simple_condition(sql: str, table: str) -> str | None:
@@ -91,16 +95,11 @@ def _plan(
         checks = checks[:MOST]
         if len(checks) < AT_LEAST:
             continue
-        quoted = '"' + table.replace('"', '""') + '"'
         bits = " | ".join(
-            f"(CASE WHEN (\n{condition}\n) THEN {1 << place} ELSE 0 END)"
+            render_sql(_BIT, fragments={"condition": condition, "bit": str(1 << place)})
             for place, (_, condition) in enumerate(checks)
         )
-        sql = (
-            "-- The simple row checks of one table in one pass (checks/fused.py): bit i of\n"
-            "-- capsem_checks is check i's condition, each evaluated once a row.\n"
-            f"SELECT id, {bits} AS capsem_checks\nFROM {quoted}\nORDER BY id"
-        )
+        sql = render_sql(load_sql(__package__, "fused_rows"), table=table, fragments={"bits": bits})
         plan.append((sql, bound[table], [(check_id, table) for check_id, _ in checks]))
     ctx.memo[key] = plan
     return plan
