@@ -3,12 +3,16 @@ fallback scan of ledgers it does not cover, and the two agree."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 import pytest_asyncio
 
+from datasette_capsem.session import search as ledger_search
 from datasette_capsem.session.search import scan_ledgers
 from tests.helpers import make_datasette, session_in
 from tests.trace_support import by_id, clean_current, ledger, readable
@@ -130,3 +134,62 @@ async def test_the_fallback_scan_is_bounded(manifest, capsem_home, tmp_path):
     assert timed_out.scanned + timed_out.skipped + len(timed_out.unreadable) == len(ledgers)
     full, complete = scan_ledgers(ledgers, trace, tmp_path)
     assert complete.skipped == 0 and any(h["id_kind"] == "trace_id" for h in full)
+
+
+def _sorted_hits(hits: list[dict]) -> list[tuple]:
+    return sorted(tuple(sorted(hit.items())) for hit in hits)
+
+
+async def test_a_second_scan_reads_no_schema_again(manifest, capsem_home, tmp_path):
+    """Each ledger's schema is kept by its file fingerprint: a scan over ledgers that did not
+    change since the last one reads none of their schemas again, and finds the same."""
+    ledger_search.schemas.clear()
+    ledgers = [(s["id"], capsem_home / s["ledger"]) for s in readable(manifest)]
+    trace = clean_current(manifest)[0]["traces"][0]
+    first_hits, first = scan_ledgers(ledgers, trace, tmp_path, seconds=600)
+    assert first.skipped == 0 and first.scanned > 10
+    # Each ledger once (two sessions may share one ledger file: read once or twice).
+    assert len({str(path) for _sid, path in ledgers}) <= first.schemas_read <= first.scanned
+    again_hits, again = scan_ledgers(ledgers, trace, tmp_path, seconds=600)
+    assert again.scanned == first.scanned and again.unreadable == first.unreadable
+    assert again.schemas_read == 0
+    assert _sorted_hits(again_hits) == _sorted_hits(first_hits) and first_hits
+
+
+def _change(path: Path, sql: str, mtime_ns: int) -> None:
+    """Change the test's own copy of a ledger (never a file of the Capsem home)."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute(sql)
+        conn.commit()
+    finally:
+        conn.close()
+    os.utime(path, ns=(mtime_ns, mtime_ns))  # a new version even on a coarse clock
+
+
+async def test_a_changed_ledger_has_its_schema_read_again(manifest, capsem_home, tmp_path):
+    """A ledger whose file changed (size, mtime or its WAL's) is read again: a table that came
+    back under its name is searched again."""
+    ledger_search.schemas.clear()
+    session = clean_current(manifest)[0]
+    trace = session["traces"][0]
+    copy = tmp_path / "copy" / "session.db"
+    copy.parent.mkdir()
+    shutil.copyfile(capsem_home / session["ledger"], copy)
+    found = {
+        (h["table_name"], h["id_kind"]) for h in scan_ledgers([("s", copy)], trace, tmp_path)[0]
+    }
+    assert ("model_calls", "trace_id") in found
+    stat = copy.stat()
+    _change(copy, "ALTER TABLE model_calls RENAME TO model_calls_gone", stat.st_mtime_ns + 10**9)
+    hits, report = scan_ledgers([("s", copy)], trace, tmp_path)
+    assert report.schemas_read == 1
+    assert ("model_calls", "trace_id") not in {(h["table_name"], h["id_kind"]) for h in hits}
+    _hits, unchanged = scan_ledgers([("s", copy)], trace, tmp_path)
+    assert unchanged.schemas_read == 0
+    _change(
+        copy, "ALTER TABLE model_calls_gone RENAME TO model_calls", stat.st_mtime_ns + 2 * 10**9
+    )
+    hits, report = scan_ledgers([("s", copy)], trace, tmp_path)
+    assert report.schemas_read == 1
+    assert {(h["table_name"], h["id_kind"]) for h in hits} == found

@@ -8,6 +8,7 @@ that cannot be read gets a page naming the file and the problem.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from urllib.parse import parse_qsl
@@ -21,7 +22,12 @@ from datasette_capsem.core_pages.canned_queries import store_queries
 from datasette_capsem.errors import CapsemError
 from datasette_capsem.index.database import INDEX_DATABASE
 from datasette_capsem.ledger import tables
-from datasette_capsem.mount.ledger_db import facets_counting, inline_queries, request_scope
+from datasette_capsem.mount.ledger_db import (
+    facet_suggestion_columns,
+    facets_counting,
+    inline_queries,
+    request_scope,
+)
 from datasette_capsem.readonly import LedgerUnavailable
 from datasette_capsem.state import get_role, get_state
 from datasette_capsem.views import render
@@ -471,6 +477,22 @@ def without_suggestions(datasette, scope, path: str):
     return {**scope, "query_string": query + b"&_nosuggest=1" if query else b"_nosuggest=1"}
 
 
+def suggestion_columns(datasette, path: str):
+    """The columns of a Capsem table a core page reads on which Datasette may suggest a facet
+    (`ledger_db.facet_suggestion_columns`): those a facet of is neither refused to a viewer nor
+    useless, SHOWN and NAMED (`secrets_guard.viewer_may_facet`, ledger/tables.py), for every
+    reader. A facet suggestion on a body, a carrier or free text runs a statement or two over
+    the whole table (seconds on a 10 MB body each, `json_type` failing on text that is not
+    JSON) for a facet no one can use. None (Datasette's choice) off a classified table."""
+    if is_plugin_page(path) or not shows_capsem_data(path):
+        return None
+    table = table_segment(path)
+    database = database_kind(datasette, path)
+    if table is None or table not in tables.COLUMNS_OF_DATABASE.get(database, {}):
+        return None
+    return functools.partial(secrets_guard.viewer_may_facet, database, table)
+
+
 def brings_sql(scope) -> bool:
     """Whether a request carries SQL of its own (`?sql=`, `_where=`), which may run up to
     Datasette's time limit: its queries stay in the SQL threads (ledger_db.inline_queries)."""
@@ -520,6 +542,7 @@ def wrap(app, datasette):
         request_token = request_scope.set(object())  # each file is stat'ed once per request
         counting_token = facets_counting.set([])  # facet counts left to the background
         inline_token = inline_queries.set(not brings_sql(scope))
+        suggest_token = facet_suggestion_columns.set(suggestion_columns(datasette, path))
         hide = redaction.hide_free_text.set(
             policy != redaction.OPEN and secrets_guard.hides_free_text(datasette)
         )
@@ -533,6 +556,7 @@ def wrap(app, datasette):
             if pinned:
                 mounter.unpin(pinned)
             inline_queries.reset(inline_token)
+            facet_suggestion_columns.reset(suggest_token)
             request_scope.reset(request_token)
             facets_counting.reset(counting_token)
             redaction.hide_free_text.reset(hide)

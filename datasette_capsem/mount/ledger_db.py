@@ -79,6 +79,16 @@ ROW_COUNT_LIMIT_MS = 60_000
 facets_counting: contextvars.ContextVar[list | None] = contextvars.ContextVar(
     "capsem_facets_counting", default=None
 )
+# Which columns of the table a request reads Datasette may suggest a facet on (a predicate on
+# a column name, set by the ASGI layer: core_pages/lazy_mount.py `suggestion_columns`), or
+# None: all, as Datasette does. Datasette's facet classes learn the columns to try from one
+# probe (`Facet.get_columns`, 0.65 and 1.0: `COLUMNS_PROBE` around the table's statement),
+# then run a statement or two per column and facet kind over the table: the probe answers
+# without the other columns, so none of those runs on them.
+facet_suggestion_columns: contextvars.ContextVar[Callable[[str], bool] | None] = (
+    contextvars.ContextVar("capsem_facet_suggestion_columns", default=None)
+)
+COLUMNS_PROBE = ("select * from (", ") limit 0")
 
 # Introspected schemas by the hash of their schema text, shared by every file of that shape.
 MAX_SHAPES = 64
@@ -97,6 +107,18 @@ def read_shared_schema(conn: sqlite3.Connection) -> LedgerSchema:
             _shapes.pop(next(iter(_shapes)), None)
         _shapes[key] = schema
     return schema
+
+
+def _suggestable(sql: str, results: Results) -> Results:
+    """`results`, or of Datasette's facet columns probe only the columns a facet may be
+    suggested on (`facet_suggestion_columns`)."""
+    suggestable = facet_suggestion_columns.get()
+    if suggestable is None or results.rows:
+        return results
+    if not (sql.startswith(COLUMNS_PROBE[0]) and sql.endswith(COLUMNS_PROBE[1])):
+        return results
+    kept = [d for d in results.description if suggestable(d[0])]
+    return Results(results.rows, results.truncated, kept)
 
 
 class ReadOnlyDatabaseError(sqlite3.OperationalError):
@@ -332,9 +354,10 @@ class LedgerDatabase(Database):
     ):
         key = self._facet_key(sql, params, custom_time_limit) if not truncate else None
         if key is None:
-            return await super().execute(
+            results = await super().execute(
                 sql, params, truncate, custom_time_limit, page_size, log_sql_errors
             )
+            return _suggestable(sql, results)
         held = self._facets.get(key)
         if held is not None:
             self._facets.move_to_end(key)
