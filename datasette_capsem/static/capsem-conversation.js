@@ -10,6 +10,7 @@
 
   var el = window.capsemDom.el;
   var safeHref = window.capsemDom.safeHref;
+  var getJson = window.capsemDom.getJson;
   var ROLE_LABEL = {system: "System", user: "User", assistant: "Assistant", tool: "Tool result"};
 
   function link(href, text, parent) {
@@ -194,27 +195,6 @@
           holder.removeAttribute("data-state");
         });
     });
-  }
-
-  function getJson(url) {
-    return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
-      .then(function (response) {
-        if (!response.ok) {
-          throw new Error("HTTP " + response.status);
-        }
-        return response.json().then(function (data) {
-          /* 202: a big ledger's answer being computed (views/pending.py); asked again */
-          if (response.status === 202 && data && data.checking) {
-            var seconds = Number(data.reload_seconds) || 2;
-            return new Promise(function (resolve) {
-              setTimeout(resolve, seconds * 1000);
-            }).then(function () {
-              return getJson(url);
-            });
-          }
-          return data;
-        });
-      });
   }
 
   function stepSummary(step, number, head) {

@@ -58,5 +58,30 @@
     }
   }
 
-  window.capsemDom = Object.freeze({el: el, safeHref: safeHref, fold: fold});
+  /* A JSON answer of the plugin's own (a same-origin path only). A 202 is a big ledger's
+     answer being computed (views/pending.py): asked again after the seconds it names. */
+  function getJson(url) {
+    if (!safeHref(url)) {
+      return Promise.reject(new Error("refused URL"));
+    }
+    return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json().then(function (data) {
+          if (response.status === 202 && data && data.checking) {
+            var seconds = Number(data.reload_seconds) || 2;
+            return new Promise(function (resolve) {
+              setTimeout(resolve, seconds * 1000);
+            }).then(function () {
+              return getJson(url);
+            });
+          }
+          return data;
+        });
+      });
+  }
+
+  window.capsemDom = Object.freeze({el: el, safeHref: safeHref, fold: fold, getJson: getJson});
 })();

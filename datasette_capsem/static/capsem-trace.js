@@ -21,6 +21,7 @@
 
   var el = window.capsemDom.el;
   var safeHref = window.capsemDom.safeHref;
+  var getJson = window.capsemDom.getJson;
   /* The toggleable lanes ([lane, name]) and the kinds' short labels come with the data
      (tree.json's timeline_lanes and kinds, from the registry of ledger tables). */
   var LANES = [];
@@ -73,30 +74,6 @@
 
   function fmtCost(value) {
     return value === null || value === undefined ? "\u2014" : "$" + Number(value).toFixed(4);
-  }
-
-  function getJson(url) {
-    if (!safeHref(url)) {
-      return Promise.reject(new Error("refused URL"));
-    }
-    return fetch(url, {credentials: "same-origin", headers: {Accept: "application/json"}})
-      .then(function (response) {
-        if (!response.ok) {
-          throw new Error("HTTP " + response.status);
-        }
-        return response.json().then(function (data) {
-          /* 202: a big ledger's answer being computed (views/pending.py); asked again */
-          if (response.status === 202 && data && data.checking) {
-            var seconds = Number(data.reload_seconds) || 2;
-            return new Promise(function (resolve) {
-              setTimeout(resolve, seconds * 1000);
-            }).then(function () {
-              return getJson(url);
-            });
-          }
-          return data;
-        });
-      });
   }
 
   /* What a model call did, in a few words: the tools it called, else how its reply began
