@@ -9,12 +9,21 @@ process and in worker processes.
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from datasette_capsem import readonly
-from datasette_capsem.checks import runner
+from datasette_capsem.catalog import Catalog
+from datasette_capsem.checks import cache, runner
+from datasette_capsem.config import load_settings
 from datasette_capsem.index import parallel, reader
+from datasette_capsem.ledger import tables
 from tests.test_index_build import _reports
 from tests.test_workers import build, dump
 
@@ -112,14 +121,6 @@ def test_the_rule_book_digest_covers_what_the_checks_read_of_the_tables_registry
     stored reports valid: the digest holds the fields the rule book reads of each table
     instead of the file. Those fields are recorded here, in a fresh interpreter importing the
     rule book and running every check (the full profile) on a few ledgers."""
-    import json
-    import subprocess
-    import sys
-    from dataclasses import replace
-
-    from datasette_capsem.checks import cache
-    from datasette_capsem.ledger import tables
-
     ledgers = sorted(str(p) for p in capsem_home.rglob("session.db"))[:5]
     done = subprocess.run(
         [sys.executable, "-c", RECORD_TABLE_READS, str(Path(cache.__file__).parents[1])]
@@ -151,13 +152,6 @@ def test_a_changed_row_over_an_unchanged_ledger_runs_only_the_checks_that_read_i
     the ~30 that judge the file alone, quick_check included, from the stored report of that
     file version: none of their statements reach the ledger. The index and the stored
     reports are then those of a build of the changed home from scratch."""
-    import shutil
-    import sqlite3
-
-    from datasette_capsem.catalog import Catalog
-    from datasette_capsem.config import load_settings
-    from tests.test_index_build import _reports
-
     monkeypatch.setattr(parallel, "PROCESSES_FROM", 10**9)  # one process: the trace sees all
     home = tmp_path / "home"
     shutil.copytree(capsem_home, home)
