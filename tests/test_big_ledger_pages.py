@@ -61,6 +61,20 @@ async def saved(store, count: int = 1) -> None:
     raise AssertionError(f"nothing stored in {store.directory}")
 
 
+def counted_map_reads(monkeypatch) -> list[int]:
+    """A list that gets an item each time a ledger's event id map is read
+    (`event_view.locate_events`, which still reads it)."""
+    runs: list[int] = []
+    locate = event_view.locate_events
+
+    def counting(conn, schema):
+        runs.append(1)
+        return locate(conn, schema)
+
+    monkeypatch.setattr(event_view, "locate_events", counting)
+    return runs
+
+
 async def past_202(datasette, url: str):
     """The answer to `url` once it is no longer a 202 "being computed" page (asked again every
     10 ms, at most 1,000 times: the last answer if it never is)."""
@@ -581,14 +595,7 @@ async def test_a_big_ledgers_event_page_reads_its_event_map_once_and_says_so_mea
     other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
     expected = {t: (await other.client.get(u + ".json")).json() for t, u in urls.items()}
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    runs: list[int] = []
-    locate = event_view.locate_events
-
-    def counting(conn, schema):
-        runs.append(1)
-        return locate(conn, schema)
-
-    monkeypatch.setattr(event_view, "locate_events", counting)
+    runs = counted_map_reads(monkeypatch)
     monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(urls["tool_calls"])
@@ -874,13 +881,7 @@ async def test_a_big_ledgers_trace_json_reads_the_map_once_and_answers_202_meanw
             response = await other.client.get(trace_url(session["id"], trace, suffix))
             expected[trace, suffix] = (response.status_code, response.json())
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    runs: list[int] = []
-    locate = event_view.locate_events
-
-    def counting(conn, schema):
-        runs.append(1)
-        return locate(conn, schema)
-
+    runs = counted_map_reads(monkeypatch)
     located: list[bool] = []
     load = trace_view.load_trace
 
@@ -888,7 +889,6 @@ async def test_a_big_ledgers_trace_json_reads_the_map_once_and_answers_202_meanw
         located.append(locator is not None)
         return load(conn, schema, trace_id, locator)
 
-    monkeypatch.setattr(event_view, "locate_events", counting)
     monkeypatch.setattr(trace_view, "load_trace", loading)
     monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
@@ -918,14 +918,7 @@ async def test_a_changed_big_ledgers_trace_is_read_as_it_is_now_and_its_map_agai
         ).fetchone()
     url = trace_url(session["id"], trace, "/conversation.json")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    runs: list[int] = []
-    locate = event_view.locate_events
-
-    def counting(conn, schema):
-        runs.append(1)
-        return locate(conn, schema)
-
-    monkeypatch.setattr(event_view, "locate_events", counting)
+    runs = counted_map_reads(monkeypatch)
     monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     assert (await past_202(datasette, url)).status_code == 200
     assert len(runs) == 1
