@@ -5,6 +5,7 @@ a freeze keeps from the collector is collected again by the next settle."""
 from __future__ import annotations
 
 import gc
+import time
 import weakref
 
 import pytest
@@ -44,3 +45,27 @@ async def test_an_index_refresh_settles_the_heap(capsem_home, tmp_path, monkeypa
     gc.unfreeze()
     service.refresh()
     assert gc.get_freeze_count() > 0
+
+
+def test_release_memory_collects_new_garbage_and_walks_the_frozen_heap_only_now_and_then(
+    monkeypatch,
+):
+    """After a big refresh the job's garbage is young: release_memory collects what was made
+    since the last freeze, and unfreezes the whole heap only when no full settle ran for
+    SETTLE_SECONDS (a full walk of a big process costs hundreds of ms)."""
+    monkeypatch.setattr(memory, "_last_settled", [time.monotonic()])  # a full settle just ran
+    old = Node()
+    old.me = old
+    old_alive = weakref.ref(old)
+    gc.freeze()
+    del old  # a cycle frozen while alive, garbage now
+    young = Node()
+    young.me = young
+    young_alive = weakref.ref(young)
+    del young
+    memory.release_memory()
+    assert young_alive() is None
+    assert old_alive() is not None  # the frozen heap was not walked
+    monkeypatch.setattr(memory, "_last_settled", [time.monotonic() - memory.SETTLE_SECONDS])
+    memory.release_memory()  # a full settle is due
+    assert old_alive() is None
