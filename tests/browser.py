@@ -2,7 +2,7 @@
 
 The `browser` fixture is registered in conftest.py; test modules import the helpers:
 
-    from tests.browser import goto, live_server, open_page, settle, tab_through
+    from tests.browser import goto, live_server, open_page, screenshot, settle, tab_through
 
 Pages are waited for with `settle` (what `open_page` and `goto` do), never Playwright's
 `networkidle`: that one always waits a fixed 500 ms after the last request, about a minute of
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import tempfile
 import threading
 import time
 from contextlib import contextmanager, suppress
@@ -51,15 +50,17 @@ def require_chromium() -> None:
     pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
 
 
-def screenshot_dir() -> Path:
-    """Where tests save screenshots: the README's folder when CAPSEM_SCREENSHOTS=1 (to refresh
-    them on purpose), else a scratch folder, so a test run leaves the checkout unchanged."""
-    if os.environ.get("CAPSEM_SCREENSHOTS"):
-        folder = README_SCREENSHOTS
-    else:
-        folder = Path(tempfile.gettempdir()) / "capsem-screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+async def screenshot(target, name: str, **options) -> None:
+    """A picture of `target` (a page, or a locator) as docs/screenshots/`name`, taken when
+    CAPSEM_SCREENSHOTS=1 to refresh the README's. Otherwise none is taken (each cost ~0.3 s of
+    CPU: the encoding, the bytes through Playwright's driver, for a scratch copy no one
+    looked at); a locator is still waited for visible, as its picture waited (strict, too)."""
+    if not os.environ.get("CAPSEM_SCREENSHOTS"):
+        if hasattr(target, "wait_for"):  # a Locator
+            await target.wait_for(state="visible")
+        return
+    README_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await target.screenshot(path=str(README_SCREENSHOTS / name), **options)
 
 
 def _free_port() -> int:

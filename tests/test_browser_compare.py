@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import goto, live_server, open_page, screenshot_dir, settle
+from tests.browser import goto, live_server, open_page, screenshot, settle
 from tests.test_compare import compare_home, url  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -24,7 +24,7 @@ async def test_compare_page(browser, compare_home, tmp_path):  # noqa: F811
         assert await rows.nth(1).get_attribute("data-status") == "changed"
         assert "capsem-cmp-first" in (await rows.nth(1).get_attribute("class"))
         assert await page.locator(".capsem-compare-steps tbody tr").count() >= 2
-        await page.screenshot(path=str(screenshot_dir() / "compare.png"), full_page=True)
+        await screenshot(page, "compare.png", full_page=True)
         # Every id is a link, and the links lead somewhere.
         for selector in (
             ".capsem-compare-tools tbody tr >> nth=1 >> a >> nth=1",
@@ -54,7 +54,7 @@ async def test_compare_starts_from_the_session_page(browser, compare_home, tmp_p
         await boxes.nth(1).check()
         await page.set_viewport_size({"width": 1300, "height": 900})
         await page.locator("#traces").scroll_into_view_if_needed()
-        await page.screenshot(path=str(screenshot_dir() / "session-turns-compare.png"))
+        await screenshot(page, "session-turns-compare.png")
         await page.get_by_role("button", name="Compare the two ticked turns").click()
         await settle(page)
         assert "/-/capsem/compare" in page.url
@@ -65,7 +65,7 @@ async def test_compare_starts_from_the_session_page(browser, compare_home, tmp_p
         await page.locator(".capsem-traces a.capsem-compare-with").first.click()
         await settle(page)
         await page.set_viewport_size({"width": 1200, "height": 900})
-        await page.screenshot(path=str(screenshot_dir() / "compare-chooser.png"), full_page=True)
+        await screenshot(page, "compare-chooser.png", full_page=True)
         choices = page.locator("#capsem-compare-this a.capsem-compare-with")
         assert await choices.count() >= 1
         await choices.first.click()
@@ -75,7 +75,7 @@ async def test_compare_starts_from_the_session_page(browser, compare_home, tmp_p
         args = page.locator("pre.capsem-cmp-args")
         if await args.count():
             assert (await args.first.get_attribute("title") or "").startswith("sha256:")
-        await page.screenshot(path=str(screenshot_dir() / "compare-picked.png"), full_page=True)
+        await screenshot(page, "compare-picked.png", full_page=True)
         assert not problems, problems
         await page.close()
 

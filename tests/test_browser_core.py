@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from tests.browser import live_server, open_page, screenshot_dir, settle
+from tests.browser import live_server, open_page, screenshot, settle
 from tests.helpers import session_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -39,7 +39,7 @@ async def test_home_session_and_table_load_without_console_errors(
             text = await page.inner_text("body")
             if path == "/":
                 await page.set_viewport_size({"width": 1400, "height": 1000})
-                await page.screenshot(path=str(screenshot_dir() / "home.png"))
+                await screenshot(page, "home.png")
             await page.close()
             assert expected in text, path
             assert not problems, (path, problems)

@@ -12,7 +12,7 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.generate.plan import HEADLINE_SESSIONS
 from datasette_capsem.index import IndexService
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import live_server, open_page, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -58,7 +58,7 @@ async def test_the_demo_opens_on_the_tour_sessions(browser, demo_home):
         verdicts = [await rows.nth(i).inner_text() for i in range(8)]
         assert not any("unreadable" in v for v in verdicts), verdicts
         await page.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
-        await page.screenshot(path=str(screenshot_dir() / "demo-home.png"), full_page=False)
+        await screenshot(page, "demo-home.png", full_page=False)
         assert not problems, problems
         await page.close()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from datasette_capsem.state import get_state
-from tests.browser import live_server, open_page, screenshot_dir, settle
+from tests.browser import live_server, open_page, screenshot, settle
 from tests.helpers import make_datasette
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -41,7 +41,7 @@ async def test_search_groups_hits_by_session_and_lists_them(browser, capsem_home
         assert count > 1, heading
         rows = page.locator(".capsem-text-sessions tbody tr")
         assert await rows.count() == count
-        await page.screenshot(path=str(screenshot_dir() / "search-sessions.png"), full_page=False)
+        await screenshot(page, "search-sessions.png", full_page=False)
         await page.locator("a.capsem-hit-list").click()
         await settle(page)
         assert "Only the sessions with full-text hits" in await page.inner_text("body")
@@ -60,7 +60,7 @@ async def test_an_empty_list_filter_leads_to_the_text_search(browser, capsem_hom
         await settle(page)
         hint = page.locator(".capsem-list-hint")
         assert "filters the list by id or name only" in await hint.inner_text()
-        await page.screenshot(path=str(screenshot_dir() / "list-hint.png"), full_page=False)
+        await screenshot(page, "list-hint.png", full_page=False)
         await hint.locator("a").click()
         await settle(page)
         assert "/-/capsem/search" in page.url
@@ -76,7 +76,7 @@ async def test_cost_by_model_from_the_home_page(browser, capsem_home, indexed_ca
         box = page.locator(".capsem-cost-box")
         said = await box.inner_text()
         assert "recorded cost" in said and "By model:" in said
-        await page.screenshot(path=str(screenshot_dir() / "home-cost-box.png"), full_page=False)
+        await screenshot(page, "home-cost-box.png", full_page=False)
         await box.get_by_role("link", name="Cost by model, with totals").click()
         await settle(page)
         assert await page.locator("h1").inner_text() == "Cost by model across sessions"
@@ -89,6 +89,6 @@ async def test_cost_by_model_from_the_home_page(browser, capsem_home, indexed_ca
             said.split()[0]
             == "$" + f"{float(total.split('$')[1].split()[0].replace(',', '')):,.2f}"
         )
-        await page.screenshot(path=str(screenshot_dir() / "costs.png"), full_page=True)
+        await screenshot(page, "costs.png", full_page=True)
         assert not problems, problems
         await page.close()

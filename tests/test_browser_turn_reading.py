@@ -17,7 +17,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, blake3_ref, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import live_server, open_page, screenshot_dir, settle
+from tests.browser import live_server, open_page, screenshot, settle
 from tests.test_turn_reading import ASKED, SECRET, reading_home  # noqa: F401 (fixture)
 from tests.trace_support import session_url, trace_url
 
@@ -153,9 +153,7 @@ async def test_model_call_panel_reads_as_chat(browser, reading_home, tmp_path): 
         assert "PLANTEDSECRET" not in user and "[redacted:" in user and "<img" in user
         assert await page.locator(".capsem-detail img, .capsem-detail script").count() == 0
         assert await page.evaluate("window.__pwned === undefined")
-        await page.locator(".capsem-explorer").screenshot(
-            path=str(screenshot_dir() / "trace-call-chat.png")
-        )
+        await screenshot(page.locator(".capsem-explorer"), "trace-call-chat.png")
         # Its step in the conversation is one click away.
         await chat.locator("a.capsem-to-step").click()
         await page.wait_for_selector("#capsem-conversation[data-ready='1']")
@@ -184,9 +182,7 @@ async def test_turns_told_apart_by_what_was_asked(browser, reading_home, tmp_pat
         text = await row.inner_text()
         assert "Use key [redacted:" in text and "PLANTEDSECRET" not in text
         assert "fix the failing test" in text
-        await page.locator("table.capsem-traces").screenshot(
-            path=str(screenshot_dir() / "session-turns.png")
-        )
+        await screenshot(page.locator("table.capsem-traces"), "session-turns.png")
         await row.locator(f"a[href$='{turn['trace']}']").first.click()
         await settle(page)
         await page.wait_for_selector(TREE)
@@ -254,8 +250,8 @@ async def test_long_conversation_folds_by_step(browser, long_turn, tmp_path):
         await page.locator("h1").click()
         assert await page.locator("#conversation-step-3").get_attribute("open") is not None
         assert await page.locator("#capsem-conversation-section").get_attribute("open") is not None
-        await page.locator("#capsem-conversation-section").screenshot(
-            path=str(screenshot_dir() / "trace-conversation-steps.png")
+        await screenshot(
+            page.locator("#capsem-conversation-section"), "trace-conversation-steps.png"
         )
         assert not problems, problems
         await page.close()
@@ -316,7 +312,7 @@ async def test_trace_page_at_800_px(browser, long_turn, tmp_path):
               .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent)"""
         )
         assert not tokens, tokens
-        await page.screenshot(path=str(screenshot_dir() / "trace-800px.png"), full_page=False)
+        await screenshot(page, "trace-800px.png", full_page=False)
         assert not problems, problems
         await page.close()
 
