@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from datasette_capsem.catalog import Catalog
-from datasette_capsem.config import load_settings
-from datasette_capsem.index import IndexService
 from tests.browser import live_server, open_page, screenshot, settle
 from tests.helpers import session_in
 
@@ -18,12 +15,12 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 NAME = "tour-unanswered-call"
 
 
-async def test_from_the_list_to_the_body_in_four_clicks(browser, capsem_home, manifest, tmp_path):
+async def test_from_the_list_to_the_body_in_four_clicks(
+    browser, capsem_home, manifest, indexed_datasette, index_cache_dir
+):
     session = session_in(manifest, name=NAME)
-    cache = tmp_path / "cache"
-    settings = load_settings({"capsem_home": str(capsem_home), "cache_dir": str(cache)})
-    IndexService(settings, Catalog(settings)).refresh()  # as the background refresh would
-    with live_server(capsem_home, cache, index_refresh_seconds=0) as base:
+    # On conftest's built index (once per run), as the background refresh would leave it.
+    with live_server(capsem_home, index_cache_dir, index_refresh_seconds=0) as base:
         page, problems = await open_page(browser, base + "/")
         await page.set_viewport_size({"width": 1280, "height": 900})
         # The list fits 1280 px and its verdict column is on screen.
