@@ -2,7 +2,7 @@
 
 The `browser` fixture is registered in conftest.py; test modules import the helpers:
 
-    from tests.browser import goto, live_server, open_page, settle, tab_through
+    from tests.browser import goto, live_server, open_page, screenshot, settle, tab_through
 
 Pages are waited for with `settle` (what `open_page` and `goto` do), never Playwright's
 `networkidle`: that one always waits a fixed 500 ms after the last request, about a minute of
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import tempfile
 import threading
 import time
 from contextlib import contextmanager, suppress
@@ -51,15 +50,17 @@ def require_chromium() -> None:
     pytest.skip(f"Debian's Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
 
 
-def screenshot_dir() -> Path:
-    """Where tests save screenshots: the README's folder when CAPSEM_SCREENSHOTS=1 (to refresh
-    them on purpose), else a scratch folder, so a test run leaves the checkout unchanged."""
-    if os.environ.get("CAPSEM_SCREENSHOTS"):
-        folder = README_SCREENSHOTS
-    else:
-        folder = Path(tempfile.gettempdir()) / "capsem-screenshots"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+async def screenshot(target, name: str, **options) -> None:
+    """A picture of `target` (a page, or a locator) as docs/screenshots/`name`, taken when
+    CAPSEM_SCREENSHOTS=1 to refresh the README's. Otherwise none is taken (each cost ~0.3 s of
+    CPU: the encoding, the bytes through Playwright's driver, for a scratch copy no one
+    looked at); a locator is still waited for visible, as its picture waited (strict, too)."""
+    if not os.environ.get("CAPSEM_SCREENSHOTS"):
+        if hasattr(target, "wait_for"):  # a Locator
+            await target.wait_for(state="visible")
+        return
+    README_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await target.screenshot(path=str(README_SCREENSHOTS / name), **options)
 
 
 def _free_port() -> int:
@@ -96,9 +97,12 @@ def live_server(home: Path | None, cache_dir: Path, files: tuple = (), **plugin_
     deadline = time.time() + 30
     while time.time() < deadline:
         try:
+            # A bare connect first, every 50 ms: an HTTP client per try (its TLS context) cost
+            # ~40 ms of CPU, most of the wait's 50 ms, for the second or so a server takes.
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
             httpx.get(base + "/-/versions.json", timeout=1)
             break
-        except httpx.HTTPError:
+        except (OSError, httpx.HTTPError):
             time.sleep(0.05)
     try:
         yield base
@@ -118,25 +122,83 @@ async def browser():
         await instance.close()
 
 
-async def open_page(browser, url: str):
+# Tabs given back by `page.close()`, blank and ready for the next `open_page`: a new tab costs
+# a renderer process and Playwright's set-up of a page, about 0.4 s of CPU each (measured:
+# 30 new tabs ~15 s more than 30 navigations of one), for the suite's fifty-odd pages.
+_SPARE_TABS: list = []
+DEFAULT_VIEWPORT = {"width": 1280, "height": 720}  # a new context's, which a given-back tab regains
+
+
+async def open_page(browser, url: str, *, fresh: bool = False):
     """Open `url`; returns (page, problems) where problems collects console errors, page
-    errors, failed requests and dialogs (dismissed) as they happen."""
-    page = await browser.new_page()
+    errors, failed requests and dialogs (dismissed) as they happen.
+
+    The tab is as a new one would be (blank history aside: no cookies, an empty HTTP cache,
+    the default viewport) but often one a test gave back: its `close()` blanks it and keeps it
+    for the next call. `fresh`: a tab of its own, really closed by `close()`, for a test that
+    changes the tab for good (`page.clock.install()` stays for every later document)."""
+    page = await _a_tab(browser, fresh)
     problems: list[str] = []
-    page.on(
-        "console", lambda m: problems.append(f"console: {m.text}") if m.type == "error" else None
-    )
-    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
-    page.on("requestfailed", lambda r: problems.append(f"requestfailed: {r.url}"))
+    seen: set = set()  # this call's requests: a failure of an earlier test's is not its problem
+
+    def console(message) -> None:
+        if message.type == "error":
+            problems.append(f"console: {message.text}")
+
+    def started(request) -> None:
+        seen.add(request)
+
+    def failed(request) -> None:
+        if request in seen:
+            problems.append(f"requestfailed: {request.url}")
 
     async def refuse_dialog(dialog):
         problems.append(f"dialog: {dialog.message}")
         await dialog.dismiss()
 
-    page.on("dialog", refuse_dialog)
+    listeners = {
+        "request": started,
+        "console": console,
+        "pageerror": lambda e: problems.append(f"pageerror: {e}"),
+        "requestfailed": failed,
+        "dialog": refuse_dialog,
+    }
+    for event, listener in listeners.items():
+        page.on(event, listener)
+    if not fresh:
+        page.close = lambda **_: _give_back(page, listeners)
     _Network.watch(page)
     await goto(page, url)
     return page, problems
+
+
+async def _a_tab(browser, fresh: bool):
+    while _SPARE_TABS and not fresh:
+        page = _SPARE_TABS.pop()
+        if not page.is_closed() and page.context.browser is browser:
+            return page
+    return await browser.new_page()
+
+
+async def _give_back(page, listeners: dict) -> None:
+    """`close()` of a tab from `open_page`: blank it as a new tab is (no listener of the test,
+    no cookie, an empty cache, the default size) and keep it for the next `open_page`."""
+    for event, listener in listeners.items():
+        page.remove_listener(event, listener)
+    del page.close  # the class's own close again, for the session's end or a failure below
+    try:
+        await page.goto("about:blank")
+        await page.set_viewport_size(DEFAULT_VIEWPORT)
+        await page.context.clear_cookies()
+        session = await page.context.new_cdp_session(page)
+        await session.send("Network.clearBrowserCache")
+        await session.detach()
+    except Exception:  # a tab that cannot be blanked is closed, as it would have been
+        await page.close()
+        return
+    network = _Network.watch(page)
+    network.pending.clear()
+    _SPARE_TABS.append(page)
 
 
 # Elements the plugin's scripts mark when their fetch-and-draw is over: data-ready "1" or

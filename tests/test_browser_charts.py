@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from datasette_capsem.catalog import Catalog
-from datasette_capsem.config import load_settings
-from datasette_capsem.index import IndexService
 from tests.browser import live_server, open_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
 
-async def test_home_page_charts_render_without_console_errors(browser, capsem_home, tmp_path):
-    # The charts are drawn from the cross-session index: build it first (as `datasette capsem
-    # index` would), so the page does not wait for the server's first background build.
-    settings = load_settings(
-        {"capsem_home": str(capsem_home), "cache_dir": str(tmp_path / "cache")}
-    )
-    IndexService(settings, Catalog(settings)).refresh()
-    with live_server(capsem_home, tmp_path / "cache") as base:
+async def test_home_page_charts_render_without_console_errors(
+    browser, capsem_home, indexed_datasette, index_cache_dir
+):
+    # The charts are drawn from the cross-session index: served on conftest's built one (as
+    # `datasette capsem index` would leave it), so the page does not wait for a first build.
+    with live_server(capsem_home, index_cache_dir, index_refresh_seconds=0) as base:
         page, problems = await open_page(browser, base + "/")
         try:
             # A locator wait, not wait_for_function: the page's CSP forbids string evaluation.

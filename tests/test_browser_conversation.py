@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests import conversation_support as cs
-from tests.browser import live_server, open_page, screenshot_dir, settle
+from tests.browser import live_server, open_page, screenshot, settle
 from tests.test_conversation import provider_home  # noqa: F401 (fixture)
 from tests.trace_support import trace_url
 
@@ -45,8 +45,8 @@ async def test_conversation_of_each_format(browser, provider_home, tmp_path):  #
                 assert await page.locator("#capsem-conversation img").count() == 0
                 assert await page.locator("#capsem-conversation script").count() == 0
                 assert await page.evaluate("window.__pwned === undefined")
-                await page.locator("#capsem-conversation-section").screenshot(
-                    path=str(screenshot_dir() / "trace-conversation.png")
+                await screenshot(
+                    page.locator("#capsem-conversation-section"), "trace-conversation.png"
                 )
             # Following a raw link reaches the body page.
             await first.locator("a[data-raw='request']").click()

@@ -12,7 +12,7 @@ from datasette_capsem.config import load_settings
 from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.generate.plan import HEADLINE_SESSIONS
 from datasette_capsem.index import IndexService
-from tests.browser import live_server, open_page, screenshot_dir
+from tests.browser import live_server, open_page, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -47,34 +47,38 @@ def demo_home(tmp_path_factory):
     return home, cache
 
 
-async def test_the_demo_opens_on_the_tour_sessions(browser, demo_home):
+@pytest.fixture(scope="module")
+def base(demo_home):
+    """One demo server for the module's tests (they only read its home)."""
     home, cache = demo_home
-    with live_server(home, cache, demo=True, index_refresh_seconds=0) as base:
-        page, problems = await open_page(browser, base + "/")
-        await page.set_viewport_size({"width": 1400, "height": 1000})
-        rows = page.locator("table.capsem-sessions tbody tr")
-        names = [await rows.nth(i).locator("td").nth(1).inner_text() for i in range(len(TOUR))]
-        assert [n.strip() for n in names] == TOUR
-        verdicts = [await rows.nth(i).inner_text() for i in range(8)]
-        assert not any("unreadable" in v for v in verdicts), verdicts
-        await page.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
-        await page.screenshot(path=str(screenshot_dir() / "demo-home.png"), full_page=False)
-        assert not problems, problems
-        await page.close()
+    with live_server(home, cache, demo=True, index_refresh_seconds=0) as url:
+        yield url
 
 
-async def test_the_demo_charts_are_not_mostly_empty_axes(browser, demo_home):
-    home, cache = demo_home
-    with live_server(home, cache, demo=True, index_refresh_seconds=0) as base:
-        page, problems = await open_page(browser, base + "/")
-        await page.set_viewport_size({"width": 1400, "height": 1000})
-        await page.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
-        charts = await page.eval_on_selector_all(".capsem-charts figure", COVERAGE)
-        assert len(charts) == 3
-        for chart in charts:
-            assert chart["width"] > 0, charts
-            assert chart["covered"] >= COVERED, charts
-            if chart["note"]:  # an axis that skips days says so
-                assert "days with data are drawn" in chart["note"]
-        assert not problems, problems
-        await page.close()
+async def test_the_demo_opens_on_the_tour_sessions(browser, base):
+    page, problems = await open_page(browser, base + "/")
+    await page.set_viewport_size({"width": 1400, "height": 1000})
+    rows = page.locator("table.capsem-sessions tbody tr")
+    names = [await rows.nth(i).locator("td").nth(1).inner_text() for i in range(len(TOUR))]
+    assert [n.strip() for n in names] == TOUR
+    verdicts = [await rows.nth(i).inner_text() for i in range(8)]
+    assert not any("unreadable" in v for v in verdicts), verdicts
+    await page.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
+    await screenshot(page, "demo-home.png", full_page=False)
+    assert not problems, problems
+    await page.close()
+
+
+async def test_the_demo_charts_are_not_mostly_empty_axes(browser, base):
+    page, problems = await open_page(browser, base + "/")
+    await page.set_viewport_size({"width": 1400, "height": 1000})
+    await page.locator(".capsem-chart svg").nth(2).wait_for(timeout=30000)
+    charts = await page.eval_on_selector_all(".capsem-charts figure", COVERAGE)
+    assert len(charts) == 3
+    for chart in charts:
+        assert chart["width"] > 0, charts
+        assert chart["covered"] >= COVERED, charts
+        if chart["note"]:  # an axis that skips days says so
+            assert "days with data are drawn" in chart["note"]
+    assert not problems, problems
+    await page.close()

@@ -19,7 +19,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, blake3_ref, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import goto, live_server, open_page, screenshot_dir, tab_through
+from tests.browser import goto, live_server, open_page, screenshot, tab_through
 from tests.test_browser_trace import LONG_CALLS, long_trace  # noqa: F401 (fixture)
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
@@ -152,9 +152,7 @@ async def test_tree_panel_and_keyboard(browser, base, manifest):
         assert text in panel, text
     assert "request body of the model call" in panel
     assert "response body of the model call" in panel
-    await page.locator(".capsem-explorer").screenshot(
-        path=str(screenshot_dir() / "trace-explorer.png")
-    )
+    await screenshot(page.locator(".capsem-explorer"), "trace-explorer.png")
     await page.keyboard.press("ArrowLeft")
     assert await page.locator(f"[data-span='{call_id}']").get_attribute("aria-expanded") == (
         "false"
@@ -388,7 +386,7 @@ async def test_picture_zooms_pans_and_leads_to_broken_links(browser, base, manif
     assert "Findings on this row" in await page.inner_text(".capsem-detail")
     assert await page.locator(f"{graph} g[data-node-id='{selected}'].selected").count() == 1
     assert await page.locator(f"{graph} path.edge.broken.focus").count() >= 1
-    await page.locator(graph).screenshot(path=str(screenshot_dir() / "trace-graph-zoomed.png"))
+    await screenshot(page.locator(graph), "trace-graph-zoomed.png")
     await page.close()
     assert problems == []
 
@@ -410,9 +408,7 @@ async def test_image_bodies_show_and_svg_stays_text(browser, image_trace, tmp_pa
         assert response.headers["content-type"] == "image/png"
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.content == png()
-        await page.locator(".capsem-detail-body:has(img)").screenshot(
-            path=str(screenshot_dir() / "trace-image-body.png")
-        )
+        await screenshot(page.locator(".capsem-detail-body:has(img)"), "trace-image-body.png")
 
         # The SVG is text: no <img>, no <svg> element made from it, no script run.
         await page.evaluate(
@@ -451,9 +447,7 @@ async def test_conversation_unfolds_repeated_history(browser, base, manifest):
     assert await history.locator(".capsem-msg").count() == repeated
     assert await history.locator(".capsem-msg-new").count() == 0
     assert await button.get_attribute("aria-expanded") == "true"
-    await page.locator("#capsem-conversation-section").screenshot(
-        path=str(screenshot_dir() / "trace-conversation.png")
-    )
+    await screenshot(page.locator("#capsem-conversation-section"), "trace-conversation.png")
     await page.close()
     assert problems == []
 
@@ -478,9 +472,7 @@ async def test_a_500_call_trace_explorer(browser, long_server):
     for _ in range(4):
         await page.keyboard.press("-")
     assert float(await attr(page, "#capsem-explorer", "data-zoom")) > 5
-    await page.locator(".capsem-explorer").screenshot(
-        path=str(screenshot_dir() / "trace-timeline.png")
-    )
+    await screenshot(page.locator(".capsem-explorer"), "trace-timeline.png")
     middle = await calls.nth(LONG_CALLS // 2).get_attribute("data-span")
     await calls.nth(LONG_CALLS // 2).locator("a").click()
     await loaded(page, middle)

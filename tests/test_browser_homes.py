@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import goto, live_server, open_page, screenshot_dir, settle
+from tests.browser import goto, live_server, open_page, screenshot, settle
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
 
@@ -19,7 +19,7 @@ async def test_the_list_by_home_and_the_chooser(browser, homes_dir, tmp_path):
         assert headings[:2] == ["Home", "Session"]
         homes = set(await page.locator("td.capsem-home a").all_inner_texts())
         assert homes == {"alpha", "beta"}
-        await page.screenshot(path=str(screenshot_dir() / "homes-list.png"))
+        await screenshot(page, "homes-list.png")
         await page.locator(".capsem-facet a", has_text="beta").click()
         await settle(page)
         assert set(await page.locator("td.capsem-home a").all_inner_texts()) == {"beta"}
@@ -29,13 +29,13 @@ async def test_the_list_by_home_and_the_chooser(browser, homes_dir, tmp_path):
         assert set(await links.all_inner_texts()) == {"alpha--co-work-2", "beta--co-work-2"}
         homes = page.locator(".capsem-suggestions a.capsem-home")
         assert set(await homes.all_inner_texts()) == {"alpha", "beta"}
-        await page.screenshot(path=str(screenshot_dir() / "homes-chooser.png"), full_page=True)
+        await screenshot(page, "homes-chooser.png", full_page=True)
         await links.nth(1).click()
         await settle(page)
         assert page.url.endswith("/-/capsem/sessions/beta--co-work-2")
         await goto(page, base + "/-/capsem/resolve?name=co-work-2")
         cells = await page.locator("td.capsem-home").all_inner_texts()
         assert set(cells) == {"alpha", "beta"}
-        await page.screenshot(path=str(screenshot_dir() / "homes-resolve.png"), full_page=True)
+        await screenshot(page, "homes-resolve.png", full_page=True)
         assert not problems, problems
         await page.close()

@@ -14,7 +14,7 @@ import pytest
 
 from datasette_capsem.generate.content import SessionShape, build_session
 from datasette_capsem.generate.rows import write_ledger
-from tests.browser import goto, live_server, open_page, screenshot_dir, tab_through
+from tests.browser import goto, live_server, open_page, screenshot, tab_through
 from tests.trace_support import clean_current, defect_sessions, hostile_session, trace_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="session")]
@@ -53,8 +53,8 @@ async def graph_ready(page) -> None:
     await page.wait_for_selector(READY, timeout=30000)
 
 
-async def screenshot(page, name: str) -> None:
-    await page.locator("#capsem-graph").screenshot(path=str(screenshot_dir() / name))
+async def graph_screenshot(page, name: str) -> None:
+    await screenshot(page.locator("#capsem-graph"), name)
 
 
 async def test_clicking_graph_nodes_opens_their_rows(browser, base, manifest):
@@ -69,7 +69,7 @@ async def test_clicking_graph_nodes_opens_their_rows(browser, base, manifest):
         trace_url(session["id"], trace, "/graph.json"),
     )
     assert drawn == total  # a short trace is drawn whole
-    await screenshot(page, "trace-graph-small.png")
+    await graph_screenshot(page, "trace-graph-small.png")
 
     link = page.locator("#capsem-graph a.node-link:has(g[data-type='model_call'])").first
     node_id = await link.locator("g").get_attribute("data-node-id")
@@ -105,7 +105,7 @@ async def test_broken_links_are_drawn_as_such(browser, base, manifest):
         if await page.locator(f"g[data-node-id='tool_responses:{defect['row_id']}']").count():
             break
     await page.set_viewport_size({"width": 1500, "height": 1100})
-    await screenshot(page, "trace-graph-broken.png")
+    await graph_screenshot(page, "trace-graph-broken.png")
     assert await page.locator("#capsem-graph path.edge.broken").count() >= 1
     assert await page.locator("#capsem-graph g.node.missing").count() >= 1
     labels = await page.locator("#capsem-graph text.edge-label").all_text_contents()
@@ -130,7 +130,7 @@ async def test_a_500_call_trace_collapses_and_expands(browser, long_trace, tmp_p
         assert await clusters.count() >= 1
         calls = await page.locator("#capsem-graph g[data-type='model_call']").count()
         assert calls < LONG_CALLS  # most of the 500 calls are folded into blocks
-        await screenshot(page, "trace-graph-500.png")
+        await graph_screenshot(page, "trace-graph-500.png")
         await clusters.first.click()
         more = await page.locator("#capsem-graph g[data-type='model_call']").count()
         assert more > calls

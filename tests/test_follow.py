@@ -340,7 +340,7 @@ async def test_browser_sees_new_rows_arrive_without_reload_and_following_stops(
     try:
         wait_for_writer(ledger)
         with live_server(home, tmp_path / "cache", index_refresh_seconds=0) as base:
-            page, problems = await open_page(browser, f"{base}/-/versions.json")
+            page, problems = await open_page(browser, f"{base}/-/versions.json", fresh=True)
             # The page's clock is Playwright's: the live panel's next poll (every
             # FOLLOW_POLL_SECONDS) is fired at once, where a real clock waited it out, twice.
             await page.clock.install()
