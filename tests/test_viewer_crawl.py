@@ -409,11 +409,28 @@ def seen_in(text: str, wanted: set[str]) -> set[str]:
     return set(_seen_in(text, frozenset(wanted)))
 
 
+# A run of characters no planted item is cut at: an item made only of them (all but a few)
+# occurs in a reading exactly when it occurs in one of the reading's runs, and a crawl's answers
+# repeat most of their runs (markup, keys, ids), so the distinct runs are a fraction of the text.
+RUN = re.compile(r"[^\s\"'<>&\\,;\[\](){}`|?\0]+")
+
+
+@functools.lru_cache(maxsize=8)
+def _in_runs(wanted: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """`wanted` split: the items made of run characters, the others."""
+    inside = frozenset(item for item in wanted if RUN.fullmatch(item))
+    return inside, wanted - inside
+
+
 @functools.lru_cache(maxsize=256)
 def _seen_in(text: str, wanted: frozenset[str]) -> frozenset[str]:
     # Remembered: most answers of a crawl are the same refusal, read for every planted item.
     every = "\0".join(readings(text) + [hex_reading(text)])
-    return frozenset(item for item in wanted if item in every)
+    inside, across = _in_runs(wanted)
+    runs = "\0".join(set(RUN.findall(every)))
+    return frozenset(
+        [item for item in inside if item in runs] + [item for item in across if item in every]
+    )
 
 
 # --- the routes ---------------------------------------------------------------------------------
