@@ -217,12 +217,13 @@ def save_report(
     computed_at: float,
     report: Any,
     parts: dict[str, Hashable] | None = None,
+    version: str | None = None,
 ) -> bool:
     """Store a report computed outside a `ReportCache` (the index refresh's quick one), under
-    the current rule book; `validator` (and `parts`, see `VersionedStore.save`) must have
-    been taken before it ran."""
+    the current rule book (`version`: its `rule_book_version`, when the caller has it);
+    `validator` (and `parts`, see `VersionedStore.save`) must have been taken before it ran."""
     entry = CachedEntry(validator, computed_at, report, timeless=True)
-    return store.save(key, entry, rule_book_version(), parts)
+    return store.save(key, entry, version or rule_book_version(), parts)
 
 
 class ReportCache:

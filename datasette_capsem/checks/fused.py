@@ -116,9 +116,10 @@ def read_shared(chosen: list[Check], ctx: CheckContext) -> None:
             )
         except sqlite3.Error:
             continue  # each check runs its own statement and reports its own failure
+        flagged = [row for row in rows if row[1]]  # most rows break none of the checks
         for place, check in enumerate(checks):
             bit = 1 << place
-            ctx.answered[check] = _collect(_Rows([(row[0],) for row in rows if row[1] & bit]), 0)
+            ctx.answered[check] = _collect(_Rows([(row[0],) for row in flagged if row[1] & bit]), 0)
 
 
 class _Rows(list):

@@ -75,9 +75,9 @@ def check_catalog_session(
         "memo": memo,
         "reuse": reuse,
     }
-    if session.ledger_path is None:
-        return check_session(None, **options)
     path = session.ledger_path
+    if path is None:
+        return check_session(None, **options)
     held = getattr(_lent, "held", None)
     if held is not None and held[0] == path:
         return check_session(held[1], schema=held[2], **options)

@@ -118,20 +118,24 @@ class SqlCheck(Check):
         return render_sql(variant.sql or "", schema, aliases=variant.aliases, table=table)
 
     def _execute(self, ctx: CheckContext, table: str | None, variant: SqlVariant, sql: str):
-        params = {**self.params, **self.table_params.get(table or "", {})}
         severity = self.live_severity if (ctx.live and self.live_severity) else None
         answered = ctx.answered.get((self.id, table))
         if answered is not None:  # read with the table's other simple checks (`fused`)
             ids, details = answered
         else:
+            params = {**self.params, **self.table_params.get(table or "", {})}
             try:
                 ids, details = readonly.tolerant(
                     ctx.conn, lambda: _collect(ctx.conn.execute(sql, params), ctx.sample_limit)
                 )
             except sqlite3.DatabaseError as error:
                 return self.finding(ctx, table=table, failed=str(error), note=variant.note)
+        if not ids:  # most checks of most ledgers: nothing to sample or link
+            if severity:
+                return self.finding(ctx, table=table, note=variant.note, severity=severity)
+            return self.finding(ctx, table=table, note=variant.note)
         sample = list(ids)[: ctx.sample_limit]
-        link = self._link(ctx, table, variant, sample) if ids else None
+        link = self._link(ctx, table, variant, sample)
         values: dict[str, Any] = {"table": table, "count": len(ids), "row_ids": sample}
         values["offending"] = tuple(ids)
         values.update(link=link, note=variant.note, details=details)

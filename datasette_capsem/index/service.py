@@ -67,7 +67,9 @@ from datasette_capsem.memory import (
 from datasette_capsem.sqlfiles import load_sql
 
 Progress = Callable[[int, int], None]
-COMMIT_EVERY_SECONDS = 0.5  # readers see a long first build fill in as it goes
+COMMIT_EVERY_SECONDS = 2.0  # readers see a long first build fill in as it goes (each
+# commit also flushes the full-text index's pending terms as a new segment, merged later: every
+# half second, a 10,000-session build wrote ~200 commits)
 LOOKUP_LIMIT = 1000
 FINDING_HITS = 100  # sessions listed per finding kind (the list filtered by kind has them all)
 PARTIAL_RELOAD = 200  # a refresh that changed at most this many sessions reloads only theirs

@@ -109,6 +109,8 @@ def clean(text: str) -> str:
 
 
 def _text(value: Any) -> str | None:
+    if type(value) is str:  # nearly every value: the checks below are for the others
+        return value.strip() or None
     if value is None:
         return None
     if isinstance(value, (bytes, bytearray, memoryview)):
@@ -181,19 +183,22 @@ def read_texts(
             continue
         prompts_seen: set[tuple] = set()
         texts = slice(7, 7 + len(source.texts))  # the columns of text_rows.sql, in order
+        kind, table = source.kind, source.table
+        of_calls = table == "model_calls"
         for row in _rows(conn, schema, source, inherited):
             row_id, event_id, trace_id, model_call_id, provider, model, at = row[:7]
-            parts = [_text(value) for value in row[texts]]
-            call_id = row_id if source.table == "model_calls" else model_call_id
+            # `_text` of each value, a str (nearly every one) stripped here without a call
+            parts = [v.strip() if type(v) is str else _text(v) for v in row[texts]]
+            call_id = row_id if of_calls else model_call_id
             call = calls.get(call_id) if call_id is not None else None
             if call is not None:
                 provider, model = provider or call[0], model or call[1]
                 at = at or call[2]
             common = (event_id, trace_id, call_id, provider, model, at)
-            body = "\n".join(p for p in parts if p)
+            body = "\n".join([p for p in parts if p])
             if body:
-                found.append((source.kind, source.table, row_id, *common, clean(body)))
-            if source.table == "model_calls":
+                found.append((kind, table, row_id, *common, clean(body)))
+            if of_calls:
                 prompt = prompt_of(row[texts.stop])  # request_body, after the texts
                 key = (trace_id, prompt)
                 if prompt and key not in prompts_seen:

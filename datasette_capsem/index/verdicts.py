@@ -31,7 +31,7 @@ from datasette_capsem.checks.cache import (
     save_report,
 )
 from datasette_capsem.checks.engine import database_name_for
-from datasette_capsem.checks.model import Report
+from datasette_capsem.checks.model import Report, verdict_of
 from datasette_capsem.checks.profiles import QUICK
 from datasette_capsem.checks.runner import check_catalog_session, run_options
 from datasette_capsem.config import Settings
@@ -80,7 +80,8 @@ class Checked:
 
     @classmethod
     def of_report(cls, report: Report, check_ms: float) -> Checked:
-        counts = report.severity_counts()
+        problems = report.problems  # once: its counts and verdict are of it too
+        counts = report.severity_counts(problems)
         rows = [
             (
                 f.kind,
@@ -92,10 +93,10 @@ class Checked:
                 _json_ids(f.row_ids[:SAMPLE_LIMIT]),
                 f.failed,
             )
-            for f in report.problems
+            for f in problems
         ]
         return cls(
-            verdict=report.verdict,
+            verdict=verdict_of(problems),
             errors=counts.get("error", 0),
             warnings=counts.get("warning", 0),
             infos=counts.get("info", 0),
@@ -129,18 +130,20 @@ def check(session: Session, settings: Settings) -> Checked:
     file's own findings and row counts are the stored report's (`check_session(reuse=...)`),
     which it stored with the validator of that part (`file_validator`)."""
     started, computed_at = time.perf_counter(), time.time()
-    key = store_key(session, session.ledger_path, PROFILE)
-    validator = report_validator(session, session.ledger_path, database_name_for(session))
-    store, reuse, parts = None, None, None
+    path = session.ledger_path  # a Path made on each access: taken once
+    key = store_key(session, path, PROFILE)
+    validator = report_validator(session, path, database_name_for(session))
+    store, reuse, parts, version = None, None, None, None
+    options = run_options()
     if key is not None:
         store = VersionedStore.in_cache(settings.cache_dir, STORE_DIRECTORY)
         parts = {FILE_PART: file_validator(session, validator)}
-        prior = store.load(key, parts[FILE_PART], rule_book_version(), part=FILE_PART)
+        # The rule book of this run (`run_options`), not taken again per session.
+        version = rule_book_version(options["checks"])
+        prior = store.load(key, parts[FILE_PART], version, part=FILE_PART)
         reuse = prior.report if prior is not None else None
     try:
-        report = check_catalog_session(
-            session, settings, profile=PROFILE, reuse=reuse, **run_options()
-        )
+        report = check_catalog_session(session, settings, profile=PROFILE, reuse=reuse, **options)
     except readonly.LedgerUnavailable as problem:
         return Checked(
             "unreadable",
@@ -149,7 +152,7 @@ def check(session: Session, settings: Settings) -> Checked:
         )
     checked = Checked.of_report(report, (time.perf_counter() - started) * 1000)
     if store is not None and key is not None:
-        save_report(store, key, validator, computed_at, report.to_dict(), parts)
+        save_report(store, key, validator, computed_at, report.to_dict(), parts, version)
     return checked
 
 
