@@ -110,6 +110,39 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+# The threads that serve requests, by their OS names: the event loop (the main thread),
+# Datasette's SQL threads and the executors' (`run_in_executor`, `asyncio.to_thread`).
+REQUEST_THREADS = ("ThreadPoolExecu", "asyncio_")
+
+
+def request_cpu_seconds(pid: int) -> dict[int, float]:
+    """User + system CPU time of each thread of a process that serves requests, by thread
+    id: the main thread (the event loop) and the threads named as in REQUEST_THREADS.
+    Anything else is background work a request does not wait for: the plugin's own threads
+    (`capsem-index-refresh`, `capsem-list-build`, `capsem-catalog-scan`, ...) and the
+    threads of the refresh's worker pool (the workers are other processes, never counted).
+    `_server.py` gives each thread its Python name as the OS's (/proc/PID/task/TID/comm).
+    Subtract two of these with `cpu_between`."""
+    found = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            comm = Path(f"/proc/{pid}/task/{task}/comm").read_text().strip()
+            fields = Path(f"/proc/{pid}/task/{task}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if int(task) == pid or comm.startswith(REQUEST_THREADS):
+            found[int(task)] = (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+def cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds the threads of `after` used since `before` (a thread new since: all of its
+    own; one that ended meanwhile is not in `after`, and its last part is lost: a request's
+    threads live as long as their pool, which the pages measured do not end)."""
+    return sum(seconds - before.get(tid, 0.0) for tid, seconds in after.items())
+
+
 def open_fds(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
 

@@ -390,16 +390,21 @@ def list_entry(row: dict[str, Any], inputs: tuple) -> ListEntry:
     return ListEntry(columns, 0)
 
 
+# An entry's place in its list's `Columns`: 4 bytes (a list of up to 2**31 sessions). Each
+# sort order and each of the CACHED_FILTERS filters kept holds one per entry it has.
+PLACE = "i"
+
+
 class Rows(Sequence):
     """Some entries of one list, in an order: their places in its `Columns` (an array of
-    integers, 8 bytes an entry, where a list of entries costs an object each). Indexing and
+    integers, 4 bytes an entry, where a list of entries costs an object each). Indexing and
     iterating make the entries (`ListEntry`)."""
 
     __slots__ = ("columns", "places")
 
     def __init__(self, columns: Columns, places: array | None = None):
         self.columns = columns
-        self.places = array("q", range(len(columns))) if places is None else places
+        self.places = array(PLACE, range(len(columns))) if places is None else places
 
     def __len__(self) -> int:
         return len(self.places)
@@ -418,7 +423,7 @@ class Rows(Sequence):
         """`entries` of `columns` (e.g. a filter's result) as places."""
         if isinstance(entries, Rows):
             return entries
-        return cls(columns, array("q", (entry._at for entry in entries)))
+        return cls(columns, array(PLACE, (entry._at for entry in entries)))
 
 
 # A list of more sessions than this is never built inside a request: a request that finds no
@@ -614,8 +619,11 @@ class SessionTable:
             rows, key = built.rows, _sort_key(column, descending)
             keys = [key(entry) for entry in rows]
             places = sorted(range(len(keys)), key=keys.__getitem__, reverse=descending)
-            order = Rows(rows.columns, array("q", (rows.places[at] for at in places)))
+            order = Rows(rows.columns, array(PLACE, (rows.places[at] for at in places)))
             built.orders[(column, descending)] = order
+            if len(keys) > BUILD_IN_REQUEST_UP_TO:  # a key and a place per entry, freed
+                del keys, places
+                trim_malloc()
         return order
 
     def filtered(
