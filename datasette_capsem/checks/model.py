@@ -280,11 +280,7 @@ class Report:
     @property
     def problems(self) -> list[Finding]:
         """Applicable findings with offending rows, most severe first."""
-        found = [
-            f
-            for f in self.findings
-            if f.applicable and (f.count > 0 or f.failed is not None)  # `Finding.problem`
-        ]
+        found = [f for f in self.findings if f.problem]
         return sorted(found, key=lambda f: (Severity.rank(f.severity), f.kind, f.table or ""))
 
     @property
