@@ -27,7 +27,7 @@ from datasette_capsem.views import pending as pending_view
 from datasette_capsem.views import trace as trace_view
 from datasette_capsem.views.integrity import report_cache
 from datasette_capsem.views.trace_cache import trace_store
-from tests.helpers import actor_cookies, make_datasette
+from tests.helpers import actor_cookies, make_datasette, until
 from tests.trace_support import clean_current, ledger, readable, session_url, trace_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -73,6 +73,15 @@ def counted_map_reads(monkeypatch) -> list[int]:
 
     monkeypatch.setattr(event_view, "locate_events", counting)
     return runs
+
+
+async def map_reads_reach(runs: list[int], count: int) -> None:
+    """Until `counted_map_reads` has counted `count` reads (a map is read in the background)."""
+
+    async def reached() -> bool:
+        return len(runs) >= count
+
+    await until(reached, f"{count} reads of the event id map")
 
 
 async def past_202(datasette, url: str):
@@ -622,10 +631,7 @@ async def test_a_big_ledgers_event_page_reads_its_event_map_once_and_says_so_mea
     added = await datasette.client.get(session_url(session["id"], "/events/abcdefabcdef.json"))
     assert added.status_code == 200
     assert [r["table"] for r in added.json()["rows"]] == ["model_items"]
-    for _ in range(1000):
-        if len(runs) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await map_reads_reach(runs, 2)
     assert len(runs) == 2
     monkeypatch.undo()
 
@@ -943,10 +949,7 @@ async def test_a_changed_big_ledgers_trace_is_read_as_it_is_now_and_its_map_agai
             (trace, trace),
         ).fetchone()[0]
     assert tree.json()["trace"]["rows"]["model_items"] == items
-    for _ in range(1000):
-        if len(runs) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await map_reads_reach(runs, 2)
     assert len(runs) == 2
     monkeypatch.undo()
     other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)

@@ -8,6 +8,7 @@ import pytest
 
 from datasette_capsem.mount import ledger_db
 from datasette_capsem.views import pending
+from datasette_capsem.views import trace as trace_view
 from tests.browser import live_server
 from tests.trace_support import clean_current, trace_url
 
@@ -44,8 +45,6 @@ async def test_the_trace_pages_scripts_ask_again_after_a_202(
     """A big ledger's tree.json answers 202 while the trace's rows are read (here: its first
     fetch by the page's script, as when the file changed between the page and its fetch); the
     script asks again after the answer's `reload_seconds` and draws the tree, no error."""
-    from datasette_capsem.views import trace as trace_view
-
     monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending, "WAIT_SECONDS", 0)
     held = trace_view.rows_held
