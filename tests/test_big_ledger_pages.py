@@ -61,14 +61,19 @@ async def saved(store, count: int = 1) -> None:
     raise AssertionError(f"nothing stored in {store.directory}")
 
 
-def counted_map_reads(monkeypatch) -> list[int]:
-    """A list that gets an item each time a ledger's event id map is read
-    (`event_view.locate_events`, which still reads it)."""
+def counted_map_reads(monkeypatch, ledger_file: Path) -> list[int]:
+    """A list that gets an item each time the event id map of `ledger_file` is read
+    (`event_view.locate_events`, which still reads it). Reads of other files are not
+    counted: a server of an earlier test (a browser test's, in another thread) may still
+    answer a page of its own home while this test lowers `BIG_LEDGER_BYTES`."""
     runs: list[int] = []
     locate = event_view.locate_events
+    wanted = ledger_file.resolve()
 
     def counting(conn, schema):
-        runs.append(1)
+        main_file = conn.execute("PRAGMA database_list").fetchone()[2]
+        if Path(main_file).resolve() == wanted:
+            runs.append(1)
         return locate(conn, schema)
 
     monkeypatch.setattr(event_view, "locate_events", counting)
@@ -283,7 +288,7 @@ async def test_a_big_ledgers_trace_page_on_a_cold_store_answers_at_once_and_says
     computed' at once on a big ledger; the run goes on, and the page is then the page a small
     ledger gets straight away."""
     session = clean_current(manifest)[4]
-    with sqlite3.connect(home / session["ledger"]) as conn:
+    with sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True) as conn:
         trace = conn.execute(
             "SELECT trace_id FROM model_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
         ).fetchone()[0]
@@ -348,7 +353,7 @@ async def test_a_big_ledgers_unknown_trace_is_decided_after_the_202(
     Once the verdicts are held, a trace not read yet still answers at once, saying its rows
     are being read."""
     session = clean_current(manifest)[6]
-    with sqlite3.connect(home / session["ledger"]) as conn:
+    with sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True) as conn:
         traces = [
             row[0]
             for row in conn.execute(
@@ -604,7 +609,7 @@ async def test_a_big_ledgers_event_page_reads_its_event_map_once_and_says_so_mea
     other = await make_datasette(home, tmp_path / "other-cache", index_refresh_seconds=0)
     expected = {t: (await other.client.get(u + ".json")).json() for t, u in urls.items()}
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    runs = counted_map_reads(monkeypatch)
+    runs = counted_map_reads(monkeypatch, home / session["ledger"])
     monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     monkeypatch.setattr(pending_view, "WAIT_SECONDS", 0)
     first = await datasette.client.get(urls["tool_calls"])
@@ -887,7 +892,7 @@ async def test_a_big_ledgers_trace_json_reads_the_map_once_and_answers_202_meanw
             response = await other.client.get(trace_url(session["id"], trace, suffix))
             expected[trace, suffix] = (response.status_code, response.json())
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    runs = counted_map_reads(monkeypatch)
+    runs = counted_map_reads(monkeypatch, home / session["ledger"])
     located: list[bool] = []
     load = trace_view.load_trace
 
@@ -924,7 +929,7 @@ async def test_a_changed_big_ledgers_trace_is_read_as_it_is_now_and_its_map_agai
         ).fetchone()
     url = trace_url(session["id"], trace, "/conversation.json")
     datasette = await make_datasette(home, tmp_path / "cache", index_refresh_seconds=0)
-    runs = counted_map_reads(monkeypatch)
+    runs = counted_map_reads(monkeypatch, home / session["ledger"])
     monkeypatch.setattr(ledger_db, "BIG_LEDGER_BYTES", 0)
     assert (await past_202(datasette, url)).status_code == 200
     assert len(runs) == 1

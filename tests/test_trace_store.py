@@ -32,7 +32,7 @@ def planted(capsem_home, manifest, tmp_path_factory):
     shutil.copytree(capsem_home, home, symlinks=True)
     session = clean_current(manifest)[0]
     set_tool_name(home / session["ledger"], FIRST)
-    with sqlite3.connect(home / session["ledger"]) as conn:
+    with sqlite3.connect(f"file:{home / session['ledger']}?immutable=1", uri=True) as conn:
         trace = conn.execute(
             "SELECT trace_id FROM tool_calls WHERE trace_id IS NOT NULL ORDER BY id LIMIT 1"
         ).fetchone()[0]
