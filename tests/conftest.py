@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,18 @@ from datasette_capsem.generate import GenerateOptions, generate_home
 from datasette_capsem.index import IndexService
 from datasette_capsem.state import get_state
 from tests.browser import browser  # noqa: F401  (a session-wide headless Chromium)
-from tests.helpers import make_datasette
+from tests.helpers import ROOT, make_datasette
+
+# Bytecode, compiled once. A machine that sets PYTHONDONTWRITEBYTECODE (this one does) makes
+# every Python process compile the plugin's ~150 modules from source, ~0.3 s of CPU each, and
+# the suite starts ~100 of them (servers, CLI runs, index workers) besides its two workers;
+# pytest's workers would also rewrite every test module anew (~3 s each). The controller
+# compiles the plugin into its `__pycache__` (gitignored; a changed file is compiled again on
+# the next run, a stale file is never read: its source's size and mtime are checked), and
+# pytest may keep its rewritten test modules there.
+sys.dont_write_bytecode = False
+if "PYTEST_XDIST_WORKER" not in os.environ:
+    compileall.compile_dir(ROOT / "datasette_capsem", quiet=1)
 
 # Test files in memory: the suite writes a few GB of homes, copies and caches, and on a disk
 # each SQLite commit waits for its fsync (a generated home took 7-10 s there, 3 s in tmpfs) and

@@ -128,12 +128,13 @@ def expected_rows(home: Path, manifest: dict, cache: Path) -> set[tuple[str, str
 
 
 def received_rows(receiver: Receiver) -> set[tuple[str, str, int]]:
-    roots = {
-        s.trace_id: s.attributes["capsem.trace_id"] for s in receiver.spans if s.name in ROOT_NAMES
-    }
+    # One copy of the spans received so far: the receiver's thread appends meanwhile, and a
+    # child read after the roots were gathered may belong to a root that came in between.
+    spans = list(receiver.spans)
+    roots = {s.trace_id: s.attributes["capsem.trace_id"] for s in spans if s.name in ROOT_NAMES}
     return {
         (roots[s.trace_id], s.attributes["capsem.table"], s.attributes["capsem.row_id"])
-        for s in receiver.spans
+        for s in spans
         if s.name not in ROOT_NAMES
     }
 
