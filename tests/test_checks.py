@@ -21,6 +21,7 @@ from datasette_capsem.checks import (
     Check,
     CheckContext,
     Finding,
+    Report,
     SqlCheck,
     SqlVariant,
     check_session,
@@ -247,6 +248,38 @@ async def test_broken_files_cannot_be_read(manifest, catalog, settings):
             continue  # root reads a mode-000 file; a WAL without -shm is read from a snapshot
         with pytest.raises(LedgerUnavailable):
             check_catalog_session(session, settings)
+
+
+async def test_a_reports_json_is_the_json_of_its_dict(manifest, catalog, settings):
+    """`Report.to_json` (the stored report's text, its findings' JSON memoized by their
+    fields) is `json.dumps(to_dict())` for every session, defects and eras included, and for
+    findings whose values are equal as keys but not as JSON (True and 1, 0 and 0.0)."""
+    separators = (",", ":")
+    seen = 0
+    for session in manifest["sessions"]:
+        if session.get("broken") or catalog.get(session["id"]) is None:
+            continue
+        for _ in range(2):  # the second time through the memo
+            report = report_for(session["id"], catalog, settings)
+            assert report.to_json() == json.dumps(report.to_dict(), separators=separators)
+        seen += 1
+    assert seen > 10
+    plain = Finding("null_event_id", "error", 0, "t", "e", table="tool_calls", check="c")
+    odd = [
+        plain,
+        Finding("null_event_id", "error", False, "t", "e", table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 0.0, "t", "e", table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 0, "t", "e", applicable=1, table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 0, "t", "e", note=["x"], table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 2, "t", "e", row_ids=[1, 2], table="tool_calls"),
+    ]
+    for findings in (odd, odd[::-1]):
+        report = Report(findings=findings, era="head", live=False)
+        assert report.to_json() == json.dumps(report.to_dict(), separators=separators)
+    with pytest.raises(TypeError):
+        Report(
+            findings=[Finding("k", "error", 1, "t", "e", row_ids=[b"x"])], era="", live=False
+        ).to_json()
 
 
 async def test_verdict_follows_the_most_severe_finding(manifest, catalog, settings):

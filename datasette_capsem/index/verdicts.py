@@ -152,7 +152,7 @@ def check(session: Session, settings: Settings) -> Checked:
         )
     checked = Checked.of_report(report, (time.perf_counter() - started) * 1000)
     if store is not None and key is not None:
-        save_report(store, key, validator, computed_at, report.to_dict(), parts, version)
+        save_report(store, key, validator, computed_at, report, parts, version)
     return checked
 
 
