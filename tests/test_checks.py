@@ -415,6 +415,20 @@ async def test_a_session_without_a_ledger_gets_its_main_db_checks(manifest, cata
     assert all(not f.applicable for f in report.findings if f.kind == "orphan_tool_response")
 
 
+async def test_sessions_without_a_ledger_share_one_run_of_the_file_checks(catalog, settings):
+    """The checks that judge the file run once per run for the sessions without a ledger
+    (`engine._without_a_ledger`): every such session's report, live or not, is the report a
+    run of its own gives, for each profile."""
+    without = [s for s in catalog.sessions() if s.ledger_path is None]
+    assert any(s.live for s in without) and any(not s.live for s in without)
+    for profile in ("quick", "full", "rows"):
+        memo: dict = {}
+        for session in without * 2:
+            shared = check_catalog_session(session, settings, profile=profile, memo=memo)
+            alone = check_catalog_session(session, settings, profile=profile, memo={})
+            assert shared.to_dict() | {"duration_ms": 0} == alone.to_dict() | {"duration_ms": 0}
+
+
 async def test_live_sessions_soften_what_can_still_change(
     manifest, catalog, settings, capsem_home, cache_dir
 ):
