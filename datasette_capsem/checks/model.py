@@ -330,8 +330,8 @@ class Report:
 
 JSON_SEPARATORS = (",", ":")
 # The JSON of findings without rows (`_finding_json`), by their fields: a few per check and
-# file shape. Cleared when full (a home of very many shapes).
-FINDING_JSON_MAX = 20_000
+# file shape (~90 a shape, ~0.6 KB each). Cleared when full (a home of very many shapes).
+FINDING_JSON_MAX = 4096
 _finding_json_memo: dict[tuple, str] = {}
 # A finding's fields its JSON is made of when it names no rows, text ones first.
 _TEXT_FIELDS = ("kind", "check", "severity", "table", "title", "explanation", "note", "link")
