@@ -158,11 +158,15 @@ class VersionedStore:
         entry: CachedEntry,
         version: str,
         parts: dict[str, Hashable] | None = None,
+        encoded: str | None = None,
     ) -> bool:
         """Write `entry` for `key` atomically; False when it cannot be (and nothing changed).
         The file is a one-line JSON header (what it is of, for `load` and `prune`), then the
         report as zlib-compressed JSON. `parts`: validators of parts of the report a reader
-        may take alone (`load(part=...)`), e.g. the findings that depend on the file only."""
+        may take alone (`load(part=...)`), e.g. the findings that depend on the file only.
+        `encoded`: the report's JSON text when the caller made it (the very text
+        `json.dumps(codec.encode(report), separators=(",", ":"))` gives; `entry.report` is
+        then not read)."""
         header = {
             "format": STORE_FORMAT,
             "ledger": key.ledger,
@@ -173,7 +177,9 @@ class VersionedStore:
         if parts:
             header["parts"] = {name: _digest(held, version) for name, held in parts.items()}
         try:
-            report = json.dumps(key.codec.encode(entry.report), separators=(",", ":"))
+            report = encoded
+            if report is None:
+                report = json.dumps(key.codec.encode(entry.report), separators=(",", ":"))
             data = (
                 json.dumps(header).encode()
                 + b"\n"

@@ -21,6 +21,7 @@ from datasette_capsem.checks import (
     Check,
     CheckContext,
     Finding,
+    Report,
     SqlCheck,
     SqlVariant,
     check_session,
@@ -249,6 +250,38 @@ async def test_broken_files_cannot_be_read(manifest, catalog, settings):
             check_catalog_session(session, settings)
 
 
+async def test_a_reports_json_is_the_json_of_its_dict(manifest, catalog, settings):
+    """`Report.to_json` (the stored report's text, its findings' JSON memoized by their
+    fields) is `json.dumps(to_dict())` for every session, defects and eras included, and for
+    findings whose values are equal as keys but not as JSON (True and 1, 0 and 0.0)."""
+    separators = (",", ":")
+    seen = 0
+    for session in manifest["sessions"]:
+        if session.get("broken") or catalog.get(session["id"]) is None:
+            continue
+        for _ in range(2):  # the second time through the memo
+            report = report_for(session["id"], catalog, settings)
+            assert report.to_json() == json.dumps(report.to_dict(), separators=separators)
+        seen += 1
+    assert seen > 10
+    plain = Finding("null_event_id", "error", 0, "t", "e", table="tool_calls", check="c")
+    odd = [
+        plain,
+        Finding("null_event_id", "error", False, "t", "e", table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 0.0, "t", "e", table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 0, "t", "e", applicable=1, table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 0, "t", "e", note=["x"], table="tool_calls", check="c"),
+        Finding("null_event_id", "error", 2, "t", "e", row_ids=[1, 2], table="tool_calls"),
+    ]
+    for findings in (odd, odd[::-1]):
+        report = Report(findings=findings, era="head", live=False)
+        assert report.to_json() == json.dumps(report.to_dict(), separators=separators)
+    with pytest.raises(TypeError):
+        Report(
+            findings=[Finding("k", "error", 1, "t", "e", row_ids=[b"x"])], era="", live=False
+        ).to_json()
+
+
 async def test_verdict_follows_the_most_severe_finding(manifest, catalog, settings):
     expected = expected_entries(manifest)
     for session_id, entries in expected.items():
@@ -380,6 +413,20 @@ async def test_a_session_without_a_ledger_gets_its_main_db_checks(manifest, cata
     assert report.era == "no ledger"
     assert as_entries(report) == {("stale_running", "sessions", None)}
     assert all(not f.applicable for f in report.findings if f.kind == "orphan_tool_response")
+
+
+async def test_sessions_without_a_ledger_share_one_run_of_the_file_checks(catalog, settings):
+    """The checks that judge the file run once per run for the sessions without a ledger
+    (`engine._without_a_ledger`): every such session's report, live or not, is the report a
+    run of its own gives, for each profile."""
+    without = [s for s in catalog.sessions() if s.ledger_path is None]
+    assert any(s.live for s in without) and any(not s.live for s in without)
+    for profile in ("quick", "full", "rows"):
+        memo: dict = {}
+        for session in without * 2:
+            shared = check_catalog_session(session, settings, profile=profile, memo=memo)
+            alone = check_catalog_session(session, settings, profile=profile, memo={})
+            assert shared.to_dict() | {"duration_ms": 0} == alone.to_dict() | {"duration_ms": 0}
 
 
 async def test_live_sessions_soften_what_can_still_change(

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from datasette_capsem.checks.engine import all_checks
-from datasette_capsem.checks.model import Check, Finding, RowVerdict, RowVerdicts
+from datasette_capsem.checks.model import Check, Finding, Report, RowVerdict, RowVerdicts
 from datasette_capsem.ledger import tables
 from datasette_capsem.readonly import file_fingerprint
 from datasette_capsem.versioned_store import (
@@ -221,9 +221,15 @@ def save_report(
 ) -> bool:
     """Store a report computed outside a `ReportCache` (the index refresh's quick one), under
     the current rule book (`version`: its `rule_book_version`, when the caller has it);
-    `validator` (and `parts`, see `VersionedStore.save`) must have been taken before it ran."""
+    `validator` (and `parts`, see `VersionedStore.save`) must have been taken before it ran.
+    `report`: a `Report` (stored as its `to_json`, the text of its `to_dict`) or that dict."""
     entry = CachedEntry(validator, computed_at, report, timeless=True)
-    return store.save(key, entry, version or rule_book_version(), parts)
+    try:
+        encoded = report.to_json() if isinstance(report, Report) else None
+    except (TypeError, ValueError) as error:  # not JSON: as `save` says of a dict
+        log.info("report of %s not stored: %s", key.ledger, error)
+        return False
+    return store.save(key, entry, version or rule_book_version(), parts, encoded)
 
 
 class ReportCache:

@@ -198,6 +198,23 @@ def _reused(chosen: list[Check], reuse: dict[str, Any] | None) -> dict[int, list
     return reused
 
 
+def _without_a_ledger(
+    chosen: list[Check], ctx: CheckContext, profile: str
+) -> dict[int, list[Finding]]:
+    """{id(check): its findings} of the checks that judge the file alone
+    (`profiles.judges_file_alone`), for a session without a ledger on disk: each says it
+    does not apply ("no ledger on disk", or what the empty schema lacks), the same for every
+    such session, whatever its row or liveness. Run once per run (`ctx.memo`) and profile,
+    and shared by those sessions' reports (a finding is never changed once made): a first
+    build checks 7,000 vacuumed sessions at 10,000."""
+    key = ("without-a-ledger", profile)
+    held = ctx.memo.get(key)
+    if held is None:
+        alone = [check for check in chosen if judges_file_alone(check)]
+        held = ctx.memo[key] = {id(check): _run_one(check, ctx) for check in alone}
+    return dict(held)
+
+
 def check_session(
     conn: sqlite3.Connection | None,
     *,
@@ -256,6 +273,8 @@ def check_session(
     reused = _reused(chosen, reuse)
     if reused is not None:
         tables = dict(reuse["tables"])
+    elif conn is None:
+        reused = _without_a_ledger(chosen, ctx, profile)
     running = [check for check in chosen if reused is None or id(check) not in reused]
     with page_cache(conn):
         fused.read_shared(running, ctx)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
+import json
+import operator
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -299,6 +301,10 @@ class Report:
         return counts
 
     def to_dict(self) -> dict[str, Any]:
+        return {**self._head(), "findings": [f.to_dict() for f in self.findings]}
+
+    def _head(self) -> dict[str, Any]:
+        """`to_dict` but its findings (the last key)."""
         problems = self.problems  # once: the verdict and the counts are both of it
         return {
             "session": self.session,
@@ -310,5 +316,56 @@ class Report:
             "problems": self.severity_counts(problems),
             "tables": dict(self.tables),
             "duration_ms": round(self.duration_ms, 1),
-            "findings": [f.to_dict() for f in self.findings],
         }
+
+    def to_json(self) -> str:
+        """`json.dumps(self.to_dict(), separators=(",", ":"))`, the very text, made faster:
+        most findings of a report passed or do not apply, and such a finding's JSON is the
+        same in every report of files of one shape (`_finding_json`). Raises what that
+        `json.dumps` raises (TypeError, ValueError) for a value JSON cannot hold."""
+        head = json.dumps(self._head(), separators=JSON_SEPARATORS)
+        found = ",".join([_finding_json(f) for f in self.findings])
+        return f'{head[:-1]},"findings":[{found}]}}'
+
+
+JSON_SEPARATORS = (",", ":")
+# The JSON of findings without rows (`_finding_json`), by their fields: a few per check and
+# file shape (~90 a shape, ~0.6 KB each). Cleared when full (a home of very many shapes).
+FINDING_JSON_MAX = 4096
+_finding_json_memo: dict[tuple, str] = {}
+# A finding's fields its JSON is made of when it names no rows, text ones first.
+_TEXT_FIELDS = ("kind", "check", "severity", "table", "title", "explanation", "note", "link")
+_finding_key = operator.itemgetter(*_TEXT_FIELDS, "failed", "count", "applicable")
+_PLAIN = (str, type(None))
+
+
+def _finding_json(finding: Finding) -> str:
+    """`json.dumps(finding.to_dict(), separators=(",", ":"))`, memoized for a finding that
+    names no rows (passed, or does not apply): its JSON is then a function of `_finding_key`
+    (a few per check and file shape, the same in every report).
+
+    Only a key of plain values is kept: text or None, an int count and a bool `applicable`.
+    A finding of other types cannot find a kept key (True equals 1 and 0 equals 0.0 as keys
+    but not in JSON, hence the two type tests first; nothing but a str equals a str, nor
+    None None), and is encoded as it is."""
+    values = finding.__dict__
+    key = None
+    if (
+        not values["row_ids"]
+        and not values["details"]
+        and type(values["count"]) is int
+        and type(values["applicable"]) is bool
+    ):
+        key = _finding_key(values)
+        try:
+            held = _finding_json_memo.get(key)
+        except TypeError:  # an unhashable value
+            held, key = None, None
+        if held is not None:
+            return held
+    text = json.dumps(finding.to_dict(), separators=JSON_SEPARATORS)
+    if key is not None and all(type(part) in _PLAIN for part in key[:-2]):
+        if len(_finding_json_memo) >= FINDING_JSON_MAX:
+            _finding_json_memo.clear()
+        _finding_json_memo[key] = text
+    return text

@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from itertools import chain
 from typing import Any
 
 from datasette_capsem import readonly
@@ -156,12 +157,16 @@ def _query_missing(name: str | None, schema: LedgerSchema) -> list[str]:
 
 def _collect(cursor: sqlite3.Cursor, sample_limit: int) -> tuple[dict[Any, None], dict[str, str]]:
     """Distinct offending ids in result order, and the reason of each sampled one."""
+    rows = iter(cursor)
+    first = next(rows, None)
+    if first is None:  # most checks of most ledgers
+        return {}, {}
     names = [column[0] for column in cursor.description]
     id_index = next((names.index(c) for c in ID_COLUMNS if c in names), 0)
     detail_index = next((names.index(c) for c in DETAIL_COLUMNS if c in names), None)
     ids: dict[Any, None] = {}
     details: dict[str, str] = {}
-    for row in cursor:
+    for row in chain((first,), rows):
         row_id = row[id_index]
         if row_id in ids:
             continue

@@ -6,6 +6,7 @@ one refresh at a time per process; SQLite's locking covers a CLI refresh beside 
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import sys
 import time
@@ -33,8 +34,9 @@ def index_path(cache_dir: Path) -> Path:
     return Path(cache_dir) / INDEX_FILENAME
 
 
-def _statements(name: str) -> list[str]:
-    return [s.strip() for s in load_sql(__package__, name).split(";") if s.strip()]
+@functools.cache
+def _statements(name: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in load_sql(__package__, name).split(";") if s.strip())
 
 
 def connect_writer(path: Path) -> sqlite3.Connection:

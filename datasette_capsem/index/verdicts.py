@@ -132,10 +132,10 @@ def check(session: Session, settings: Settings) -> Checked:
     started, computed_at = time.perf_counter(), time.time()
     path = session.ledger_path  # a Path made on each access: taken once
     key = store_key(session, path, PROFILE)
-    validator = report_validator(session, path, database_name_for(session))
-    store, reuse, parts, version = None, None, None, None
+    store, reuse, parts, version, validator = None, None, None, None, None
     options = run_options()
-    if key is not None:
+    if key is not None:  # a stored report (not a live session's, nor one without a ledger)
+        validator = report_validator(session, path, database_name_for(session))
         store = VersionedStore.in_cache(settings.cache_dir, STORE_DIRECTORY)
         parts = {FILE_PART: file_validator(session, validator)}
         # The rule book of this run (`run_options`), not taken again per session.
@@ -152,7 +152,7 @@ def check(session: Session, settings: Settings) -> Checked:
         )
     checked = Checked.of_report(report, (time.perf_counter() - started) * 1000)
     if store is not None and key is not None:
-        save_report(store, key, validator, computed_at, report.to_dict(), parts, version)
+        save_report(store, key, validator, computed_at, report, parts, version)
     return checked
 
 
