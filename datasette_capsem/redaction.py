@@ -47,6 +47,7 @@ import bisect
 import codecs
 import contextvars
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -683,19 +684,28 @@ def _absent_chars(text: str, chars: frozenset[str]) -> frozenset[str]:
     return frozenset(c for c in chars if c not in text)
 
 
-def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
-    """Spans of known tokens: each rule runs over the joined runs when its trigger is in them."""
+# Known tokens found in each run of token characters met lately, by run (a run's tokens
+# depend on the run alone: no token pattern matches the NUL that joins the runs, nor looks
+# past it, and each rule's trigger is in every token it matches, so it is found in the runs
+# it is in). A page repeats its ids, hashes and links in every view of it, and the decoded
+# reading of a text repeats the runs of the text: the viewer crawl's 255,000 runs are 7,600
+# distinct ones. Runs of up to RUN_MEMO_CHARS characters, at most RUN_MEMO_ENTRIES of them
+# (then the memo starts again).
+RUN_MEMO_CHARS = 256
+RUN_MEMO_ENTRIES = 8192
+_run_memo: dict[bool, dict[str, tuple[tuple[int, int, str], ...]]] = {True: {}, False: {}}
+_RUN_SPLIT = re.compile(f"({_RUN.pattern})", _FLAGS)
+
+
+def _runs_tokens(parts: list[str], filtered: bool) -> list[list[tuple[int, int, str]]]:
+    """The known tokens of each run, as spans of the run: each rule runs over the joined runs
+    when its trigger is in them."""
+    found_in: list[list[tuple[int, int, str]]] = [[] for _ in parts]
     starts: list[int] = []
-    origins: list[int] = []
-    parts: list[str] = []
     length = 0
-    for match in _RUN.finditer(text):
+    for part in parts:
         starts.append(length)
-        origins.append(match.start())
-        parts.append(match.group())
-        length += len(parts[-1]) + 1
-    if not parts:
-        return
+        length += len(part) + 1
     runs = "\x00".join(parts)
     lowered = runs.lower()
     if len(lowered) <= SHORT_TEXT:  # the triggers that start with a pair of letters it has
@@ -705,7 +715,7 @@ def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
         absent = _absent_chars(lowered, _TOKEN_TRIGGER_CHARS)
         found = {t for t in _TOKEN_TRIGGERS if absent.isdisjoint(t) and t in lowered}
     if filtered and not found:
-        return
+        return found_in
     for rule in _TOKEN_RULES:
         if filtered and rule.triggers.isdisjoint(found):
             continue
@@ -719,8 +729,42 @@ def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
                 start -= 1
             floor = end
             i = bisect.bisect_right(starts, start) - 1
-            shift = origins[i] - starts[i]
-            yield start + shift, end + shift, rule.kind
+            found_in[i].append((start - starts[i], end - starts[i], rule.kind))
+    return found_in
+
+
+def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
+    """Spans of known tokens: those of each run of token characters (`_runs_tokens`), looked
+    for once per distinct run (`_run_memo`)."""
+    pieces = _RUN_SPLIT.split(text)  # between runs, a run, between runs, ...
+    if len(pieces) == 1:
+        return
+    parts = pieces[1::2]
+    memo = _run_memo[filtered]
+    hits: list[tuple[int, tuple[tuple[int, int, str], ...]]] = []
+    new: list[int] = []
+    for i, part in enumerate(parts):
+        found = memo.get(part)
+        if found is None:
+            new.append(i)
+        elif found:
+            hits.append((i, found))
+    if new:
+        if len(memo) + len(new) > RUN_MEMO_ENTRIES:
+            memo.clear()
+        for i, found in zip(new, _runs_tokens([parts[i] for i in new], filtered), strict=True):
+            kept = tuple(found)
+            if kept:
+                hits.append((i, kept))
+            if len(parts[i]) <= RUN_MEMO_CHARS and len(memo) < RUN_MEMO_ENTRIES:
+                memo[parts[i]] = kept
+    if not hits:
+        return
+    ends = list(itertools.accumulate(map(len, pieces)))
+    for i, found in hits:
+        origin = ends[2 * i]
+        for start, end, kind in found:
+            yield start + origin, end + origin, kind
 
 
 # A secret word ending a key name, then `:`, `=`, `:=` or `=>`: where a keyed value may start.
@@ -1039,10 +1083,11 @@ _ESCAPED = re.compile(
     r"\\u00[0-7][0-9a-fA-F]|\\/|%[0-7][0-9a-fA-F]|"
     r"&(?:#0*(?:1[01][0-9]|12[0-7]|[0-9]{1,2});|#[xX]0*[0-7]?[0-9a-fA-F];|[A-Za-z][A-Za-z0-9]{1,31};)"
 )
-_DECODE = re.compile(
+_ESCAPES = (
     r"\\u[0-9a-fA-F]{4}|\\[\\/\"'nrtbf]|%[0-9a-fA-F]{2}|"
-    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|\+"
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
 )
+_DECODE = re.compile(_ESCAPES + r"|\+")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 _SIMPLE_ESCAPES = {
     "n": "\n",
@@ -1058,6 +1103,32 @@ _SIMPLE_ESCAPES = {
 DECODE_DEPTH = 3
 
 
+# The pattern of `_DECODE` split around (a capturing group), with and without `+`: where `+`
+# is no space, its every match was skipped, and no other escape starts with `+`.
+_DECODE_SPLIT = {True: re.compile(f"({_DECODE.pattern})"), False: re.compile(f"({_ESCAPES})")}
+# What each escape met lately decodes to (None: it is left as it is), up to this many.
+SHOWN_MEMO_ENTRIES = 4096
+_shown_memo: dict[str, str | None] = {}
+
+
+def _shown(token: str) -> str | None:
+    """What one match of `_DECODE` reads as, or None when it is no escape after all."""
+    first = token[0]
+    if first == "+":
+        return " "
+    if first == "\\":
+        return chr(int(token[2:], 16)) if token[1] == "u" else _SIMPLE_ESCAPES[token[1]]
+    if first == "%":
+        return chr(int(token[1:], 16))
+    if token[1] == "#":
+        number = int(token[3:-1], 16) if token[2] in "xX" else int(token[2:-1])
+        try:
+            return chr(number)
+        except (ValueError, OverflowError):
+            return None
+    return html5.get(token[1:])
+
+
 def _decode_once(
     text: str, plus: bool | None = None
 ) -> tuple[str, list[tuple[int, int, int, int]]]:
@@ -1066,38 +1137,28 @@ def _decode_once(
     whether `+` reads as a space (None: when the text holds a percent-escape, form-encoded)."""
     if plus is None:
         plus = _PERCENT.search(text) is not None
-    pieces: list[str] = []
+    pieces = _DECODE_SPLIT[bool(plus)].split(text)  # text, escape, text, escape, ..., text
     places: list[tuple[int, int, int, int]] = []
-    last = decoded = 0
-    for match in _DECODE.finditer(text):
-        token = match.group()
-        first = token[0]
-        if first == "+":
-            if not plus:
-                continue
-            shown = " "
-        elif first == "\\":
-            shown = chr(int(token[2:], 16)) if token[1] == "u" else _SIMPLE_ESCAPES[token[1]]
-        elif first == "%":
-            shown = chr(int(token[1:], 16))
-        elif token[1] == "#":
-            number = int(token[3:-1], 16) if token[2] in "xX" else int(token[2:-1])
-            try:
-                shown = chr(number)
-            except (ValueError, OverflowError):
-                continue
+    memo = _shown_memo
+    decoded = original = len(pieces[0])
+    for i in range(1, len(pieces), 2):
+        token = pieces[i]
+        if token in memo:
+            shown = memo[token]
         else:
-            shown = html5.get(token[1:])
-            if shown is None:
-                continue
-        start, end = match.span()
-        pieces.append(text[last:start])
-        decoded += start - last
-        pieces.append(shown)
-        places.append((decoded, decoded + len(shown), start, end))
-        decoded += len(shown)
-        last = end
-    pieces.append(text[last:])
+            shown = _shown(token)
+            if len(memo) < SHOWN_MEMO_ENTRIES:
+                memo[token] = shown
+        if shown is None:
+            decoded += len(token)
+        else:
+            pieces[i] = shown
+            places.append((decoded, decoded + len(shown), original, original + len(token)))
+            decoded += len(shown)
+        original += len(token)
+        after = len(pieces[i + 1])
+        decoded += after
+        original += after
     return "".join(pieces), places
 
 
