@@ -73,9 +73,7 @@ def main() -> None:
             problems = []
             if before != after:
                 problems.append("output")
-            if not args.no_spans and spans(old, text, filtered) != spans(
-                redaction, text, filtered
-            ):
+            if not args.no_spans and spans(old, text, filtered) != spans(redaction, text, filtered):
                 problems.append("spans")
             if filtered and old.decoded_reading(text) != redaction.decoded_reading(text):
                 problems.append("decoded_reading")
