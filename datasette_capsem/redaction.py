@@ -1106,13 +1106,15 @@ DECODE_DEPTH = 3
 # The pattern of `_DECODE` split around (a capturing group), with and without `+`: where `+`
 # is no space, its every match was skipped, and no other escape starts with `+`.
 _DECODE_SPLIT = {True: re.compile(f"({_DECODE.pattern})"), False: re.compile(f"({_ESCAPES})")}
-# What each escape met lately decodes to (None: it is left as it is), up to this many.
+# What each escape met lately reads as (itself when it is no escape after all: an escape
+# never reads as itself, it is 2 or more characters that read as 1 or 2 others), up to this
+# many escapes.
 SHOWN_MEMO_ENTRIES = 4096
-_shown_memo: dict[str, str | None] = {}
+_shown_memo: dict[str, str] = {}
 
 
-def _shown(token: str) -> str | None:
-    """What one match of `_DECODE` reads as, or None when it is no escape after all."""
+def _shown(token: str) -> str:
+    """What one match of `_DECODE` reads as (itself when it is no escape after all)."""
     first = token[0]
     if first == "+":
         return " "
@@ -1125,8 +1127,8 @@ def _shown(token: str) -> str | None:
         try:
             return chr(number)
         except (ValueError, OverflowError):
-            return None
-    return html5.get(token[1:])
+            return token
+    return html5.get(token[1:], token)
 
 
 def _decode_once(
@@ -1138,28 +1140,27 @@ def _decode_once(
     if plus is None:
         plus = _PERCENT.search(text) is not None
     pieces = _DECODE_SPLIT[bool(plus)].split(text)  # text, escape, text, escape, ..., text
-    places: list[tuple[int, int, int, int]] = []
+    if len(pieces) == 1:
+        return text, []
+    tokens = pieces[1::2]
     memo = _shown_memo
-    decoded = original = len(pieces[0])
-    for i in range(1, len(pieces), 2):
-        token = pieces[i]
-        if token in memo:
-            shown = memo[token]
-        else:
-            shown = _shown(token)
-            if len(memo) < SHOWN_MEMO_ENTRIES:
-                memo[token] = shown
-        if shown is None:
-            decoded += len(token)
-        else:
-            pieces[i] = shown
-            places.append((decoded, decoded + len(shown), original, original + len(token)))
-            decoded += len(shown)
-        original += len(token)
-        after = len(pieces[i + 1])
-        decoded += after
-        original += after
-    return "".join(pieces), places
+    shown = list(map(memo.get, tokens))
+    if None in shown:  # escapes not met lately
+        for i, token in enumerate(tokens):
+            if shown[i] is None:
+                shown[i] = _shown(token)
+                if len(memo) < SHOWN_MEMO_ENTRIES:
+                    memo[token] = shown[i]
+    read = pieces.copy()
+    read[1::2] = shown
+    # Where each piece ends, in the text and in its reading: an escape's place is from the
+    # end of the piece before it to its own end.
+    original = list(itertools.accumulate(map(len, pieces)))
+    decoded = list(itertools.accumulate(map(len, read)))
+    places = list(zip(decoded[0::2], decoded[1::2], original[0::2], original[1::2], strict=False))
+    if any(map(str.__eq__, shown, tokens)):  # some were no escape: no place
+        places = [place for place, a, b in zip(places, shown, tokens, strict=True) if a != b]
+    return "".join(read), places
 
 
 def _back(places: list[tuple[int, int, int, int]], starts: list[int], start: int, end: int):
