@@ -631,11 +631,35 @@ class _Found:
 class Rule:
     """One way a credential appears: its pattern, the group holding the secret (`v`), the
     trigger words without which it cannot match, a prefilter (a necessary condition on the
-    lowered text) and a check of each match. A rule with a `finder` finds its spans itself."""
+    lowered text) and a check of each match. A rule with a `finder` finds its spans itself.
+    `starts`: where in the lowered text a match can start (a function of it, giving every such
+    place in order, and maybe others), for a pattern that a search tries slowly at every
+    place: its matches are those of `finditer`, found by trying these places only
+    (`_matches_at`)."""
 
-    __slots__ = ("kind", "pattern", "lowered", "triggers", "prefilter", "check", "finder", "value")
+    __slots__ = (
+        "kind",
+        "pattern",
+        "lowered",
+        "triggers",
+        "prefilter",
+        "check",
+        "finder",
+        "value",
+        "starts",
+    )
 
-    def __init__(self, kind, pattern, triggers, prefilter=None, check=None, flags=_I, finder=None):
+    def __init__(
+        self,
+        kind,
+        pattern,
+        triggers,
+        prefilter=None,
+        check=None,
+        flags=_I,
+        finder=None,
+        starts=None,
+    ):
         self.kind = kind
         self.pattern = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
         # A case-insensitive pattern runs case-sensitively over the lowered text (several
@@ -650,6 +674,61 @@ class Rule:
         self.check = check
         self.finder = finder
         self.value = self.pattern is not None and "v" in self.pattern.groupindex
+        self.starts = starts
+
+
+def _matches_at(pattern: re.Pattern[str], text: str, starts):
+    """`pattern.finditer(text)`, trying only the places `starts` gives (in order; every place
+    a match can start among them): each match is the first at or after the end of the one
+    before, as a search finds it (`match` at a place sees the text before it, as a search
+    does: lookbehinds, `\\b`, `^`)."""
+    end = 0
+    for start in starts:
+        if start >= end:
+            match = pattern.match(text, start)
+            if match is not None:
+                yield match
+                end = match.end()
+
+
+def _places_of(text: str, *literals: str) -> list[int]:
+    """Every place where one of `literals` starts in `text`, in order."""
+    found: set[int] = set()
+    for literal in literals:
+        at = text.find(literal)
+        while at >= 0:
+            found.add(at)
+            at = text.find(literal, at + 1)
+    return sorted(found)
+
+
+def _scheme_starts(lowered: str) -> list[int]:
+    """Where `\\b[a-z][a-z0-9+.-]{1,20}://` can start: 2 to 21 characters before a `://`."""
+    found: set[int] = set()
+    for at in _places_of(lowered, "://"):
+        found.update(range(max(0, at - 21), at - 1))
+    return sorted(found)
+
+
+def _header_starts(lowered: str) -> list[int]:
+    """Where `(?P<k>{_HEADER_NAMES})` can start: at a header's name."""
+    return _places_of(lowered, *_HEADER_NAMES.split("|"))
+
+
+def _option_starts(lowered: str) -> list[int]:
+    """Where `(?<![A-Za-z0-9-])--?` can start: at a `-`."""
+    return _places_of(lowered, "-")
+
+
+def _line_starts(lowered: str) -> list[int]:
+    """Where `(?:^|(?<=\\n)|(?<=\\\\n))[ \\t]*(?:password|passwd)` can start: before the
+    spaces and tabs before a `passw` (after a space or a tab, none of the three holds)."""
+    found = []
+    for at in _places_of(lowered, "passw"):
+        while at and lowered[at - 1] in " \t":
+            at -= 1
+        found.append(at)
+    return found
 
 
 # Known tokens and JWTs are runs of token characters, 16 and more long: they are looked for
@@ -833,6 +912,16 @@ def _keyed_spans(text: str, lowered: str | None, *, filtered: bool = True):
             yield (*bare.span("v"), "secret-value")
 
 
+# `(?:{_WORDS})>` as a search finds it (the same texts), from each `>` back: a search for a
+# literal, where the alternation of words was tried at every letter that starts one.
+_WORD_LIST = [
+    spelt
+    for word in _WORDS.split("|")
+    for spelt in ((word[:-2], word[:-2] + "s") if word.endswith("s?") else (word,))
+]
+_WORD_THEN_GT = re.compile(">(?:" + "|".join(f"(?<={w}>)" for w in _WORD_LIST) + ")", _FLAGS)
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
@@ -858,12 +947,14 @@ RULES: tuple[Rule, ...] = (
         r"(?=[A-Za-z0-9\[])",
         ("://",),
         check=_userinfo_password,
+        starts=_scheme_starts,
     ),
     Rule(
         "userinfo",
         r"\b[a-z][a-z0-9+.-]{1,20}://(?P<v>[A-Za-z0-9_.~-]{16,256})@(?=[A-Za-z0-9\[])",
         ("://",),
         check=_userinfo_user,
+        starts=_scheme_starts,
     ),
     Rule(
         "webhook",
@@ -878,6 +969,7 @@ RULES: tuple[Rule, ...] = (
         rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\s\"'&<,}}\\]{{4,}})",
         ("authorization", "api-key", "apikey", "-token", "subscription-key"),
         check=_header,
+        starts=_header_starts,
     ),
     # A cookie header: every value on the line.
     Rule(
@@ -900,7 +992,7 @@ RULES: tuple[Rule, ...] = (
         "secret-field",
         rf"<(?P<k>[A-Za-z0-9_:.-]{{0,60}}(?:{_WORDS}))>{_NOT_REDACTED}(?P<v>[^<]{{1,1024}})</",
         _SECRET_WORD_TRIGGERS,
-        re.compile(rf"(?:{_WORDS})>", _FLAGS),
+        _WORD_THEN_GT,
         _named_field,
     ),
     Rule(
@@ -945,6 +1037,7 @@ RULES: tuple[Rule, ...] = (
         _SECRET_WORD_TRIGGERS,
         re.compile(rf"-(?:[a-z0-9-]*)(?:{_WORDS})(?:=|[ \t])", _FLAGS),
         _argv_option,
+        starts=_option_starts,
     ),
     Rule(
         "argv",
@@ -985,6 +1078,7 @@ RULES: tuple[Rule, ...] = (
         r"(?P<v>[^\s\"'\\]+)[ \t]*(?=$|\r|\n|\\n)",
         ("password", "passwd"),
         flags=_I | re.MULTILINE,
+        starts=_line_starts,
     ),
     Rule(
         "dotfile",
@@ -1062,7 +1156,11 @@ def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int,
             continue
         check, kind, value = rule.check, rule.kind, rule.value
         if rule.lowered is not None and aligned:
-            matches = (_Found(match, text) for match in rule.lowered.finditer(lowered))
+            if rule.starts is not None:
+                found = _matches_at(rule.lowered, lowered, rule.starts(lowered))
+            else:
+                found = rule.lowered.finditer(lowered)
+            matches = (_Found(match, text) for match in found)
         else:
             matches = rule.pattern.finditer(text)
         for match in matches:
