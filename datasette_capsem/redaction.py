@@ -720,6 +720,29 @@ def _option_starts(lowered: str) -> list[int]:
     return _places_of(lowered, "-")
 
 
+def _scheme_word_starts(lowered: str) -> list[int]:
+    """Where `(?P<s>bearer|basic|token)` can start."""
+    return _places_of(lowered, "bearer", "basic", "token")
+
+
+def _fetcher_starts(lowered: str) -> list[int]:
+    """Where `\\b(?:curl|wget|http)\\b` can start."""
+    return _places_of(lowered, "curl", "wget", "http")
+
+
+class _SearchAt:
+    """A prefilter's search (the first match, or None), trying only the places `starts` gives
+    (as for `Rule.starts`)."""
+
+    __slots__ = ("pattern", "starts")
+
+    def __init__(self, pattern: re.Pattern[str], starts):
+        self.pattern, self.starts = pattern, starts
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return next(_matches_at(self.pattern, text, self.starts(text)), None)
+
+
 def _line_starts(lowered: str) -> list[int]:
     """Where `(?:^|(?<=\\n)|(?<=\\\\n))[ \\t]*(?:password|passwd)` can start: before the
     spaces and tabs before a `passw` (after a space or a tab, none of the three holds)."""
@@ -983,8 +1006,11 @@ RULES: tuple[Rule, ...] = (
         "bearer",
         rf"(?P<s>bearer|basic|token)\s+{_NOT_REDACTED}(?P<v>[A-Za-z0-9._~+/=-]{{8,}})",
         ("bearer", "basic", "token"),
-        re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}", _FLAGS),
+        _SearchAt(
+            re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}", _FLAGS), _scheme_word_starts
+        ),
         _scheme_token,
+        starts=_scheme_word_starts,
     ),
     # <password>x</password>, <add key="Password" value="x"/>, <input type="password" value=x>,
     # {"name": "DB_PASSWORD", "value": "x"}, `- name: X_TOKEN\n  value: x`.
@@ -1063,6 +1089,7 @@ RULES: tuple[Rule, ...] = (
         rf"(?:=|[ \t]+){_QUOTE}?[^\s:\"'`\\]*:(?P<v>[^\s\"'`\\]{{3,}})",
         ("curl", "wget", "http"),
         re.compile(r"\s(?:-u|--user|--http-password|--password)(?:=|[ \t])", _FLAGS),
+        starts=_fetcher_starts,
     ),
     # .netrc (`machine h login u password p`), .pgpass (`host:port:db:user:password`),
     # Netscape cookie jars (tab-separated, the value last).
