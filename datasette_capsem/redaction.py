@@ -730,6 +730,14 @@ def _fetcher_starts(lowered: str) -> list[int]:
     return _places_of(lowered, "curl", "wget", "http")
 
 
+def _secret_word_starts(lowered: str) -> list[int]:
+    """Where `(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|passphrase|
+    bearer)` can start."""
+    return _places_of(
+        lowered, "secret", "token", "key", "pass", "pwd", "credential", "apikey", "bearer"
+    )
+
+
 class _SearchAt:
     """A prefilter's search (the first match, or None), trying only the places `starts` gives
     (as for `Rule.starts`)."""
@@ -1136,6 +1144,7 @@ RULES: tuple[Rule, ...] = (
             _FLAGS,
         ),
         _entropy_token,
+        starts=_secret_word_starts,
     ),
 )
 
