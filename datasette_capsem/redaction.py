@@ -55,7 +55,7 @@ import sqlite3
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html.entities import html5
 from typing import Any
 
@@ -691,46 +691,78 @@ def _matches_at(pattern: re.Pattern[str], text: str, starts):
                 end = match.end()
 
 
-def _places_of(text: str, *literals: str) -> list[int]:
-    """Every place where one of `literals` starts in `text`, in order."""
-    found: set[int] = set()
-    for literal in literals:
+# Places are given a block of the text at a time (as few in memory as a block holds): a text
+# of one character repeated holds a place at every character.
+PLACES_BLOCK = 16384
+
+
+def _places_of(text: str, *literals: str) -> Iterator[int]:
+    """Every place where one of `literals` starts in `text`, in order, each once."""
+    if len(literals) == 1:
+        literal = literals[0]
         at = text.find(literal)
         while at >= 0:
-            found.add(at)
+            yield at
             at = text.find(literal, at + 1)
-    return sorted(found)
+        return
+    following = [text.find(literal) for literal in literals]  # each one's next place
+    for block in range(0, len(text), PLACES_BLOCK):
+        stop = block + PLACES_BLOCK
+        found: set[int] = set()
+        for i, literal in enumerate(literals):
+            at = following[i]
+            while 0 <= at < stop:
+                found.add(at)
+                at = text.find(literal, at + 1)
+            following[i] = at
+        yield from sorted(found)
 
 
-def _scheme_starts(lowered: str) -> list[int]:
-    """Where `\\b[a-z][a-z0-9+.-]{1,20}://` can start: 2 to 21 characters before a `://`."""
-    found: set[int] = set()
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _scheme_starts(lowered: str) -> Iterator[int]:
+    """Where `\\b[a-z][a-z0-9+.-]{1,20}://` can start (in lowered text): 2 to 21 characters
+    before a `://`, in the scheme characters right before it, at a letter after no letter,
+    digit or `_`."""
+    last = -1
     for at in _places_of(lowered, "://"):
-        found.update(range(max(0, at - 21), at - 1))
-    return sorted(found)
+        start = at
+        while start > max(0, at - 21) and lowered[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        for place in range(max(start, last + 1), at - 1):
+            last = place
+            if lowered[place] in _LETTERS and (place == 0 or lowered[place - 1] not in _WORD_CHARS):
+                yield place
 
 
-def _header_starts(lowered: str) -> list[int]:
+def _header_starts(lowered: str) -> Iterator[int]:
     """Where `(?P<k>{_HEADER_NAMES})` can start: at a header's name."""
     return _places_of(lowered, *_HEADER_NAMES.split("|"))
 
 
-def _option_starts(lowered: str) -> list[int]:
-    """Where `(?<![A-Za-z0-9-])--?` can start: at a `-`."""
-    return _places_of(lowered, "-")
+_OPTION_START = re.compile(r"(?<![a-z0-9-])-", _FLAGS)
 
 
-def _scheme_word_starts(lowered: str) -> list[int]:
+def _option_starts(lowered: str) -> Iterator[int]:
+    """Where `(?<![A-Za-z0-9-])--?` can start (in lowered text): at a `-` after none of
+    those."""
+    return (match.start() for match in _OPTION_START.finditer(lowered))
+
+
+def _scheme_word_starts(lowered: str) -> Iterator[int]:
     """Where `(?P<s>bearer|basic|token)` can start."""
     return _places_of(lowered, "bearer", "basic", "token")
 
 
-def _fetcher_starts(lowered: str) -> list[int]:
+def _fetcher_starts(lowered: str) -> Iterator[int]:
     """Where `\\b(?:curl|wget|http)\\b` can start."""
     return _places_of(lowered, "curl", "wget", "http")
 
 
-def _secret_word_starts(lowered: str) -> list[int]:
+def _secret_word_starts(lowered: str) -> Iterator[int]:
     """Where `(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|passphrase|
     bearer)` can start."""
     return _places_of(
@@ -751,15 +783,13 @@ class _SearchAt:
         return next(_matches_at(self.pattern, text, self.starts(text)), None)
 
 
-def _line_starts(lowered: str) -> list[int]:
+def _line_starts(lowered: str) -> Iterator[int]:
     """Where `(?:^|(?<=\\n)|(?<=\\\\n))[ \\t]*(?:password|passwd)` can start: before the
     spaces and tabs before a `passw` (after a space or a tab, none of the three holds)."""
-    found = []
     for at in _places_of(lowered, "passw"):
         while at and lowered[at - 1] in " \t":
             at -= 1
-        found.append(at)
-    return found
+        yield at
 
 
 # Known tokens and JWTs are runs of token characters, 16 and more long: they are looked for
