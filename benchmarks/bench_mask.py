@@ -187,6 +187,12 @@ HOSTILE = [
     "xapp-1-" * 100000,
     "ghp_" * 250000,
     "sk-" * 300000,
+    # the places a rule is tried at (redaction.Rule.starts): many, or one after a long run
+    "abcdefghijklmnopqrst://" * 45000,
+    "a://" * 250000,
+    "http " * 200000 + "-u a:b",
+    "passw \n" * 140000,
+    "bearer basic token " * 50000,
 ]
 
 

@@ -47,6 +47,7 @@ import bisect
 import codecs
 import contextvars
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -54,7 +55,7 @@ import sqlite3
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html.entities import html5
 from typing import Any
 
@@ -630,11 +631,35 @@ class _Found:
 class Rule:
     """One way a credential appears: its pattern, the group holding the secret (`v`), the
     trigger words without which it cannot match, a prefilter (a necessary condition on the
-    lowered text) and a check of each match. A rule with a `finder` finds its spans itself."""
+    lowered text) and a check of each match. A rule with a `finder` finds its spans itself.
+    `starts`: where in the lowered text a match can start (a function of it, giving every such
+    place in order, and maybe others), for a pattern that a search tries slowly at every
+    place: its matches are those of `finditer`, found by trying these places only
+    (`_matches_at`)."""
 
-    __slots__ = ("kind", "pattern", "lowered", "triggers", "prefilter", "check", "finder", "value")
+    __slots__ = (
+        "kind",
+        "pattern",
+        "lowered",
+        "triggers",
+        "prefilter",
+        "check",
+        "finder",
+        "value",
+        "starts",
+    )
 
-    def __init__(self, kind, pattern, triggers, prefilter=None, check=None, flags=_I, finder=None):
+    def __init__(
+        self,
+        kind,
+        pattern,
+        triggers,
+        prefilter=None,
+        check=None,
+        flags=_I,
+        finder=None,
+        starts=None,
+    ):
         self.kind = kind
         self.pattern = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
         # A case-insensitive pattern runs case-sensitively over the lowered text (several
@@ -649,6 +674,122 @@ class Rule:
         self.check = check
         self.finder = finder
         self.value = self.pattern is not None and "v" in self.pattern.groupindex
+        self.starts = starts
+
+
+def _matches_at(pattern: re.Pattern[str], text: str, starts):
+    """`pattern.finditer(text)`, trying only the places `starts` gives (in order; every place
+    a match can start among them): each match is the first at or after the end of the one
+    before, as a search finds it (`match` at a place sees the text before it, as a search
+    does: lookbehinds, `\\b`, `^`)."""
+    end = 0
+    for start in starts:
+        if start >= end:
+            match = pattern.match(text, start)
+            if match is not None:
+                yield match
+                end = match.end()
+
+
+# Places are given a block of the text at a time (as few in memory as a block holds): a text
+# of one character repeated holds a place at every character.
+PLACES_BLOCK = 16384
+
+
+def _places_of(text: str, *literals: str) -> Iterator[int]:
+    """Every place where one of `literals` starts in `text`, in order, each once."""
+    if len(literals) == 1:
+        literal = literals[0]
+        at = text.find(literal)
+        while at >= 0:
+            yield at
+            at = text.find(literal, at + 1)
+        return
+    following = [text.find(literal) for literal in literals]  # each one's next place
+    for block in range(0, len(text), PLACES_BLOCK):
+        stop = block + PLACES_BLOCK
+        found: set[int] = set()
+        for i, literal in enumerate(literals):
+            at = following[i]
+            while 0 <= at < stop:
+                found.add(at)
+                at = text.find(literal, at + 1)
+            following[i] = at
+        yield from sorted(found)
+
+
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789+.-")
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+_WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _scheme_starts(lowered: str) -> Iterator[int]:
+    """Where `\\b[a-z][a-z0-9+.-]{1,20}://` can start (in lowered text): 2 to 21 characters
+    before a `://`, in the scheme characters right before it, at a letter after no letter,
+    digit or `_`."""
+    last = -1
+    for at in _places_of(lowered, "://"):
+        start = at
+        while start > max(0, at - 21) and lowered[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        for place in range(max(start, last + 1), at - 1):
+            last = place
+            if lowered[place] in _LETTERS and (place == 0 or lowered[place - 1] not in _WORD_CHARS):
+                yield place
+
+
+def _header_starts(lowered: str) -> Iterator[int]:
+    """Where `(?P<k>{_HEADER_NAMES})` can start: at a header's name."""
+    return _places_of(lowered, *_HEADER_NAMES.split("|"))
+
+
+_OPTION_START = re.compile(r"(?<![a-z0-9-])-", _FLAGS)
+
+
+def _option_starts(lowered: str) -> Iterator[int]:
+    """Where `(?<![A-Za-z0-9-])--?` can start (in lowered text): at a `-` after none of
+    those."""
+    return (match.start() for match in _OPTION_START.finditer(lowered))
+
+
+def _scheme_word_starts(lowered: str) -> Iterator[int]:
+    """Where `(?P<s>bearer|basic|token)` can start."""
+    return _places_of(lowered, "bearer", "basic", "token")
+
+
+def _fetcher_starts(lowered: str) -> Iterator[int]:
+    """Where `\\b(?:curl|wget|http)\\b` can start."""
+    return _places_of(lowered, "curl", "wget", "http")
+
+
+def _secret_word_starts(lowered: str) -> Iterator[int]:
+    """Where `(?:secrets?|tokens?|keys?|passwords?|passwd|pwd|credentials?|apikey|passphrase|
+    bearer)` can start."""
+    return _places_of(
+        lowered, "secret", "token", "key", "pass", "pwd", "credential", "apikey", "bearer"
+    )
+
+
+class _SearchAt:
+    """A prefilter's search (the first match, or None), trying only the places `starts` gives
+    (as for `Rule.starts`)."""
+
+    __slots__ = ("pattern", "starts")
+
+    def __init__(self, pattern: re.Pattern[str], starts):
+        self.pattern, self.starts = pattern, starts
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return next(_matches_at(self.pattern, text, self.starts(text)), None)
+
+
+def _line_starts(lowered: str) -> Iterator[int]:
+    """Where `(?:^|(?<=\\n)|(?<=\\\\n))[ \\t]*(?:password|passwd)` can start: before the
+    spaces and tabs before a `passw` (after a space or a tab, none of the three holds)."""
+    for at in _places_of(lowered, "passw"):
+        while at and lowered[at - 1] in " \t":
+            at -= 1
+        yield at
 
 
 # Known tokens and JWTs are runs of token characters, 16 and more long: they are looked for
@@ -683,19 +824,28 @@ def _absent_chars(text: str, chars: frozenset[str]) -> frozenset[str]:
     return frozenset(c for c in chars if c not in text)
 
 
-def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
-    """Spans of known tokens: each rule runs over the joined runs when its trigger is in them."""
+# Known tokens found in each run of token characters met lately, by run (a run's tokens
+# depend on the run alone: no token pattern matches the NUL that joins the runs, nor looks
+# past it, and each rule's trigger is in every token it matches, so it is found in the runs
+# it is in). A page repeats its ids, hashes and links in every view of it, and the decoded
+# reading of a text repeats the runs of the text: the viewer crawl's 255,000 runs are 7,600
+# distinct ones. Runs of up to RUN_MEMO_CHARS characters, at most RUN_MEMO_ENTRIES of them
+# (then the memo starts again).
+RUN_MEMO_CHARS = 256
+RUN_MEMO_ENTRIES = 8192
+_run_memo: dict[bool, dict[str, tuple[tuple[int, int, str], ...]]] = {True: {}, False: {}}
+_RUN_SPLIT = re.compile(f"({_RUN.pattern})", _FLAGS)
+
+
+def _runs_tokens(parts: list[str], filtered: bool) -> list[list[tuple[int, int, str]]]:
+    """The known tokens of each run, as spans of the run: each rule runs over the joined runs
+    when its trigger is in them."""
+    found_in: list[list[tuple[int, int, str]]] = [[] for _ in parts]
     starts: list[int] = []
-    origins: list[int] = []
-    parts: list[str] = []
     length = 0
-    for match in _RUN.finditer(text):
+    for part in parts:
         starts.append(length)
-        origins.append(match.start())
-        parts.append(match.group())
-        length += len(parts[-1]) + 1
-    if not parts:
-        return
+        length += len(part) + 1
     runs = "\x00".join(parts)
     lowered = runs.lower()
     if len(lowered) <= SHORT_TEXT:  # the triggers that start with a pair of letters it has
@@ -705,7 +855,7 @@ def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
         absent = _absent_chars(lowered, _TOKEN_TRIGGER_CHARS)
         found = {t for t in _TOKEN_TRIGGERS if absent.isdisjoint(t) and t in lowered}
     if filtered and not found:
-        return
+        return found_in
     for rule in _TOKEN_RULES:
         if filtered and rule.triggers.isdisjoint(found):
             continue
@@ -719,8 +869,42 @@ def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
                 start -= 1
             floor = end
             i = bisect.bisect_right(starts, start) - 1
-            shift = origins[i] - starts[i]
-            yield start + shift, end + shift, rule.kind
+            found_in[i].append((start - starts[i], end - starts[i], rule.kind))
+    return found_in
+
+
+def _token_spans(text: str, _lowered: str | None, *, filtered: bool = True):
+    """Spans of known tokens: those of each run of token characters (`_runs_tokens`), looked
+    for once per distinct run (`_run_memo`)."""
+    pieces = _RUN_SPLIT.split(text)  # between runs, a run, between runs, ...
+    if len(pieces) == 1:
+        return
+    parts = pieces[1::2]
+    memo = _run_memo[filtered]
+    hits: list[tuple[int, tuple[tuple[int, int, str], ...]]] = []
+    new: list[int] = []
+    for i, part in enumerate(parts):
+        found = memo.get(part)
+        if found is None:
+            new.append(i)
+        elif found:
+            hits.append((i, found))
+    if new:
+        if len(memo) + len(new) > RUN_MEMO_ENTRIES:
+            memo.clear()
+        for i, found in zip(new, _runs_tokens([parts[i] for i in new], filtered), strict=True):
+            kept = tuple(found)
+            if kept:
+                hits.append((i, kept))
+            if len(parts[i]) <= RUN_MEMO_CHARS and len(memo) < RUN_MEMO_ENTRIES:
+                memo[parts[i]] = kept
+    if not hits:
+        return
+    ends = list(itertools.accumulate(map(len, pieces)))
+    for i, found in hits:
+        origin = ends[2 * i]
+        for start, end, kind in found:
+            yield start + origin, end + origin, kind
 
 
 # A secret word ending a key name, then `:`, `=`, `:=` or `=>`: where a keyed value may start.
@@ -789,6 +973,16 @@ def _keyed_spans(text: str, lowered: str | None, *, filtered: bool = True):
             yield (*bare.span("v"), "secret-value")
 
 
+# `(?:{_WORDS})>` as a search finds it (the same texts), from each `>` back: a search for a
+# literal, where the alternation of words was tried at every letter that starts one.
+_WORD_LIST = [
+    spelt
+    for word in _WORDS.split("|")
+    for spelt in ((word[:-2], word[:-2] + "s") if word.endswith("s?") else (word,))
+]
+_WORD_THEN_GT = re.compile(">(?:" + "|".join(f"(?<={w}>)" for w in _WORD_LIST) + ")", _FLAGS)
+
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "private-key",
@@ -814,12 +1008,14 @@ RULES: tuple[Rule, ...] = (
         r"(?=[A-Za-z0-9\[])",
         ("://",),
         check=_userinfo_password,
+        starts=_scheme_starts,
     ),
     Rule(
         "userinfo",
         r"\b[a-z][a-z0-9+.-]{1,20}://(?P<v>[A-Za-z0-9_.~-]{16,256})@(?=[A-Za-z0-9\[])",
         ("://",),
         check=_userinfo_user,
+        starts=_scheme_starts,
     ),
     Rule(
         "webhook",
@@ -834,6 +1030,7 @@ RULES: tuple[Rule, ...] = (
         rf"(?:(?:{_SCHEMES})\s+)?{_NOT_REDACTED}(?P<v>[^\s\"'&<,}}\\]{{4,}})",
         ("authorization", "api-key", "apikey", "-token", "subscription-key"),
         check=_header,
+        starts=_header_starts,
     ),
     # A cookie header: every value on the line.
     Rule(
@@ -847,8 +1044,11 @@ RULES: tuple[Rule, ...] = (
         "bearer",
         rf"(?P<s>bearer|basic|token)\s+{_NOT_REDACTED}(?P<v>[A-Za-z0-9._~+/=-]{{8,}})",
         ("bearer", "basic", "token"),
-        re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}", _FLAGS),
+        _SearchAt(
+            re.compile(r"(?:bearer|basic|token)\s+[a-z0-9._~+/=-]{8}", _FLAGS), _scheme_word_starts
+        ),
         _scheme_token,
+        starts=_scheme_word_starts,
     ),
     # <password>x</password>, <add key="Password" value="x"/>, <input type="password" value=x>,
     # {"name": "DB_PASSWORD", "value": "x"}, `- name: X_TOKEN\n  value: x`.
@@ -856,7 +1056,7 @@ RULES: tuple[Rule, ...] = (
         "secret-field",
         rf"<(?P<k>[A-Za-z0-9_:.-]{{0,60}}(?:{_WORDS}))>{_NOT_REDACTED}(?P<v>[^<]{{1,1024}})</",
         _SECRET_WORD_TRIGGERS,
-        re.compile(rf"(?:{_WORDS})>", _FLAGS),
+        _WORD_THEN_GT,
         _named_field,
     ),
     Rule(
@@ -901,6 +1101,7 @@ RULES: tuple[Rule, ...] = (
         _SECRET_WORD_TRIGGERS,
         re.compile(rf"-(?:[a-z0-9-]*)(?:{_WORDS})(?:=|[ \t])", _FLAGS),
         _argv_option,
+        starts=_option_starts,
     ),
     Rule(
         "argv",
@@ -926,6 +1127,7 @@ RULES: tuple[Rule, ...] = (
         rf"(?:=|[ \t]+){_QUOTE}?[^\s:\"'`\\]*:(?P<v>[^\s\"'`\\]{{3,}})",
         ("curl", "wget", "http"),
         re.compile(r"\s(?:-u|--user|--http-password|--password)(?:=|[ \t])", _FLAGS),
+        starts=_fetcher_starts,
     ),
     # .netrc (`machine h login u password p`), .pgpass (`host:port:db:user:password`),
     # Netscape cookie jars (tab-separated, the value last).
@@ -941,6 +1143,7 @@ RULES: tuple[Rule, ...] = (
         r"(?P<v>[^\s\"'\\]+)[ \t]*(?=$|\r|\n|\\n)",
         ("password", "passwd"),
         flags=_I | re.MULTILINE,
+        starts=_line_starts,
     ),
     Rule(
         "dotfile",
@@ -971,6 +1174,7 @@ RULES: tuple[Rule, ...] = (
             _FLAGS,
         ),
         _entropy_token,
+        starts=_secret_word_starts,
     ),
 )
 
@@ -1018,7 +1222,11 @@ def _spans(text: str, lowered: str, *, filtered: bool = True) -> list[tuple[int,
             continue
         check, kind, value = rule.check, rule.kind, rule.value
         if rule.lowered is not None and aligned:
-            matches = (_Found(match, text) for match in rule.lowered.finditer(lowered))
+            if rule.starts is not None:
+                found = _matches_at(rule.lowered, lowered, rule.starts(lowered))
+            else:
+                found = rule.lowered.finditer(lowered)
+            matches = (_Found(match, text) for match in found)
         else:
             matches = rule.pattern.finditer(text)
         for match in matches:
@@ -1039,10 +1247,11 @@ _ESCAPED = re.compile(
     r"\\u00[0-7][0-9a-fA-F]|\\/|%[0-7][0-9a-fA-F]|"
     r"&(?:#0*(?:1[01][0-9]|12[0-7]|[0-9]{1,2});|#[xX]0*[0-7]?[0-9a-fA-F];|[A-Za-z][A-Za-z0-9]{1,31};)"
 )
-_DECODE = re.compile(
+_ESCAPES = (
     r"\\u[0-9a-fA-F]{4}|\\[\\/\"'nrtbf]|%[0-9a-fA-F]{2}|"
-    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|\+"
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
 )
+_DECODE = re.compile(_ESCAPES + r"|\+")
 _PERCENT = re.compile(r"%[0-9a-fA-F]{2}")
 _SIMPLE_ESCAPES = {
     "n": "\n",
@@ -1058,6 +1267,34 @@ _SIMPLE_ESCAPES = {
 DECODE_DEPTH = 3
 
 
+# The pattern of `_DECODE` split around (a capturing group), with and without `+`: where `+`
+# is no space, its every match was skipped, and no other escape starts with `+`.
+_DECODE_SPLIT = {True: re.compile(f"({_DECODE.pattern})"), False: re.compile(f"({_ESCAPES})")}
+# What each escape met lately reads as (itself when it is no escape after all: an escape
+# never reads as itself, it is 2 or more characters that read as 1 or 2 others), up to this
+# many escapes.
+SHOWN_MEMO_ENTRIES = 4096
+_shown_memo: dict[str, str] = {}
+
+
+def _shown(token: str) -> str:
+    """What one match of `_DECODE` reads as (itself when it is no escape after all)."""
+    first = token[0]
+    if first == "+":
+        return " "
+    if first == "\\":
+        return chr(int(token[2:], 16)) if token[1] == "u" else _SIMPLE_ESCAPES[token[1]]
+    if first == "%":
+        return chr(int(token[1:], 16))
+    if token[1] == "#":
+        number = int(token[3:-1], 16) if token[2] in "xX" else int(token[2:-1])
+        try:
+            return chr(number)
+        except (ValueError, OverflowError):
+            return token
+    return html5.get(token[1:], token)
+
+
 def _decode_once(
     text: str, plus: bool | None = None
 ) -> tuple[str, list[tuple[int, int, int, int]]]:
@@ -1066,39 +1303,28 @@ def _decode_once(
     whether `+` reads as a space (None: when the text holds a percent-escape, form-encoded)."""
     if plus is None:
         plus = _PERCENT.search(text) is not None
-    pieces: list[str] = []
-    places: list[tuple[int, int, int, int]] = []
-    last = decoded = 0
-    for match in _DECODE.finditer(text):
-        token = match.group()
-        first = token[0]
-        if first == "+":
-            if not plus:
-                continue
-            shown = " "
-        elif first == "\\":
-            shown = chr(int(token[2:], 16)) if token[1] == "u" else _SIMPLE_ESCAPES[token[1]]
-        elif first == "%":
-            shown = chr(int(token[1:], 16))
-        elif token[1] == "#":
-            number = int(token[3:-1], 16) if token[2] in "xX" else int(token[2:-1])
-            try:
-                shown = chr(number)
-            except (ValueError, OverflowError):
-                continue
-        else:
-            shown = html5.get(token[1:])
-            if shown is None:
-                continue
-        start, end = match.span()
-        pieces.append(text[last:start])
-        decoded += start - last
-        pieces.append(shown)
-        places.append((decoded, decoded + len(shown), start, end))
-        decoded += len(shown)
-        last = end
-    pieces.append(text[last:])
-    return "".join(pieces), places
+    pieces = _DECODE_SPLIT[bool(plus)].split(text)  # text, escape, text, escape, ..., text
+    if len(pieces) == 1:
+        return text, []
+    tokens = pieces[1::2]
+    memo = _shown_memo
+    shown = list(map(memo.get, tokens))
+    if None in shown:  # escapes not met lately
+        for i, token in enumerate(tokens):
+            if shown[i] is None:
+                shown[i] = _shown(token)
+                if len(memo) < SHOWN_MEMO_ENTRIES:
+                    memo[token] = shown[i]
+    read = pieces.copy()
+    read[1::2] = shown
+    # Where each piece ends, in the text and in its reading: an escape's place is from the
+    # end of the piece before it to its own end.
+    original = list(itertools.accumulate(map(len, pieces)))
+    decoded = list(itertools.accumulate(map(len, read)))
+    places = list(zip(decoded[0::2], decoded[1::2], original[0::2], original[1::2], strict=False))
+    if any(map(str.__eq__, shown, tokens)):  # some were no escape: no place
+        places = [place for place, a, b in zip(places, shown, tokens, strict=True) if a != b]
+    return "".join(read), places
 
 
 def _back(places: list[tuple[int, int, int, int]], starts: list[int], start: int, end: int):
