@@ -193,6 +193,10 @@ HOSTILE = [
     "http " * 200000 + "-u a:b",
     "passw \n" * 140000,
     "bearer basic token " * 50000,
+    # a run the argv option prefilter was searched over from each of its dashes (quadratic
+    # until it was bounded as its pattern is: 64 KB of `-` took 50 s)
+    "-" * 1_000_000 + " --password hunter2",
+    "api-key" * 150_000,
 ]
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 
 from datasette_capsem import redaction
 from tests.test_secrets import SECRETS
+
+HANG_GUARD = 120.0  # seconds: only to bound a hang, never a performance threshold
 
 
 def reference(text: str) -> str:
@@ -161,3 +164,34 @@ def test_a_credential_cut_by_a_label_is_masked():
     assert redaction.redact_cell(None, 'x: {"password": "abc…def"}') == (
         'x: {"password": "[redacted:secret-field]"}'
     )
+
+
+def test_the_option_prefilter_is_bounded_as_the_option_pattern_is():
+    """The argv rule's prefilter admits a dash, at most one more and 41 name characters before
+    the secret word, as its pattern does: options whose names are 0 to 45 characters long
+    before the word (the pattern takes at most 41) are masked as with no prefilter at all."""
+    for dashes in ("-", "--"):
+        for length in range(46):
+            name = ("a-b1" * 12)[:length]
+            for text in (
+                f"run {dashes}{name}password=hunter2secret",
+                f"run {dashes}{name}token hunter2secret",
+                f"x={dashes}{name}key\thunter2secret and more",
+            ):
+                assert redaction.mask_text(text) == reference(text), text
+
+
+def test_long_runs_of_dashes_and_repeated_option_names_are_masked_in_one_pass():
+    """The option prefilter is searched from every dash of a run: unbounded, it read the rest
+    of the run each time (16 KB of `-` took 3 s to mask, 64 KB 50 s, a megabyte hours).
+    Bounded, these megabyte texts are masked (the deadline only bounds a hang)."""
+    texts = [
+        "-" * 2**20 + " --password hunter2secret",
+        "api-key" * 150_000 + " --api-key=hunter2secret",
+    ]
+    done: list[str] = []
+    worker = threading.Thread(target=lambda: done.extend(map(redaction.mask_text, texts)))
+    worker.start()
+    worker.join(HANG_GUARD)
+    assert not worker.is_alive(), "masking a megabyte of dashes did not end"
+    assert len(done) == 2 and not any("hunter2secret" in masked for masked in done)
