@@ -12,7 +12,10 @@ For a home (a path, e.g. benchmarks/out/scale-10000, or `scale_home.py`'s size),
   out, as the shell lacks the function). The shell only reads: the build also masks what it
   read, writes index.db and stores a quick report per ledger.
 - with `--server`, also a Datasette server over the home with an empty cache, from spawn until
-  its background build says it is done (`/-/capsem/index.json`), as `bench_scale.py` measures.
+  its background build says it is done (`/-/capsem/index.json`), as `bench_scale.py` measures;
+- with `--python-replay`, also Python's sqlite3 module running the same script
+  (`_python_replay.py`: each statement executed and its rows fetched, nothing else): what the
+  statements cost from Python, the floor under the build's own Python work.
 
 The captured script is kept in benchmarks/out/<home>.<digest>.build.sql, the digest naming the
 home's path and the plugin's source (so a changed build is captured again, and a script never
@@ -23,6 +26,7 @@ With `--before DIR` (a checkout of another commit, e.g. `git archive main | tar 
 that checkout's build is timed in the same turns, against the same CLI replay.
 
 Usage: python benchmarks/bench_build.py HOME [--repeat 3] [--server] [--before DIR]
+       [--python-replay]
        python benchmarks/bench_build.py 10000            (benchmarks/out/scale-10000)
 """
 
@@ -127,6 +131,15 @@ def build_once(home: Path, source: Path | None = None) -> tuple[float, float, st
         return time.perf_counter() - started, children_cpu() - before, done.stdout.strip()
 
 
+def python_replay(home: Path) -> tuple[float, float]:
+    """(wall s, CPU s) of Python's sqlite3 running the statements the build of `home` sent
+    (not of splitting the script into them)."""
+    command = [sys.executable, str(HERE / "_python_replay.py"), str(captured_file(home))]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    cpu, wall, _refused = done.stdout.split()
+    return float(wall), float(cpu)
+
+
 def server_build(home: Path) -> float:
     """Seconds from spawning a server over an empty cache until its first build is done."""
     with tempfile.TemporaryDirectory(prefix="bench-build-server-") as cache:
@@ -160,6 +173,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--server", action="store_true", help="also the build in a server")
     parser.add_argument(
+        "--python-replay",
+        action="store_true",
+        help="also Python's sqlite3 running the same statements (and nothing else)",
+    )
+    parser.add_argument(
         "--before",
         type=Path,
         help="a checkout of the plugin (e.g. `git archive` of main) whose build is timed too, "
@@ -173,6 +191,7 @@ def main() -> None:
     before_script, before_statements = captured(home, args.before) if args.before else ("", 0)
     cli = sqlite3_cli()
     loads, builds, build_cpu, shells, shell_cpu, servers = [], [], [], [], [], []
+    pythons, python_cpu = [], []
     befores, before_cpu, before_shells, before_shell_cpu = [], [], [], []
     said = ""
     for _ in range(args.repeat):
@@ -190,6 +209,10 @@ def main() -> None:
         before = children_cpu()
         shells.append(cli_run(cli, [":memory:"], script))
         shell_cpu.append(children_cpu() - before)
+        if args.python_replay:
+            wall, cpu = python_replay(home)
+            pythons.append(wall)
+            python_cpu.append(cpu)
         if args.server:
             servers.append(server_build(home))
     loads.append(load())
@@ -213,6 +236,17 @@ def main() -> None:
             per_ledger(shell_cpu),
         ]
     ]
+    if pythons:
+        rows.append(
+            [
+                "Python's sqlite3, same statements",
+                each(pythons),
+                each(python_cpu),
+                f"{statistics.median(pythons) / statistics.median(shells):.2f}x",
+                ", ".join(f"{p / s:.2f}" for p, s in zip(pythons, shells, strict=True)),
+                per_ledger(python_cpu),
+            ]
+        )
     if befores:
         rows.append(
             [
