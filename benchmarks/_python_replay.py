@@ -5,8 +5,8 @@ What the statements alone cost from Python, beside the sqlite3 shell replaying t
 (`bench_build.py --python-replay`): the floor under the build's own Python. Prints the CPU and
 wall seconds of running the statements, not of reading the script (splitting 190 MB into
 statements costs more than a third of running them). The script is read a ledger at a time,
-never held whole (a process holding the whole script ran its statements ~1.5x slower on this
-machine).
+never held whole: a process that held the whole script ran its statements up to ~1.5x slower
+in some runs on this machine, for a reason not pinned down.
 
 Usage: python benchmarks/_python_replay.py SCRIPT.build.sql   (prints "CPU-s wall-s refused")
 """
