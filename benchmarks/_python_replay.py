@@ -3,10 +3,10 @@ one connection per `.open`, every statement executed and its rows fetched, nothi
 
 What the statements alone cost from Python, beside the sqlite3 shell replaying the same script
 (`bench_build.py --python-replay`): the floor under the build's own Python. Prints the CPU and
-wall seconds of running the statements, not of reading the script (splitting 190 MB into
-statements costs more than a third of running them). The script is read a ledger at a time,
-never held whole: a process that held the whole script ran its statements up to ~1.5x slower
-in some runs on this machine, for a reason not pinned down.
+wall seconds of running the statements, not of reading the script and splitting it into
+statements. The script is read a ledger at a time, never held whole: a process that held the
+whole script ran its statements up to ~1.5x slower in some runs on this machine, for a reason
+not pinned down.
 
 Usage: python benchmarks/_python_replay.py SCRIPT.build.sql   (prints "CPU-s wall-s refused")
 """
@@ -22,7 +22,9 @@ OPEN = ".open "
 
 
 def ledgers(path: str) -> Iterator[tuple[str, list[str]]]:
-    """(URI, statements) of each `.open` of the script, in order."""
+    """(URI, statements) of each `.open` of the script, in order. A statement ends on a line
+    ending in `;` where SQLite says it is complete (a `;` inside a string does not end it);
+    the URI is unquoted as `bench_sessions.build_script` quoted it (`'` doubled)."""
     current: tuple[str, list[str]] | None = None
     lines: list[str] = []
     with open(path, encoding="utf-8") as script:
@@ -30,13 +32,13 @@ def ledgers(path: str) -> Iterator[tuple[str, list[str]]]:
             if line.startswith(OPEN):
                 if current is not None:
                     yield current
-                current, lines = (line[len(OPEN) :].strip().strip("'"), []), []
+                quoted = line[len(OPEN) :].strip()
+                current, lines = (quoted[1:-1].replace("''", "'"), []), []
                 continue
             if current is None:
                 continue
             lines.append(line)
-            text = "".join(lines)
-            if sqlite3.complete_statement(text):
+            if line.rstrip().endswith(";") and sqlite3.complete_statement(text := "".join(lines)):
                 current[1].append(text)
                 lines = []
     if current is not None:
